@@ -85,6 +85,8 @@ void setup_layer_norm(CLI::App& app);
 void setup_feed_forward(CLI::App& app);
 void setup_encoder(CLI::App& app);
 void setup_bench(CLI::App& app);
+// grade, check, hint and assignments (grade.cpp).
+void setup_grade(CLI::App& app);
 
 // Set by a subcommand's callback: what main returns.
 int& exit_code();

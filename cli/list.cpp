@@ -1,20 +1,41 @@
-// attn list: the lessons in course order.
+// attn list: the lessons in course order, with each exercise's progress.
 #include <cstdio>
+#include <filesystem>
 
 #include <fmt/format.h>
 
+#include "assignments.hpp"
 #include "common.hpp"
 
 namespace attn::cli {
 
+std::string exercise_progress_text(const std::filesystem::path& tree, const std::vector<Exercise>& exercises);
+
 void setup_list(CLI::App& app) {
-  CLI::App* sub = app.add_subcommand("list", "the lessons in order");
+  CLI::App* sub = app.add_subcommand("list", "the lessons in order, with your exercises' progress");
   sub->callback([] {
+    // The assignment tree around the working directory (or this checkout): done means the
+    // exercise passed `attn check` and has not changed since.
+    std::filesystem::path tree;
+    std::vector<Exercise> exercises;
+    Progress progress;
+    try {
+      tree = find_tree("");
+      exercises = find_exercises(tree);
+      progress = load_progress(tree);
+    } catch (const std::exception&) {
+      exercises.clear();
+    }
     std::string out;
     for (const lessons::LessonInfo& lesson : lessons::catalog()) {
-      out += fmt::format("{:02}  {:<20} {}\n", lesson.number, lesson.name, lesson.summary);
+      std::string mark;
+      for (const Exercise& exercise : exercises) {
+        if (exercise.lesson == lesson.name) mark = lesson_done(progress, exercise) ? "done" : "pending";
+      }
+      out += fmt::format("{:02}  {:<20} {:<8} {}\n", lesson.number, lesson.name, mark, lesson.summary);
     }
     out += "\nRun one with `attn <lesson>`, e.g. `attn dot-product`.\n";
+    if (!exercises.empty()) out += exercise_progress_text(tree, exercises);
     std::fputs(out.c_str(), stdout);
     exit_code() = kExitOk;
   });

@@ -279,6 +279,7 @@ int main(int argc, char** argv) {
   attn::cli::setup_encoder(app);
   attn::cli::setup_bench(app);
   attn::cli::setup_summary(app);
+  attn::cli::setup_grade(app);
 
   // The lessons are small: one BLAS thread keeps the output byte-identical across machines.
   attn::set_blas_threads(1);

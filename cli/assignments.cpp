@@ -1,0 +1,406 @@
+#include "assignments.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <system_error>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "error.hpp"
+#include "file_io.hpp"
+#include "grade_toolchain.hpp"
+#include "lesson.hpp"
+
+namespace attn::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::regex kLessonFolder(R"(^([0-9][0-9])-([a-z0-9]+(?:-[a-z0-9]+)*)$)");
+
+std::string read_text(const fs::path& path) {
+  const std::vector<unsigned char> bytes = read_file(path.string(), path.filename().string());
+  return std::string(bytes.begin(), bytes.end());
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+std::string join_lines(const std::vector<std::string>& lines) {
+  std::string text;
+  for (const std::string& line : lines) text += line + "\n";
+  return text;
+}
+
+std::string trimmed(const std::string& line) {
+  const auto first = line.find_first_not_of(" \t\r");
+  if (first == std::string::npos) return "";
+  return line.substr(first, line.find_last_not_of(" \t\r") - first + 1);
+}
+
+// The function a solution block belongs to: the identifier before '(' on the nearest line above
+// that starts at column 0 and is not a comment or a preprocessor line.
+std::string enclosing_function(const std::vector<std::string>& lines, std::size_t begin) {
+  static const std::regex name(R"(([A-Za-z_][A-Za-z0-9_]*)\s*\()");
+  for (std::size_t i = begin; i-- > 0;) {
+    const std::string& line = lines[i];
+    if (line.empty() || std::isspace(static_cast<unsigned char>(line[0])) || line.starts_with("//") ||
+        line.starts_with("#") || line.starts_with("}")) {
+      continue;
+    }
+    std::smatch m;
+    if (std::regex_search(line, m, name)) return m[1];
+    break;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string Exercise::label() const { return fmt::format("{:02} {}", number, lesson); }
+
+fs::path source_tree() { return fs::path(toolchain::kSourceDir); }
+
+bool is_assignment_tree(const fs::path& dir) {
+  std::error_code ec;
+  const fs::path lessons = dir / "lessons";
+  if (!fs::is_directory(lessons, ec)) return false;
+  for (const fs::directory_entry& entry : fs::directory_iterator(lessons, ec)) {
+    std::smatch m;
+    const std::string folder = entry.path().filename().string();
+    if (!std::regex_match(folder, m, kLessonFolder)) continue;
+    std::string stem = m[2];
+    std::replace(stem.begin(), stem.end(), '-', '_');
+    if (fs::exists(entry.path() / (stem + "_exercise_test.cpp"), ec)) return true;
+  }
+  return false;
+}
+
+fs::path find_tree(const std::string& dir) {
+  std::error_code ec;
+  if (!dir.empty()) {
+    const fs::path path(dir);
+    if (!fs::exists(path, ec)) {
+      throw Error("--dir", fmt::format("'{}' does not exist: give the folder of an assignment tree "
+                                       "(one written by `attn assignments release`)", dir));
+    }
+    if (!fs::is_directory(path, ec)) {
+      throw Error("--dir", fmt::format("'{}' is a file, not a folder: give the folder of an assignment tree", dir));
+    }
+    if (!is_assignment_tree(path)) {
+      throw Error("--dir", fmt::format("'{}' is not an assignment tree (no lessons/NN-name/<name>_exercise_test.cpp): "
+                                       "give the folder written by `attn assignments release`", dir));
+    }
+    return fs::absolute(path, ec).lexically_normal();
+  }
+  for (fs::path at = fs::current_path(ec); !at.empty(); at = at.parent_path()) {
+    if (is_assignment_tree(at)) return at;
+    if (at == at.parent_path()) break;
+  }
+  return source_tree();
+}
+
+std::vector<Exercise> find_exercises(const fs::path& tree) {
+  std::vector<Exercise> exercises;
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(tree / "lessons", ec)) {
+    std::smatch m;
+    const std::string folder = entry.path().filename().string();
+    if (!entry.is_directory(ec) || !std::regex_match(folder, m, kLessonFolder)) continue;
+    Exercise exercise;
+    exercise.number = std::stoi(m[1]);
+    exercise.lesson = m[2];
+    exercise.stem = exercise.lesson;
+    std::replace(exercise.stem.begin(), exercise.stem.end(), '-', '_');
+    exercise.stem += "_exercise";
+    exercise.folder = entry.path();
+    if (fs::exists(exercise.tests(), ec)) exercises.push_back(exercise);
+  }
+  if (exercises.empty()) {
+    throw Error("assignments", fmt::format("{} holds no exercises (lessons/NN-name/<name>_exercise_test.cpp)",
+                                           tree.string()));
+  }
+  std::sort(exercises.begin(), exercises.end(),
+            [](const Exercise& a, const Exercise& b) { return a.number < b.number; });
+  return exercises;
+}
+
+const Exercise& exercise_named(const std::vector<Exercise>& exercises, const std::string& name) {
+  for (const Exercise& exercise : exercises) {
+    if (name == exercise.lesson || name == exercise.folder.filename().string() ||
+        name == fmt::format("{:02}", exercise.number) || name == std::to_string(exercise.number)) {
+      return exercise;
+    }
+  }
+  std::string names;
+  for (const Exercise& exercise : exercises) names += (names.empty() ? "" : ", ") + exercise.lesson;
+  bool is_lesson = false;
+  for (const lessons::LessonInfo& info : lessons::catalog()) is_lesson = is_lesson || info.name == name;
+  if (is_lesson) {
+    throw Error("--lesson", fmt::format("lesson '{}' has no exercise: the exercises are {}", name, names));
+  }
+  throw Error("--lesson", fmt::format("unknown lesson '{}': choose one of {}", name, names));
+}
+
+std::vector<TestCaseInfo> parse_test_cases(const fs::path& tests) {
+  static const std::regex test_case(
+      R"re(^\s*TEST_CASE\(\s*"((?:[^"\\]|\\.)*)"\s*,\s*"((?:\[[^\]]*\])*)"\s*\)\s*\{?\s*$)re");
+  static const std::regex tag(R"(\[([^\]]*)\])");
+  const std::string file = tests.filename().string();
+  const std::vector<std::string> lines = split_lines(read_text(tests));
+  std::vector<TestCaseInfo> cases;
+  bool in_hidden = false;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const std::string line = trimmed(lines[i]);
+    const int number = static_cast<int>(i + 1);
+    if (line == "// BEGIN HIDDEN TESTS") in_hidden = true;
+    if (line == "// END HIDDEN TESTS") in_hidden = false;
+    if (lines[i].find("TEST_CASE") == std::string::npos || line.starts_with("//")) continue;
+    std::smatch m;
+    if (!std::regex_match(lines[i], m, test_case)) {
+      throw Error("assignments", fmt::format("{}:{}: write each TEST_CASE on one line as "
+                                             "TEST_CASE(\"name\", \"[lesson][points=N]\")", file, number));
+    }
+    TestCaseInfo info;
+    info.name = m[1];
+    info.line = number;
+    if (info.name.find_first_of(",[]\\*~\"") != std::string::npos || info.name.empty()) {
+      throw Error("assignments", fmt::format("{}:{}: test name '{}' must not be empty or contain , [ ] \\ * ~ or quotes "
+                                             "(Catch2 could not select it)", file, number, info.name));
+    }
+    const std::string tags = m[2];
+    bool has_points = false;
+    for (auto it = std::sregex_iterator(tags.begin(), tags.end(), tag); it != std::sregex_iterator(); ++it) {
+      const std::string t = (*it)[1];
+      info.tags.push_back(t);
+      if (t == ".hidden") info.hidden = true;
+      if (t.starts_with("points=")) {
+        try {
+          std::size_t used = 0;
+          info.points = std::stod(t.substr(7), &used);
+          has_points = used == t.size() - 7 && info.points >= 0.0;
+        } catch (const std::exception&) {
+          has_points = false;
+        }
+      }
+    }
+    if (!has_points) {
+      throw Error("assignments", fmt::format("{}:{}: test '{}' needs a [points=N] tag with N >= 0", file, number, info.name));
+    }
+    if (info.hidden != in_hidden) {
+      throw Error("assignments", fmt::format("{}:{}: test '{}' is {} the hidden block: tag [.hidden] exactly the tests "
+                                             "between // BEGIN HIDDEN TESTS and // END HIDDEN TESTS",
+                                             file, number, info.name, in_hidden ? "inside" : "outside"));
+    }
+    for (const TestCaseInfo& other : cases) {
+      if (other.name == info.name) {
+        throw Error("assignments", fmt::format("{}:{}: test name '{}' is used twice", file, number, info.name));
+      }
+    }
+    cases.push_back(info);
+  }
+  if (in_hidden) throw Error("assignments", fmt::format("{}: // BEGIN HIDDEN TESTS has no // END HIDDEN TESTS", file));
+  return cases;
+}
+
+std::string strip_solutions(const std::string& text, const std::string& file) {
+  const std::vector<std::string> lines = split_lines(text);
+  std::vector<std::string> out;
+  std::size_t begin = 0;
+  bool inside = false;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const std::string line = trimmed(lines[i]);
+    if (line == "// BEGIN SOLUTION") {
+      if (inside) throw Error("assignments", fmt::format("{}:{}: BEGIN SOLUTION inside another solution block", file, i + 1));
+      inside = true;
+      begin = i;
+      const std::string function = enclosing_function(lines, i);
+      if (function.empty()) {
+        throw Error("assignments", fmt::format("{}:{}: no function signature above this solution block", file, i + 1));
+      }
+      const std::string indent = lines[i].substr(0, lines[i].find('/'));
+      out.push_back(fmt::format("{}throw std::logic_error(\"not implemented: {}\");", indent, function));
+      continue;
+    }
+    if (line == "// END SOLUTION") {
+      if (!inside) throw Error("assignments", fmt::format("{}:{}: END SOLUTION without BEGIN SOLUTION", file, i + 1));
+      inside = false;
+      continue;
+    }
+    if (!inside) out.push_back(lines[i]);
+  }
+  if (inside) throw Error("assignments", fmt::format("{}:{}: BEGIN SOLUTION has no END SOLUTION", file, begin + 1));
+  return join_lines(out);
+}
+
+std::string strip_hidden_tests(const std::string& text, const std::string& file) {
+  const std::vector<std::string> lines = split_lines(text);
+  std::vector<std::string> out;
+  bool inside = false;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const std::string line = trimmed(lines[i]);
+    if (line == "// BEGIN HIDDEN TESTS") {
+      if (inside) throw Error("assignments", fmt::format("{}:{}: nested BEGIN HIDDEN TESTS", file, i + 1));
+      inside = true;
+      continue;
+    }
+    if (line == "// END HIDDEN TESTS") {
+      if (!inside) throw Error("assignments", fmt::format("{}:{}: END HIDDEN TESTS without BEGIN", file, i + 1));
+      inside = false;
+      continue;
+    }
+    if (!inside) out.push_back(lines[i]);
+  }
+  if (inside) throw Error("assignments", fmt::format("{}: BEGIN HIDDEN TESTS has no END HIDDEN TESTS", file));
+  while (!out.empty() && trimmed(out.back()).empty()) out.pop_back();
+  return join_lines(out);
+}
+
+ReleaseSummary release_tree(const fs::path& tree, const fs::path& out, bool keep_hidden) {
+  std::error_code ec;
+  if (fs::exists(out, ec) && !(fs::is_directory(out, ec) && fs::is_empty(out, ec))) {
+    throw Error("--out", fmt::format("'{}' already exists: give a new folder (nothing is overwritten)", out.string()));
+  }
+  const fs::path parent = fs::absolute(out, ec).parent_path();
+  if (!fs::is_directory(parent, ec)) {
+    throw Error("--out", fmt::format("'{}' does not exist: create it first, or give --out inside an existing folder",
+                                     parent.string()));
+  }
+  const std::vector<Exercise> exercises = find_exercises(tree);
+  ReleaseSummary summary;
+  // Everything is made in memory first, so that a bad exercise leaves nothing on disk.
+  std::vector<std::pair<fs::path, std::string>> files;
+  nlohmann::json lessons = nlohmann::json::array();
+  for (const Exercise& exercise : exercises) {
+    const fs::path folder = fs::path("lessons") / exercise.folder.filename();
+    const std::vector<TestCaseInfo> cases = parse_test_cases(exercise.tests());
+    double visible = 0.0, hidden = 0.0;
+    for (const TestCaseInfo& info : cases) {
+      (info.hidden ? hidden : visible) += info.points;
+      (info.hidden ? summary.hidden_tests : summary.visible_tests) += 1;
+    }
+    summary.visible_points += visible;
+    summary.hidden_points += hidden;
+    const std::string source = read_text(exercise.source());
+    const std::string stubbed = strip_solutions(source, exercise.source().filename().string());
+    std::size_t blocks = 0;
+    for (std::size_t at = source.find("// BEGIN SOLUTION"); at != std::string::npos;
+         at = source.find("// BEGIN SOLUTION", at + 1)) {
+      ++blocks;
+    }
+    summary.stubs += static_cast<int>(blocks);
+    const std::string tests = read_text(exercise.tests());
+    files.emplace_back(folder / exercise.source().filename(), stubbed);
+    files.emplace_back(folder / exercise.header().filename(), read_text(exercise.header()));
+    files.emplace_back(folder / exercise.tests().filename(),
+                       keep_hidden ? tests : strip_hidden_tests(tests, exercise.tests().filename().string()));
+    for (const char* extra : {"hints.md", "lesson.md"}) {
+      if (fs::exists(exercise.folder / extra, ec)) files.emplace_back(folder / extra, read_text(exercise.folder / extra));
+    }
+    lessons.push_back({{"number", exercise.number}, {"lesson", exercise.lesson}, {"folder", folder.string()},
+                       {"edit", (folder / exercise.source().filename()).string()},
+                       {"points", visible}, {"hidden_points", keep_hidden ? hidden : 0.0},
+                       {"tests", static_cast<int>(cases.size())}});
+    ++summary.exercises;
+  }
+  const nlohmann::json manifest = {{"format", "attn-assignments/1"},
+                                   {"hidden_tests", keep_hidden},
+                                   {"lessons", lessons}};
+  files.emplace_back("assignments.json", manifest.dump(2) + "\n");
+  files.emplace_back(".gitignore", ".attn/\n");
+  const fs::path guide = source_tree() / "docs" / "student-guide.md";
+  if (fs::exists(guide, ec)) files.emplace_back("README.md", read_text(guide));
+  for (const auto& [path, text] : files) {
+    if (text.find("BEGIN SOLUTION") != std::string::npos || text.find("END SOLUTION") != std::string::npos) {
+      throw Error("assignments", fmt::format("{} would still hold a solution marker", path.string()));
+    }
+  }
+
+  // A temporary folder beside `out`, renamed into place at the end.
+  const fs::path target = fs::absolute(out, ec).lexically_normal();
+  const fs::path temporary = target.parent_path() / (target.filename().string() + ".partial");
+  fs::remove_all(temporary, ec);
+  try {
+    for (const auto& [path, text] : files) {
+      fs::create_directories((temporary / path).parent_path());
+      std::ofstream file(temporary / path, std::ios::binary);
+      file << text;
+      if (!file.flush()) throw Error("--out", fmt::format("cannot write {}", (temporary / path).string()));
+    }
+    if (fs::exists(target, ec)) fs::remove(target);
+    fs::rename(temporary, target);
+  } catch (const fs::filesystem_error& e) {
+    fs::remove_all(temporary, ec);
+    throw Error("--out", fmt::format("cannot write '{}': {}", out.string(), e.code().message()));
+  } catch (...) {
+    fs::remove_all(temporary, ec);
+    throw;
+  }
+  if (!keep_hidden) summary.hidden_points = 0.0, summary.hidden_tests = 0;
+  return summary;
+}
+
+Progress load_progress(const fs::path& tree) {
+  Progress progress;
+  std::ifstream in(tree / ".attn" / "progress.json");
+  if (!in) return progress;
+  // A damaged progress file counts as no progress: grading again rewrites it.
+  const nlohmann::json json = nlohmann::json::parse(in, nullptr, false);
+  if (!json.is_object()) return progress;
+  if (json.contains("lessons") && json["lessons"].is_object()) {
+    for (const auto& [name, entry] : json["lessons"].items()) {
+      if (!entry.is_object()) continue;
+      LessonProgress lesson;
+      lesson.passed = entry.value("passed", false);
+      lesson.score = entry.value("score", 0.0);
+      lesson.max_score = entry.value("max_score", 0.0);
+      lesson.fingerprint = entry.value("fingerprint", "");
+      progress.lessons[name] = lesson;
+    }
+  }
+  if (json.contains("hints") && json["hints"].is_object()) {
+    for (const auto& [name, seen] : json["hints"].items()) {
+      if (seen.is_number_integer()) progress.hints_seen[name] = seen.get<int>();
+    }
+  }
+  return progress;
+}
+
+void save_progress(const fs::path& tree, const Progress& progress) {
+  nlohmann::json json = {{"lessons", nlohmann::json::object()}, {"hints", nlohmann::json::object()}};
+  for (const auto& [name, lesson] : progress.lessons) {
+    json["lessons"][name] = {{"passed", lesson.passed}, {"score", lesson.score},
+                             {"max_score", lesson.max_score}, {"fingerprint", lesson.fingerprint}};
+  }
+  for (const auto& [name, seen] : progress.hints_seen) json["hints"][name] = seen;
+  std::error_code ec;
+  fs::create_directories(tree / ".attn", ec);
+  write_file_atomic((tree / ".attn" / "progress.json").string(), json.dump(2) + "\n");
+}
+
+std::string fingerprint(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return "";
+  std::uint64_t hash = 14695981039346656037ull;  // FNV-1a
+  char c;
+  while (in.get(c)) hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return fmt::format("{:016x}", hash);
+}
+
+bool lesson_done(const Progress& progress, const Exercise& exercise) {
+  const auto it = progress.lessons.find(exercise.lesson);
+  return it != progress.lessons.end() && it->second.passed &&
+         it->second.fingerprint == fingerprint(exercise.source());
+}
+
+}  // namespace attn::cli

@@ -1,0 +1,89 @@
+// Assignment trees: the course's exercises on disk. A tree holds lessons/NN-name/ folders; an
+// exercise is `<stem>.cpp` (what the student edits), `<stem>.hpp`, `<stem>_test.cpp` (the graded
+// tests) and hints.md, with stem "<name>_exercise" (softmax_exercise). This checkout is the
+// instructor's tree, with solutions between `// BEGIN SOLUTION` and `// END SOLUTION`;
+// `attn assignments release` writes a student tree with those replaced by stubs.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace attn::cli {
+
+struct Exercise {
+  int number = 0;                // 3
+  std::string lesson;            // "softmax", the lesson's command name
+  std::string stem;              // "softmax_exercise"
+  std::filesystem::path folder;  // <tree>/lessons/03-softmax
+
+  std::filesystem::path source() const { return folder / (stem + ".cpp"); }
+  std::filesystem::path header() const { return folder / (stem + ".hpp"); }
+  std::filesystem::path tests() const { return folder / (stem + "_test.cpp"); }
+  std::filesystem::path hints() const { return folder / "hints.md"; }
+  std::string label() const;  // "03 softmax"
+};
+
+struct TestCaseInfo {
+  std::string name;
+  std::vector<std::string> tags;  // as written, without brackets: "softmax", "points=2", ".hidden"
+  double points = 0.0;
+  bool hidden = false;
+  int line = 0;
+};
+
+// This checkout's folder (the instructor's tree).
+std::filesystem::path source_tree();
+// Whether `dir` holds at least one exercise under lessons/.
+bool is_assignment_tree(const std::filesystem::path& dir);
+// --dir when given (attn::Error when it is not a tree); else the nearest tree at or above the
+// working directory; else this checkout.
+std::filesystem::path find_tree(const std::string& dir);
+// The tree's exercises in course order; attn::Error when there are none.
+std::vector<Exercise> find_exercises(const std::filesystem::path& tree);
+// By lesson name ("softmax"), number ("3", "03") or folder ("03-softmax"); attn::Error listing
+// the lessons otherwise.
+const Exercise& exercise_named(const std::vector<Exercise>& exercises, const std::string& name);
+
+// Every TEST_CASE of a graded test file, in file order; attn::Error naming file:line when a test
+// has no [points=N], a name Catch2 cannot select, or a [.hidden] tag outside the hidden block.
+std::vector<TestCaseInfo> parse_test_cases(const std::filesystem::path& tests);
+
+// The student's version of an exercise source: each solution block replaced by
+// `throw std::logic_error("not implemented: <function>");`. attn::Error for unbalanced markers.
+std::string strip_solutions(const std::string& text, const std::string& file);
+// A test file without the block between `// BEGIN HIDDEN TESTS` and `// END HIDDEN TESTS`.
+std::string strip_hidden_tests(const std::string& text, const std::string& file);
+
+struct ReleaseSummary {
+  int exercises = 0;
+  int stubs = 0;          // solution blocks replaced
+  int visible_tests = 0;
+  int hidden_tests = 0;   // kept, or removed when !keep_hidden
+  double visible_points = 0.0;
+  double hidden_points = 0.0;
+};
+// Writes the student tree of `tree` to `out` (which must not exist, or be an empty folder), all
+// or nothing.
+ReleaseSummary release_tree(const std::filesystem::path& tree, const std::filesystem::path& out, bool keep_hidden);
+
+// <tree>/.attn/progress.json: the last result of each lesson and the hints seen.
+struct LessonProgress {
+  bool passed = false;
+  double score = 0.0;
+  double max_score = 0.0;
+  std::string fingerprint;  // of the exercise source when it was graded
+};
+struct Progress {
+  std::map<std::string, LessonProgress> lessons;
+  std::map<std::string, int> hints_seen;
+};
+Progress load_progress(const std::filesystem::path& tree);
+void save_progress(const std::filesystem::path& tree, const Progress& progress);
+// A hash of the file's bytes ("" when it cannot be read).
+std::string fingerprint(const std::filesystem::path& file);
+// Passed at its last grading, and the source unchanged since.
+bool lesson_done(const Progress& progress, const Exercise& exercise);
+
+}  // namespace attn::cli

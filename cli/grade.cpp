@@ -1,0 +1,269 @@
+// attn grade, attn check, attn hint and attn assignments release: the course's exercises,
+// graded by their tests (see assignments.hpp for the tree, grader.hpp for how it runs).
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "common.hpp"
+#include "error.hpp"
+#include "file_io.hpp"
+#include "grade_report.hpp"
+#include "grader.hpp"
+
+namespace attn::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct GradeCliOptions {
+  std::string dir;
+  std::vector<std::string> lessons;
+  std::string format = "text";
+  std::string output;
+  double timeout = 20.0;
+  std::string color = "auto";
+};
+
+void progress_line(const std::string& message) {
+  std::fprintf(stderr, "%s ...\n", message.c_str());
+  std::fflush(stderr);
+}
+
+bool color_on(const std::string& color) {
+  return use_color(color == "always" ? ColorMode::always : color == "never" ? ColorMode::never : ColorMode::automatic);
+}
+
+void add_grade_options(CLI::App& sub, GradeCliOptions& o) {
+  sub.add_option("--dir", o.dir,
+                 "the assignment tree (default: the one around the working directory, else this checkout)")
+      ->option_text("DIR");
+  sub.add_option("--timeout", o.timeout, "seconds each test may run before it counts as failed (default 20)")
+      ->check(CLI::Range(0.1, 3600.0))
+      ->option_text("SECONDS");
+  sub.add_option("--color", o.color, "auto (default), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->option_text("auto|always|never");
+}
+
+// Writes `text` to --output (all or nothing), or to stdout.
+void write_output(const std::string& path, const std::string& text) {
+  if (path.empty()) {
+    std::fputs(text.c_str(), stdout);
+    return;
+  }
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    throw Error("--output", fmt::format("'{}' is a folder: give a file name, e.g. {}/results.json", path, path));
+  }
+  try {
+    write_file_atomic(path, text);
+  } catch (const Error& e) {
+    throw Error("--output", e.detail());
+  }
+}
+
+std::vector<LessonOutcome> grade_lessons(const fs::path& tree, const std::vector<Exercise>& chosen, double timeout) {
+  GradeOptions options;
+  options.test_timeout_seconds = timeout;
+  options.progress = progress_line;
+  std::vector<LessonOutcome> outcomes;
+  for (const Exercise& exercise : chosen) outcomes.push_back(grade_exercise(tree, exercise, options));
+  record_progress(tree, outcomes);
+  return outcomes;
+}
+
+int run_grade(const GradeCliOptions& o) {
+  fs::path tree;
+  std::vector<Exercise> chosen;
+  try {
+    tree = find_tree(o.dir);
+    const std::vector<Exercise> all = find_exercises(tree);
+    if (o.lessons.empty()) chosen = all;
+    for (const std::string& name : o.lessons) chosen.push_back(exercise_named(all, name));
+    for (const Exercise& exercise : chosen) parse_test_cases(exercise.tests());
+  } catch (const Error& e) {
+    // The machine-read formats still get their file, with the problem in it.
+    const std::string problem = fmt::format("{}: {}", e.function(), e.detail());
+    if (o.format == "gradescope") write_output(o.output, gradescope_report({}, problem));
+    if (o.format == "junit") write_output(o.output, junit_report({}, problem));
+    throw;
+  }
+  progress_line(fmt::format("grading {} ({} lesson{})", tree.string(), chosen.size(), chosen.size() == 1 ? "" : "s"));
+  const std::vector<LessonOutcome> outcomes = grade_lessons(tree, chosen, o.timeout);
+  bool all_passed = true;
+  for (const LessonOutcome& outcome : outcomes) all_passed = all_passed && outcome.passed();
+  if (o.format == "gradescope") {
+    write_output(o.output, gradescope_report(outcomes));
+  } else if (o.format == "junit") {
+    write_output(o.output, junit_report(outcomes));
+  } else {
+    write_output(o.output, text_report(outcomes, o.output.empty() && color_on(o.color)));
+  }
+  return all_passed ? kExitOk : kExitCheckFailed;
+}
+
+// The staged hints of hints.md: the text under each "## N" heading.
+std::vector<std::string> read_hints(const Exercise& exercise) {
+  std::error_code ec;
+  if (!fs::exists(exercise.hints(), ec)) return {};
+  const std::vector<unsigned char> bytes = read_file(exercise.hints().string(), "hints.md");
+  std::istringstream in(std::string(bytes.begin(), bytes.end()));
+  std::vector<std::string> hints;
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("## ")) {
+      hints.emplace_back();
+    } else if (!hints.empty()) {
+      hints.back() += line + "\n";
+    }
+  }
+  for (std::string& hint : hints) {
+    while (!hint.empty() && (hint.front() == '\n')) hint.erase(hint.begin());
+    while (hint.size() > 1 && hint.ends_with("\n\n")) hint.pop_back();
+  }
+  return hints;
+}
+
+std::string progress_bar(int done, int total) {
+  constexpr int kWidth = 30;
+  const int filled = total > 0 ? done * kWidth / total : 0;
+  std::string bar(static_cast<std::size_t>(filled), '#');
+  if (filled < kWidth) bar += '>' + std::string(static_cast<std::size_t>(kWidth - filled - 1), '-');
+  return fmt::format("Progress: [{}] {}/{} exercises done", bar, done, total);
+}
+
+}  // namespace
+
+std::string exercise_progress_text(const fs::path& tree, const std::vector<Exercise>& exercises) {
+  const Progress progress = load_progress(tree);
+  int done = 0;
+  const Exercise* next = nullptr;
+  for (const Exercise& exercise : exercises) {
+    if (lesson_done(progress, exercise)) {
+      ++done;
+    } else if (next == nullptr) {
+      next = &exercise;
+    }
+  }
+  std::string out = progress_bar(done, static_cast<int>(exercises.size())) + "\n";
+  if (next != nullptr) {
+    out += fmt::format("Next exercise: {} (edit {}, then `attn check {}`)\n", next->label(),
+                       fs::relative(next->source(), tree).string(), next->lesson);
+  } else {
+    out += "Every exercise passes its tests. Well done.\n";
+  }
+  return out;
+}
+
+void setup_grade(CLI::App& app) {
+  auto o = std::make_shared<GradeCliOptions>();
+  CLI::App* sub = app.add_subcommand("grade", "grade the course's exercises by their tests (score, results.json, JUnit)");
+  add_grade_options(*sub, *o);
+  sub->add_option("--lesson", o->lessons, "grade only this lesson (repeatable; default: every exercise)")
+      ->option_text("NAME");
+  sub->add_option("--format", o->format, "text (default), gradescope (results.json) or junit (XML)")
+      ->check(CLI::IsMember({"text", "gradescope", "junit"}))
+      ->option_text("text|gradescope|junit");
+  sub->add_option("--output", o->output, "write the report to FILE instead of stdout")->option_text("FILE");
+  sub->callback([o] { exit_code() = run_grade(*o); });
+
+  auto c = std::make_shared<GradeCliOptions>();
+  auto lesson = std::make_shared<std::string>();
+  CLI::App* check = app.add_subcommand("check", "run one lesson's exercise tests (default: the next unfinished one)");
+  check->add_option("lesson", *lesson, "the lesson, e.g. softmax or 03")->option_text("LESSON");
+  add_grade_options(*check, *c);
+  check->callback([c, lesson] {
+    const fs::path tree = find_tree(c->dir);
+    const std::vector<Exercise> all = find_exercises(tree);
+    const Exercise* chosen = nullptr;
+    if (!lesson->empty()) {
+      chosen = &exercise_named(all, *lesson);
+    } else {
+      const Progress progress = load_progress(tree);
+      for (const Exercise& exercise : all) {
+        if (chosen == nullptr && !lesson_done(progress, exercise)) chosen = &exercise;
+      }
+      if (chosen == nullptr) {
+        std::fputs(exercise_progress_text(tree, all).c_str(), stdout);
+        exit_code() = kExitOk;
+        return;
+      }
+    }
+    const std::vector<LessonOutcome> outcomes = grade_lessons(tree, {*chosen}, c->timeout);
+    const LessonOutcome& outcome = outcomes.front();
+    std::string out = text_report(outcomes, color_on(c->color));
+    if (outcome.passed()) {
+      out += fmt::format("\n✓ {} is done.\n", chosen->label());
+    } else {
+      out += fmt::format("\nEdit {} and run `attn check {}` again. Stuck? `attn hint {}`.\n",
+                         fs::relative(chosen->source(), tree).string(), chosen->lesson, chosen->lesson);
+    }
+    out += exercise_progress_text(tree, all);
+    std::fputs(out.c_str(), stdout);
+    exit_code() = outcome.passed() ? kExitOk : kExitCheckFailed;
+  });
+
+  auto h = std::make_shared<std::string>();
+  auto hint_dir = std::make_shared<std::string>();
+  auto stage = std::make_shared<int>(0);
+  CLI::App* hint = app.add_subcommand("hint", "a hint for a lesson's exercise, one stage at a time");
+  hint->add_option("lesson", *h, "the lesson, e.g. softmax")->required()->option_text("LESSON");
+  hint->add_option("--stage", *stage, "show this stage again (1 = the first hint)")
+      ->check(CLI::Range(1, 100))
+      ->option_text("N");
+  hint->add_option("--dir", *hint_dir, "the assignment tree (default: the one around the working directory)")
+      ->option_text("DIR");
+  hint->callback([h, hint_dir, stage] {
+    const fs::path tree = find_tree(*hint_dir);
+    const Exercise& exercise = exercise_named(find_exercises(tree), *h);
+    const std::vector<std::string> hints = read_hints(exercise);
+    if (hints.empty()) throw Error("hint", fmt::format("{} has no hints.md", exercise.label()));
+    Progress progress = load_progress(tree);
+    int& seen = progress.hints_seen[exercise.lesson];
+    const int total = static_cast<int>(hints.size());
+    if (*stage > total) {
+      throw Error("--stage", fmt::format("{} has {} hints: give --stage from 1 to {}", exercise.label(), total, total));
+    }
+    const int show = *stage > 0 ? *stage : std::min(seen + 1, total);
+    seen = std::max(seen, show);
+    try {
+      save_progress(tree, progress);
+    } catch (const std::exception&) {
+    }
+    std::string out = fmt::format("Hint {} of {} for {}:\n\n{}\n", show, total, exercise.label(), hints[static_cast<std::size_t>(show - 1)]);
+    if (show < total) {
+      out += fmt::format("Run `attn hint {}` again for the next hint.\n", exercise.lesson);
+    } else {
+      out += fmt::format("That was the last hint. `attn hint {} --stage N` shows hint N again.\n", exercise.lesson);
+    }
+    std::fputs(out.c_str(), stdout);
+    exit_code() = kExitOk;
+  });
+
+  auto out_dir = std::make_shared<std::string>();
+  auto source_dir = std::make_shared<std::string>();
+  auto keep_hidden = std::make_shared<bool>(false);
+  CLI::App* assignments = app.add_subcommand("assignments", "the course's assignment trees");
+  assignments->require_subcommand(1);
+  CLI::App* release = assignments->add_subcommand("release", "write the student tree: solutions replaced by stubs");
+  release->add_option("--out", *out_dir, "the new folder to write (must not exist yet)")->required()->option_text("DIR");
+  release->add_flag("--keep-hidden", *keep_hidden,
+                    "keep the [.hidden] tests (for an autograder's copy; students' copies leave them out)");
+  release->add_option("--dir", *source_dir, "the tree to release (default: this checkout)")->option_text("DIR");
+  release->callback([out_dir, source_dir, keep_hidden] {
+    const fs::path tree = source_dir->empty() ? source_tree() : find_tree(*source_dir);
+    const ReleaseSummary summary = release_tree(tree, *out_dir, *keep_hidden);
+    const double points = summary.visible_points + summary.hidden_points;
+    std::string out = fmt::format("wrote {}: {} exercises, {} solutions replaced by stubs, {} tests worth {} points",
+                                  *out_dir, summary.exercises, summary.stubs,
+                                  summary.visible_tests + summary.hidden_tests, number_string(points));
+    out += *keep_hidden ? fmt::format(" ({} hidden tests kept)\n", summary.hidden_tests) : " (hidden tests left out)\n";
+    out += fmt::format("Students start with `cd {} && attn check`.\n", *out_dir);
+    std::fputs(out.c_str(), stdout);
+    exit_code() = kExitOk;
+  });
+}
+
+}  // namespace attn::cli

@@ -1,0 +1,24 @@
+// The reports of `attn grade`: text for a terminal, Gradescope's results.json, JUnit XML.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "grader.hpp"
+
+namespace attn::cli {
+
+// Per lesson and per test: pass or fail, points, and the evidence of each failure.
+std::string text_report(const std::vector<LessonOutcome>& outcomes, bool color);
+// Gradescope's results.json (score, tests[] with name, score, max_score, status, output,
+// visibility). `problem` (a bad --dir, an unknown lesson) gives score 0 with it as the output.
+std::string gradescope_report(const std::vector<LessonOutcome>& outcomes, const std::string& problem = "");
+// JUnit XML: a testsuite per lesson, a testcase per test, <failure> or <error> with the evidence.
+std::string junit_report(const std::vector<LessonOutcome>& outcomes, const std::string& problem = "");
+
+// "12", "12.5".
+std::string number_string(double value);
+// "12/14", "12.5/14".
+std::string points_string(double score, double max_score);
+
+}  // namespace attn::cli

@@ -1,0 +1,98 @@
+// Grades lesson 03's exercise against PyTorch (data/generator/exercise_softmax.py) and against
+// what any softmax must satisfy. Tags: [softmax] the lesson, [points=N] the marks, [.hidden] shown
+// after the due date.
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "grading.hpp"
+#include "softmax_exercise.hpp"
+
+using attn::Tensor2;
+using attn::Tensor3;
+using attn::grading::check_close;
+using attn::grading::fixture;
+
+namespace {
+
+constexpr attn::testing::Tolerance kTolerance{1e-6, 1e-5};
+
+void check_case(const std::string& name) {
+  const Tensor3 scores = fixture<3>("softmax/" + name + "_scores");
+  check_close("softmax(scores " + attn::shape_string_of(scores) + ")", attn::exercise::softmax(scores),
+              fixture<3>("softmax/" + name + "_softmax"), kTolerance);
+}
+
+}  // namespace
+
+TEST_CASE("softmax matches PyTorch on scores of shape 2x4x6", "[softmax][points=2]") {
+  check_case("b2_t4_s6");
+}
+
+TEST_CASE("softmax matches PyTorch on odd shapes 3x5x7 1x6x3 and 1x1x1", "[softmax][points=2]") {
+  check_case("b3_t5_s7");
+  check_case("b1_t6_s3");
+  check_case("b1_t1_s1");
+}
+
+TEST_CASE("softmax rows sum to one over the last axis", "[softmax][points=1]") {
+  const Tensor3 weights = attn::exercise::softmax(fixture<3>("softmax/b3_t5_s7_scores"));
+  REQUIRE(weights.dimension() == 3);
+  REQUIRE(weights.shape(0) == 3);
+  REQUIRE(weights.shape(1) == 5);
+  REQUIRE(weights.shape(2) == 7);
+  for (std::size_t b = 0; b < 3; ++b) {
+    for (std::size_t t = 0; t < 5; ++t) {
+      double sum = 0.0;
+      for (std::size_t s = 0; s < 7; ++s) {
+        INFO("weights(" << b << ", " << t << ", " << s << ") = " << weights(b, t, s));
+        CHECK(weights(b, t, s) >= 0.0f);
+        sum += weights(b, t, s);
+      }
+      INFO("row (" << b << ", " << t << ", :) sums to " << sum << ", expected 1");
+      CHECK(std::fabs(sum - 1.0) < 1e-5);
+    }
+  }
+}
+
+TEST_CASE("softmax of large scores does not overflow", "[softmax][points=2]") {
+  check_case("large_b2_t3_s5");
+}
+
+TEST_CASE("causal_mask matches torch.triu of -inf", "[softmax][points=1]") {
+  check_close("causal_mask(5)", attn::exercise::causal_mask(5), fixture<2>("softmax/causal_mask_t5"));
+  check_close("causal_mask(1)", attn::exercise::causal_mask(1), fixture<2>("softmax/causal_mask_t1"));
+}
+
+TEST_CASE("apply_mask then softmax gives no weight to future tokens", "[softmax][points=2]") {
+  const Tensor3 scores = fixture<3>("softmax/causal_b2_t5_scores");
+  const Tensor3 masked = attn::exercise::apply_mask(scores, attn::exercise::causal_mask(5));
+  check_close("softmax(apply_mask(scores (2,5,5), causal_mask(5)))", attn::exercise::softmax(masked),
+              fixture<3>("softmax/causal_b2_t5_softmax"), kTolerance);
+}
+
+TEST_CASE("apply_mask refuses a mask of the wrong shape", "[softmax][points=1]") {
+  const Tensor3 scores = fixture<3>("softmax/b2_t4_s6_scores");
+  const Tensor2 wrong = attn::exercise::causal_mask(4);  // (4,4) for scores (2,4,6)
+  CHECK_THROWS_AS(attn::exercise::apply_mask(scores, wrong), std::invalid_argument);
+}
+
+// BEGIN HIDDEN TESTS
+TEST_CASE("softmax matches PyTorch with -inf scores on padded keys", "[softmax][points=2][.hidden]") {
+  check_case("padded_b3_t4_s6");
+}
+
+TEST_CASE("softmax of a fully masked row is zeros", "[softmax][points=1][.hidden]") {
+  Tensor3 scores = fixture<3>("softmax/b2_t4_s6_scores");
+  for (std::size_t s = 0; s < 6; ++s) scores(1, 2, s) = -std::numeric_limits<float>::infinity();
+  const Tensor3 weights = attn::exercise::softmax(scores);
+  for (std::size_t s = 0; s < 6; ++s) {
+    INFO("weights(1, 2, " << s << ") = " << weights(1, 2, s) << ", expected 0");
+    CHECK(weights(1, 2, s) == 0.0f);
+  }
+  Tensor3 expected = fixture<3>("softmax/b2_t4_s6_softmax");
+  for (std::size_t s = 0; s < 6; ++s) expected(1, 2, s) = 0.0f;
+  check_close("softmax(scores with row (1, 2, :) all -inf)", weights, expected, kTolerance);
+}
+// END HIDDEN TESTS
