@@ -1,0 +1,156 @@
+// Lesson 05's exercise. Fill in each function where it says TODO, then run
+//
+//     attn check multi-head        (the tests, with what was expected and what came out)
+//     attn hint multi-head         (a hint, one stage at a time)
+//
+// Tensor4 is xt::xtensor<float, 4>: y.shape(3) is its last size, y(b, h, t, i) an element, and
+// Tensor4(shape) a new tensor of that shape. From the core: attn::forward(linear, x) applies an
+// nn.Linear to x (B,T,in) -> (B,T,out), and attn::softmax(scores) is lesson 03's.
+#include "multi_head_exercise.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "linear.hpp"
+#include "softmax.hpp"
+
+namespace attn::exercise {
+
+std::size_t head_size(MultiHeadVariant variant, std::size_t d_model, std::size_t heads) {
+  // TODO(lesson 05): return d_model for MultiHeadVariant::wide, d_model / heads for the others. Throw
+  // std::invalid_argument when d_model or heads is 0, or (not wide) when heads does not divide d_model.
+  // BEGIN SOLUTION
+  if (d_model == 0 || heads == 0) {
+    throw std::invalid_argument(
+        fmt::format("head_size: d_model={} and heads={} must both be at least 1", d_model, heads));
+  }
+  if (variant == MultiHeadVariant::wide) return d_model;
+  if (d_model % heads != 0) {
+    throw std::invalid_argument(fmt::format("head_size: d_model={} is not divisible by heads={}: the {} variant "
+                                            "splits D into H heads of D/H",
+                                            d_model, heads, variant_name(variant)));
+  }
+  return d_model / heads;
+  // END SOLUTION
+}
+
+Tensor4 split_heads(const Tensor3& x, std::size_t heads) {
+  // TODO(lesson 05): with hs = x.shape(2) / heads, out(b, h, t, i) = x(b, t, h * hs + i). Throw
+  // std::invalid_argument when heads is 0 or does not divide x.shape(2).
+  // BEGIN SOLUTION
+  if (heads == 0 || x.shape(2) % heads != 0) {
+    throw std::invalid_argument(
+        fmt::format("split_heads: x {} cannot be cut into {} heads of equal size", shape_string_of(x), heads));
+  }
+  const std::size_t batch = x.shape(0), tokens = x.shape(1), size = x.shape(2) / heads;
+  Tensor4 out({batch, heads, tokens, size});  // (B,T,H*hs) -> (B,H,T,hs)
+  for (std::size_t b = 0; b < batch; ++b) {
+    for (std::size_t h = 0; h < heads; ++h) {
+      for (std::size_t t = 0; t < tokens; ++t) {
+        for (std::size_t i = 0; i < size; ++i) out(b, h, t, i) = x(b, t, h * size + i);
+      }
+    }
+  }
+  return out;
+  // END SOLUTION
+}
+
+Tensor3 merge_heads(const Tensor4& y) {
+  // TODO(lesson 05): the inverse of split_heads: out(b, t, h * hs + i) = y(b, h, t, i), with out of
+  // shape (B, T, H * hs).
+  // BEGIN SOLUTION
+  const std::size_t batch = y.shape(0), heads = y.shape(1), tokens = y.shape(2), size = y.shape(3);
+  Tensor3 out({batch, tokens, heads * size});  // (B,H,T,hs) -> (B,T,H*hs)
+  for (std::size_t b = 0; b < batch; ++b) {
+    for (std::size_t h = 0; h < heads; ++h) {
+      for (std::size_t t = 0; t < tokens; ++t) {
+        for (std::size_t i = 0; i < size; ++i) out(b, t, h * size + i) = y(b, h, t, i);
+      }
+    }
+  }
+  return out;
+  // END SOLUTION
+}
+
+MultiHeadSteps forward(const MultiHeadAttention& layer, const Tensor3& x, const Tensor3* mask) {
+  // TODO(lesson 05): Q, K, V = split_heads(attn::forward(W_Q, x)) etc. (toqueries... if not fused; book:
+  // head h's own q, k, v). scores = Q Kᵀ / sqrt(hs) + mask; weights = attn::softmax(scores); concatenated =
+  // merge_heads(weights @ V); output = W_O, unifyheads or output_linear applied to concatenated.
+  // BEGIN SOLUTION
+  const std::size_t batch = x.shape(0), tokens = x.shape(1), heads = layer.heads;
+  if (x.shape(2) != layer.d_model) {
+    throw std::invalid_argument(
+        fmt::format("forward: x {} does not fit a layer of width D = {}", shape_string_of(x), layer.d_model));
+  }
+  if (mask != nullptr && (mask->shape(0) != batch || mask->shape(1) != tokens || mask->shape(2) != tokens)) {
+    throw std::invalid_argument(fmt::format("forward: mask {} does not fit x {}: expected ({}, {}, {})",
+                                            shape_string_of(*mask), shape_string_of(x), batch, tokens, tokens));
+  }
+  MultiHeadSteps steps;
+  const Linear* output_projection = nullptr;
+  if (layer.variant == MultiHeadVariant::book) {
+    if (layer.head_list.size() != heads) {
+      throw std::invalid_argument(
+          fmt::format("forward: {} heads in head_list, expected {}", layer.head_list.size(), heads));
+    }
+    // Head h's own q, k, v Linears fill slice h of the (B,H,T,hs) tensors.
+    const std::size_t size = layer.head_list.front().q.weight.shape(0);
+    steps.queries = Tensor4({batch, heads, tokens, size});
+    steps.keys = steps.values = steps.queries;
+    for (std::size_t h = 0; h < heads; ++h) {
+      const AttentionHead& head = layer.head_list[h];
+      const Tensor3 q = attn::forward(head.q, x), k = attn::forward(head.k, x), v = attn::forward(head.v, x);
+      for (std::size_t b = 0; b < batch; ++b) {
+        for (std::size_t t = 0; t < tokens; ++t) {
+          for (std::size_t i = 0; i < size; ++i) {
+            steps.queries(b, h, t, i) = q(b, t, i);
+            steps.keys(b, h, t, i) = k(b, t, i);
+            steps.values(b, h, t, i) = v(b, t, i);
+          }
+        }
+      }
+    }
+    output_projection = &layer.output_linear;
+  } else {
+    const bool fused = layer.variant == MultiHeadVariant::fused;
+    steps.queries = split_heads(attn::forward(fused ? layer.W_Q : layer.toqueries, x), heads);  // (B,H,T,hs)
+    steps.keys = split_heads(attn::forward(fused ? layer.W_K : layer.tokeys, x), heads);        // (B,H,T,hs)
+    steps.values = split_heads(attn::forward(fused ? layer.W_V : layer.tovalues, x), heads);    // (B,H,T,hs)
+    output_projection = fused ? &layer.W_O : &layer.unifyheads;
+  }
+  const std::size_t size = steps.keys.shape(3);
+  const float root = std::sqrt(static_cast<float>(size));
+  steps.scores = Tensor4({batch, heads, tokens, tokens});  // (B,H,T,hs) @ (B,H,hs,T) -> (B,H,T,T)
+  for (std::size_t b = 0; b < batch; ++b) {
+    for (std::size_t h = 0; h < heads; ++h) {
+      for (std::size_t t = 0; t < tokens; ++t) {
+        for (std::size_t u = 0; u < tokens; ++u) {
+          float dot = 0.0f;
+          for (std::size_t i = 0; i < size; ++i) dot += steps.queries(b, h, t, i) * steps.keys(b, h, u, i);
+          steps.scores(b, h, t, u) = dot / root + (mask != nullptr ? (*mask)(b, t, u) : 0.0f);
+        }
+      }
+    }
+  }
+  steps.weights = attn::softmax(steps.scores);     // (B,H,T,T)
+  Tensor4 per_head({batch, heads, tokens, size});  // (B,H,T,T) @ (B,H,T,hs) -> (B,H,T,hs)
+  for (std::size_t b = 0; b < batch; ++b) {
+    for (std::size_t h = 0; h < heads; ++h) {
+      for (std::size_t t = 0; t < tokens; ++t) {
+        for (std::size_t i = 0; i < size; ++i) {
+          float sum = 0.0f;
+          for (std::size_t u = 0; u < tokens; ++u) sum += steps.weights(b, h, t, u) * steps.values(b, h, u, i);
+          per_head(b, h, t, i) = sum;
+        }
+      }
+    }
+  }
+  steps.concatenated = merge_heads(per_head);                             // (B,T,H*hs)
+  steps.output = attn::forward(*output_projection, steps.concatenated);  // (B,T,H*hs) -> (B,T,D)
+  return steps;
+  // END SOLUTION
+}
+
+}  // namespace attn::exercise

@@ -1,0 +1,31 @@
+// Lesson 05's exercise: multi-head attention. One projection per role is cut into H heads, each
+// head attends on its own, and the heads' outputs are joined and projected back to width D. The
+// signatures are the core's (core/multi_head.hpp); split_heads and merge_heads are its inner steps,
+// here in the (B,H,T,hs) layout of MultiHeadSteps. You write the bodies in multi_head_exercise.cpp.
+//
+// Legend: B batch, T tokens, D model width, H heads, hs head size.
+#pragma once
+
+#include <cstddef>
+
+#include "multi_head.hpp"
+#include "tensor.hpp"
+
+namespace attn::exercise {
+
+// hs for a variant: D for wide, D / H for narrow, book and fused. Throws std::invalid_argument when
+// D or H is 0, or when H does not divide D (narrow, book, fused).
+std::size_t head_size(MultiHeadVariant variant, std::size_t d_model, std::size_t heads);
+
+// (B,T,H*hs) -> (B,H,T,hs), torch's x.view(B,T,H,hs).transpose(1,2): head h gets the columns
+// h*hs .. h*hs + hs - 1.
+Tensor4 split_heads(const Tensor3& x, std::size_t heads);
+
+// (B,H,T,hs) -> (B,T,H*hs), torch's y.transpose(1,2).reshape(B,T,H*hs): the heads side by side.
+Tensor3 merge_heads(const Tensor4& y);
+
+// x (B,T,D), mask (B,T,T) additive or null, for any of the four variants. Fills every member of
+// MultiHeadSteps: per head Q Kᵀ / sqrt(hs) + mask, softmax, @ V, then merged and projected.
+MultiHeadSteps forward(const MultiHeadAttention& layer, const Tensor3& x, const Tensor3* mask);
+
+}  // namespace attn::exercise
