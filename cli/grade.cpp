@@ -217,7 +217,8 @@ void setup_grade(CLI::App& app) {
       ->option_text("DIR");
   hint->callback([h, hint_dir, stage] {
     const fs::path tree = find_tree(*hint_dir);
-    const Exercise& exercise = exercise_named(find_exercises(tree), *h);
+    const std::vector<Exercise> all = find_exercises(tree);
+    const Exercise& exercise = exercise_named(all, *h);
     const std::vector<std::string> hints = read_hints(exercise);
     if (hints.empty()) throw Error("hint", fmt::format("{} has no hints.md", exercise.label()));
     Progress progress = load_progress(tree);
