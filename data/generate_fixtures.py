@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from generator import (attention, encoder, feed_forward, layer_norm, lessons, npy_files,  # noqa: E402
+from generator import (attention, encoder, exercises, feed_forward, layer_norm, lessons, npy_files,  # noqa: E402
                        positional_encoding, printing, tokens, weights_files)
 
 FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures"
@@ -40,6 +40,7 @@ def main() -> None:
             "layer-norm": layer_norm.generate(FIXTURES),
             "feed-forward": feed_forward.generate(FIXTURES),
             "encoder": encoder.generate(FIXTURES),
+            "exercises": exercises.generate(FIXTURES),
         },
     }
     (FIXTURES / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
