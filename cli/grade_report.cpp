@@ -104,7 +104,7 @@ std::string text_report(const std::vector<LessonOutcome>& outcomes, bool color) 
     out += fmt::format("{} {:>7}\n", padded(lesson.exercise.label(), width + 4), points_string(lesson.score(), lesson.max_score()));
     if (!lesson.built) {
       out += paint("31", fmt::format("  ✗ {} did not compile; no test ran", lesson.exercise.source().filename().string())) + "\n";
-      out += indent(lesson.build_log, "      ");
+      out += indent(lesson.build_log, "      ") + "\n";
       continue;
     }
     for (const TestOutcome& test : lesson.tests) {

@@ -97,11 +97,16 @@ std::string indent(const std::string& text, const std::string& prefix) {
 }
 
 // A failed assertion, as the student should read it.
-std::string describe_failure(const nlohmann::json& failure) {
+// The location is given when it is in the exercise's own files, not in the shared test helpers.
+std::string describe_failure(const nlohmann::json& failure, const Exercise& exercise) {
   std::string text;
   const std::string kind = failure.value("kind", "failed");
   const std::string file = fs::path(failure.value("file", "")).filename().string();
-  text += fmt::format("{} at {}:{}\n", kind, file, failure.value("line", 0));
+  if (file == exercise.tests().filename().string() || file == exercise.source().filename().string()) {
+    text += fmt::format("{} at {}:{}\n", kind, file, failure.value("line", 0));
+  } else {
+    text += kind + "\n";
+  }
   if (failure.contains("message")) {
     const std::string message = failure["message"].get<std::string>();
     text += indent(kind == "threw an exception" ? "exception: " + message : message, "  ");
@@ -128,7 +133,8 @@ std::string capped(std::string text, std::size_t limit) {
   return text;
 }
 
-TestOutcome run_test(const fs::path& program, const fs::path& dir, const TestCaseInfo& info, const GradeOptions& options) {
+TestOutcome run_test(const Exercise& exercise, const fs::path& program, const fs::path& dir, const TestCaseInfo& info,
+                     const GradeOptions& options) {
   TestOutcome outcome;
   outcome.info = info;
   const fs::path report = dir / "report.json";
@@ -158,7 +164,7 @@ TestOutcome run_test(const fs::path& program, const fs::path& dir, const TestCas
   std::string evidence;
   if (entry.is_object() && entry.contains("failures")) {
     const auto& failures = entry["failures"];
-    for (std::size_t i = 0; i < failures.size() && i < 3; ++i) evidence += describe_failure(failures[i]);
+    for (std::size_t i = 0; i < failures.size() && i < 3; ++i) evidence += describe_failure(failures[i], exercise);
     if (failures.size() > 3) evidence += fmt::format("... and {} more failed checks\n", failures.size() - 3);
   }
   if (result.timed_out) {
@@ -238,7 +244,7 @@ LessonOutcome grade_exercise(const fs::path& tree, const Exercise& exercise, con
     }
     if (lesson.built) {
       if (options.progress) options.progress(fmt::format("testing {}", exercise.label()));
-      for (TestOutcome& test : lesson.tests) test = run_test(program, dir, test.info, options);
+      for (TestOutcome& test : lesson.tests) test = run_test(exercise, program, dir, test.info, options);
     }
   }
   if (!lesson.built) {

@@ -3,6 +3,7 @@
 // fails the tests it should; results.json follows Gradescope's spec and the JUnit XML parses;
 // bad trees, bad code, crashes and endless loops get a clear report and never a hang.
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -581,4 +582,37 @@ TEST_CASE("every planted bug file has its test case above", "[assignments][bugs]
     CHECK(self.find("check_bug_is_caught(\"" + entry.path().stem().string() + "\")") != std::string::npos);
   }
   CHECK(files == 8);
+}
+
+TEST_CASE("the Gradescope run_autograder grades a submission and always writes results.json", "[assignments]") {
+  ScratchDir scratch("autograder");
+  fs::create_directories(scratch.path / "submission" / "upload");
+  fs::copy_file(kSource / "lessons" / "07-layer-norm" / "layer_norm_exercise.cpp",
+                scratch.path / "submission" / "upload" / "layer_norm_exercise.cpp");
+  const std::string script = (kSource / "autograder" / "run_autograder").string();
+  const std::string command = fmt::format("AUTOGRADER_ROOT='{}' ATTN='{}' bash '{}' >'{}' 2>&1", scratch.path.string(),
+                                          ATTN_EXECUTABLE, script, (scratch.path / "log.txt").string());
+  CHECK(std::system(command.c_str()) == 0);
+  INFO(read_text(scratch.path / "log.txt"));
+  const json report = json::parse(read_text(scratch.path / "results" / "results.json"));
+  check_gradescope_schema(report);
+  double layer_norm = 0, hidden = 0;
+  for (const json& test : report["tests"]) {
+    const bool ours = test["tags"][0] == "layer-norm";
+    INFO(test["name"].get<std::string>());
+    CHECK(test["status"] == (ours ? "passed" : "failed"));
+    if (ours) layer_norm += test["score"].get<double>();
+    if (test["visibility"] == "after_due_date") ++hidden;
+  }
+  CHECK(layer_norm > 10);
+  CHECK(report["score"].get<double>() == layer_norm);
+  CHECK(hidden >= 9);  // the autograder's tree keeps the hidden tests
+
+  // attn missing: still a results.json, with score 0 and the reason.
+  const std::string broken = fmt::format("AUTOGRADER_ROOT='{}' ATTN=/nonexistent/attn bash '{}' >/dev/null 2>&1",
+                                         scratch.path.string(), script);
+  CHECK(std::system(broken.c_str()) == 0);
+  const json fallback = json::parse(read_text(scratch.path / "results" / "results.json"));
+  CHECK(fallback["score"] == 0);
+  CHECK(fallback["output"].get<std::string>().find("attn is not built at /nonexistent/attn") != std::string::npos);
 }
