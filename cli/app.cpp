@@ -317,7 +317,7 @@ int run(int argc, const char* const* argv) {
   } catch (const attn::Error& e) {
     const CLI::App* sub = command();
     std::string detail = e.detail();
-    // The element budget (core/budget.cpp) names the command and ends "use smaller sizes": say
+    // The memory limit (core/budget.cpp) names the command and ends "use smaller sizes": say
     // which options to lower.
     constexpr std::string_view kGeneric = "use smaller sizes";
     if (detail.ends_with(kGeneric)) {

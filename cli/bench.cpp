@@ -264,6 +264,7 @@ void setup_bench(CLI::App& app) {
   sub->add_option("--config", o->config,
                   "a Hugging Face config.json (default: BERT-base's numbers)")
       ->option_text("FILE");
+  add_memory_option(*sub);
   sub->add_option("--repeat", o->repeat, "timed runs; the median is reported (default 20)")
       ->check(size_validator(1'000'000))
       ->option_text("N");

@@ -2,8 +2,11 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -42,6 +45,28 @@ CLI::Validator size_validator(std::size_t max) {
         return {};
       },
       "SIZE");
+}
+
+CLI::Validator seed_validator() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        std::uint64_t value = 0;
+        const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (ec != std::errc() || ptr != text.data() + text.size()) {
+          return fmt::format("'{}' is not a seed: give a whole number from 0 to 2^64-1", text);
+        }
+        return {};
+      },
+      "N");
+}
+
+CLI::Validator not_empty_validator(std::string option, std::string example) {
+  return CLI::Validator(
+      [option = std::move(option), example = std::move(example)](std::string& text) -> std::string {
+        if (text.empty()) return fmt::format("the value is empty: give one, e.g. {} {}", option, example);
+        return {};
+      },
+      "");
 }
 
 namespace {
@@ -109,13 +134,19 @@ std::string normalise_save_dir(const std::string& text) {
   return p.string();
 }
 
-std::string gib(std::uintmax_t bytes) {
-  return fmt::format("{:.3g} GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
-}
-
 }  // namespace
 
+void add_memory_option(CLI::App& app) {
+  app.add_option_function<std::string>(
+         "--max-memory",
+         [](const std::string& text) { set_memory_limit(parse_memory_size(text, "--max-memory"), "--max-memory"); },
+         "refuse sizes whose tensors need more than SIZE, e.g. 512M or 4G (default: half this "
+         "machine's memory, or ATTN_MAX_MEMORY)")
+      ->option_text("SIZE");
+}
+
 void add_output_options(CLI::App& app, OutputOptions& o) {
+  add_memory_option(app);
   app.add_option("--format", o.format, "text (default) or json: one JSON document on stdout")
       ->transform(
           choice_validator<Format>("format", {{"text", Format::text}, {"json", Format::json}}))
@@ -187,6 +218,45 @@ void add_lesson_options(CLI::App& app, LessonCliOptions& o, const char* input_sh
   add_output_options(app, o.output);
 }
 
+namespace {
+
+// NaN and infinities are valid float32 and the lessons show what they do, so they are announced,
+// not refused. emit prints the notes once the run has succeeded.
+std::vector<std::string>& input_warnings() {
+  static std::vector<std::string> warnings;
+  return warnings;
+}
+
+// "holds 1 NaN and 2 infinities (the first at [0, 1, 2])", or "" when every value is finite.
+std::string non_finite_summary(const Array& array) {
+  if (!is_floating(array.dtype)) return {};
+  std::size_t nans = 0, infinities = 0, first = 0;
+  const std::size_t n = array.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const double v = array.real(i);
+    if (std::isfinite(v)) continue;
+    if (nans + infinities == 0) first = i;
+    (std::isnan(v) ? nans : infinities) += 1;
+  }
+  if (nans + infinities == 0) return {};
+  std::vector<std::size_t> index(array.rank());
+  for (std::size_t k = array.rank(); k-- > 0;) {
+    index[k] = first % array.shape[k];
+    first /= array.shape[k];
+  }
+  std::vector<std::string> parts;
+  if (nans > 0) parts.push_back(fmt::format("{} NaN", nans));
+  if (infinities > 0) parts.push_back(fmt::format("{} {}", infinities, infinities == 1 ? "infinity" : "infinities"));
+  return fmt::format("holds {} (the first at [{}])", fmt::join(parts, " and "), fmt::join(index, ", "));
+}
+
+void note_non_finite(const std::string& what, const Array& array) {
+  const std::string summary = non_finite_summary(array);
+  if (!summary.empty()) input_warnings().push_back(fmt::format("{} {}", what, summary));
+}
+
+}  // namespace
+
 void load_lesson_input(LessonCliOptions& o) {
   if (o.input_path.empty()) return;
   const std::string& path = o.input_path;
@@ -217,12 +287,11 @@ void load_lesson_input(LessonCliOptions& o) {
                               "with numpy.save(path, array)",
                               path));
     }
-    // Refuse before reading: a .npy larger than the element budget cannot be a lesson's input.
-    constexpr std::uintmax_t kLargestHeader = 65536;
-    if (!ec && bytes > kElementBudget * sizeof(float) + kLargestHeader) {
-      throw Error("--input", fmt::format("'{}' is {}, more than a lesson may use ({} float32 "
-                                         "elements, 1 GiB): pass a smaller array",
-                                         path, gib(bytes), kElementBudget));
+    // Refuse before reading: a .npy larger than the memory limit cannot be a lesson's input.
+    if (!ec && bytes > memory_limit()) {
+      throw Error("--input", fmt::format("'{}' is {}, more than the memory limit of {} (--max-memory sets it): "
+                                         "pass a smaller array",
+                                         path, format_bytes(static_cast<double>(bytes)), format_bytes(static_cast<double>(memory_limit()))));
     }
   }
   try {
@@ -232,6 +301,7 @@ void load_lesson_input(LessonCliOptions& o) {
     throw Error("--input", e.detail());
   }
   o.lesson.input_name = path;
+  note_non_finite(fmt::format("--input '{}'", path), *o.lesson.input);
 }
 
 bool use_color(ColorMode mode) {
@@ -260,11 +330,47 @@ StateDict load_weights_file(const std::string& path) {
                                          "directory)",
                                          path));
   }
+  if (fs::is_directory(path, ec)) {
+    throw Error("--weights", fmt::format("'{}' is a directory: give the .safetensors or .npz file inside it", path));
+  }
+  StateDict weights;
   try {
-    return read_weights(path);
+    weights = read_weights(path);
   } catch (const Error& e) {
     if (e.function() == "--weights") throw;
     throw Error("--weights", e.detail());
+  }
+  for (const auto& [key, array] : weights) {
+    const std::string summary = non_finite_summary(array);
+    if (summary.empty()) continue;
+    input_warnings().push_back(fmt::format("--weights '{}' {} in {}", path, summary, key));
+    break;
+  }
+  return weights;
+}
+
+void check_output_file(const std::string& path, const char* option, std::string_view example) {
+  if (path.empty()) throw Error(option, fmt::format("the file name is empty: give a path, e.g. {} {}", option, example));
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    throw Error(option, fmt::format("'{}' is a directory: give a file name, e.g. {} {}/{}", path, option,
+                                    fs::path(path).lexically_normal().string(), example));
+  }
+  fs::path parent = fs::path(path).parent_path();
+  if (parent.empty()) parent = ".";
+  const fs::file_status status = fs::status(parent, ec);
+  if (!fs::exists(status)) {
+    throw Error(option, fmt::format("cannot write '{}': the directory '{}' does not exist; create it first or "
+                                    "choose another path",
+                                    path, parent.string()));
+  }
+  if (!fs::is_directory(status)) {
+    throw Error(option, fmt::format("cannot write '{}': '{}' is a file, not a directory; choose another path",
+                                    path, parent.string()));
+  }
+  if (::access(parent.c_str(), W_OK) != 0) {
+    throw Error(option, fmt::format("cannot write '{}': {}; choose a writable directory", path,
+                                    std::strerror(errno)));
   }
 }
 
@@ -299,14 +405,40 @@ EncoderConfig resolve_config(const std::string& path) {
 }
 
 int emit(const lessons::LessonRun& run, const OutputOptions& options) {
-  // Save first: a save that fails must not leave a printed result that looks complete.
-  if (!options.save_dir.empty()) save_run(run, normalise_save_dir(options.save_dir));
-  if (!options.save_weights.empty()) {
-    if (options.save_weights.ends_with(".pt") || options.save_weights.ends_with(".pth")) {
-      throw Error("--save-weights", fmt::format("'{}': attn writes .safetensors or .npz, not PyTorch pickles",
-                                                options.save_weights));
+  const std::string& weights_path = options.save_weights;
+  if (!weights_path.empty()) {
+    std::string ext = fs::path(weights_path).extension().string();
+    for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (ext == ".pt" || ext == ".pth") {
+      throw Error("--save-weights", fmt::format("'{}': attn writes .safetensors or .npz, not PyTorch pickles: "
+                                                "name it w.safetensors and load it with safetensors.torch.load_file",
+                                                weights_path));
     }
-    write_weights(options.save_weights, run.state_dict);
+    check_output_file(weights_path, "--save-weights", "w.safetensors");
+    if (ext != ".safetensors" && ext != ".npz") {
+      throw Error("--save-weights", fmt::format("'{}': attn writes .safetensors or .npz, chosen by the extension: "
+                                                "name the file e.g. w.safetensors",
+                                                weights_path));
+    }
+  }
+  // Save first: a save that fails must not leave a printed result that looks complete.
+  std::string save_dir;
+  bool save_dir_existed = false;
+  if (!options.save_dir.empty()) {
+    save_dir = normalise_save_dir(options.save_dir);
+    std::error_code ec;
+    save_dir_existed = fs::exists(save_dir, ec);
+    save_run(run, save_dir);
+  }
+  if (!weights_path.empty()) {
+    try {
+      write_weights(weights_path, run.state_dict);
+    } catch (const Error& e) {
+      // All or nothing: a --save made by this run goes too.
+      std::error_code ec;
+      if (!save_dir.empty() && !save_dir_existed) fs::remove_all(save_dir, ec);
+      throw Error("--save-weights", fmt::format("{}; choose a writable path", e.detail()));
+    }
   }
   const std::string out = options.format == Format::json
                               ? render_json(run, options)
@@ -316,6 +448,11 @@ int emit(const lessons::LessonRun& run, const OutputOptions& options) {
                 fmt::format("cannot write the result: {}: free space or redirect the output "
                             "elsewhere",
                             std::strerror(errno)));
+  }
+  if (!input_warnings().empty()) {
+    std::fprintf(stderr, "attn %s: warning: %s: the run goes on as PyTorch's would, and checks may fail; "
+                 "numpy.nan_to_num replaces non-finite values\n",
+                 run.lesson().c_str(), fmt::format("{}", fmt::join(input_warnings(), "; ")).c_str());
   }
   return run.all_checks_passed() ? kExitOk : kExitCheckFailed;
 }

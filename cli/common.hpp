@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -41,6 +42,8 @@ struct LessonCliOptions {
 void add_lesson_options(CLI::App& app, LessonCliOptions& options, const char* input_shape = "(B, T, D)",
                         bool with_width = true);
 void add_output_options(CLI::App& app, OutputOptions& options);
+// --max-memory SIZE: the memory limit of core/budget.hpp (add_output_options adds it too).
+void add_memory_option(CLI::App& app);
 // Reads --input into options.lesson.input (throws attn::Error for a bad file).
 void load_lesson_input(LessonCliOptions& options);
 
@@ -48,6 +51,14 @@ void load_lesson_input(LessonCliOptions& options);
 void add_weights_options(CLI::App& app, std::string& weights_path, OutputOptions& output);
 // Reads --weights (.safetensors or .npz; pickles refused); errors name --weights.
 StateDict load_weights_file(const std::string& path);
+// Refuses an output FILE that cannot be written (a folder, a missing or read-only folder, a
+// path through a file) before anything is computed or written; errors name `option`.
+void check_output_file(const std::string& path, const char* option, std::string_view example);
+// A validator for a seed: a whole number from 0 to 2^64-1.
+CLI::Validator seed_validator();
+// A validator that refuses an empty value, which would read as "not given"; `example` is a
+// value to show after `option`.
+CLI::Validator not_empty_validator(std::string option, std::string example);
 // "3,5" -> {3, 5}: whole numbers of at least 1, comma-separated; errors name `option`.
 std::vector<std::size_t> parse_size_list(const std::string& text, const char* option);
 
@@ -59,7 +70,8 @@ EncoderConfig resolve_config(const std::string& path);
 CLI::Validator size_validator(std::size_t max = 1'000'000'000);
 
 // Prints the run (text or JSON), saves it when asked, and returns the exit code: kExitOk, or
-// kExitCheckFailed when a check failed.
+// kExitCheckFailed when a check failed. Last, it prints the input warnings (NaN, infinities)
+// on one stderr line: a refusal before that stays the only line.
 int emit(const lessons::LessonRun& run, const OutputOptions& options);
 
 // Whether stdout gets ANSI colours under `mode` (NO_COLOR, TERM=dumb and non-TTY turn auto off).

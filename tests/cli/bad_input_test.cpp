@@ -142,8 +142,8 @@ TEST_CASE("bad sizes and seeds are refused with the range to use", "[cli][bad-in
     cases.push_back({{lesson, "--seq", "1000000001"}, {"--seq", "too large", "1 to 1000000000"}});
     cases.push_back(
         {{lesson, "--batch", "99999999999999999999"}, {"--batch", "too large", "1 to 1000000000"}});
-    // Within the option's range but over the element budget: refused before allocating.
-    cases.push_back({{lesson, "--seq", "100000000"}, {"budget", "lower --seq"}});
+    // Within the option's range but over the memory limit: refused before allocating.
+    cases.push_back({{lesson, "--seq", "100000000"}, {"memory limit of 1 GiB (set by ATTN_MAX_MEMORY)", "lower --seq"}});
     cases.push_back({{lesson, "--seq=0"}, {"--seq", "is not a size"}});
     for (const std::string value : {"-1", "x", "1e3", "18446744073709551616"}) {
       cases.push_back({{lesson, "--seed", value}, {"--seed", "is not a seed", "whole number"}});
@@ -151,13 +151,13 @@ TEST_CASE("bad sizes and seeds are refused with the range to use", "[cli][bad-in
   }
   for (const std::string lesson : {"dot-product", "scaling"}) {
     cases.push_back({{lesson, "--d-model", "0"}, {"--d-model", "is not a size"}});
-    cases.push_back({{lesson, "--d-model", "1000000000"}, {"budget", "lower --d-model"}});
+    cases.push_back({{lesson, "--d-model", "1000000000"}, {"memory limit of 1 GiB (set by ATTN_MAX_MEMORY)", "lower --d-model"}});
   }
   cases.push_back(
-      {{"softmax", "--batch", "100000", "--seq", "100"}, {"budget", "lower --seq or --batch"}});
+      {{"softmax", "--batch", "100000", "--seq", "100"}, {"memory limit of 1 GiB (set by ATTN_MAX_MEMORY)", "lower --seq or --batch"}});
   cases.push_back(
       {{"dot-product", "--batch", "1000000000", "--seq", "1000000000", "--d-model", "1000000000"},
-       {"budget", "lower --seq, --batch or --d-model"}});
+       {"memory limit of 1 GiB (set by ATTN_MAX_MEMORY)", "lower --seq, --batch or --d-model"}});
   check_all_refused(cases);
 }
 
@@ -331,7 +331,7 @@ TEST_CASE("bad input with --save leaves no directory", "[cli][bad-input]") {
       {{"dot-product", "--seq", "0", "--save", out}, {"--seq", "is not a size"}, out},
       {{"dot-product", "--save", out, "--format", "yaml"}, {"--format", "text or json"}, out},
       {{"dot-product", "--input", text, "--save", out}, {"--input", "not a .npy file"}, out},
-      {{"scaling", "--seq", "100000000", "--save", out}, {"budget", "lower --seq"}, out},
+      {{"scaling", "--seq", "100000000", "--save", out}, {"memory limit of 1 GiB (set by ATTN_MAX_MEMORY)", "lower --seq"}, out},
       {{"softmax", "--temperature", "0", "--save", out}, {"--temperature", "positive number"}, out},
       {{"softmax", "--mask", "diagonal", "--save", out}, {"--mask", "none or causal"}, out},
   });

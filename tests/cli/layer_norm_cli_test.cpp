@@ -257,7 +257,7 @@ TEST_CASE("bad input to layer-norm: one line, exit 2, nothing on stdout",
       {{"layer-norm", "--weights", (scratch.path / "missing.safetensors").string()},
        "does not exist"},
       {{"layer-norm", "--input", rank2}, "add a batch axis"},
-      {{"layer-norm", "--d-model", "100000000", "--seq", "100"}, "budget"},
+      {{"layer-norm", "--d-model", "100000000", "--seq", "100"}, "memory limit of 1 GiB"},
   };
   for (const Case& c : cases) {
     DYNAMIC_SECTION(fmt::format("{}", fmt::join(c.args, " "))) {

@@ -75,13 +75,37 @@ TEST_CASE("permute_tokens refuses a bad order", "[dot-product]") {
   CHECK_THROWS_WITH(attn::permute_tokens(x, {0, 1, 3}), Catch::Contains("past T = 3"));
 }
 
-TEST_CASE("the element budget refuses absurd sizes before anything is allocated", "[budget]") {
-  CHECK_NOTHROW(attn::check_budget("test", {{"X", {1, 5, 6}}}));
-  CHECK_THROWS_WITH(attn::check_budget("test", {{"X", {1, 5, 6}}, {"scores", {64, 4096, 4096}}}),
-                    Catch::Contains("[test]") && Catch::Contains("scores (64, 4096, 4096)") &&
+TEST_CASE("the memory limit refuses absurd sizes before anything is allocated", "[budget]") {
+  constexpr std::size_t kGiB = std::size_t{1} << 30;
+  CHECK_NOTHROW(attn::check_budget("test", {{"X", {1, 5, 6}}}, kGiB));
+  CHECK_THROWS_WITH(attn::check_budget("test", {{"X", {1, 5, 6}}, {"scores", {64, 4096, 4096}}}, kGiB),
+                    Catch::Contains("[test]") && Catch::Contains("need about 4 GiB") &&
+                        Catch::Contains("scores (64, 4096, 4096)") && Catch::Contains("memory limit of 1 GiB") &&
                         Catch::Contains("use smaller sizes"));
+  // Exactly at the limit is allowed; one element more is not.
+  CHECK_NOTHROW(attn::check_budget("test", {{"X", {256, 1024, 1024}}}, kGiB));
+  CHECK_THROWS(attn::check_budget("test", {{"X", {256, 1024, 1024}}, {"one more", {1}}}, kGiB));
   // Sizes whose product overflows size_t are refused, not wrapped around.
   const std::size_t huge = std::size_t{1} << 40;
-  CHECK_THROWS_WITH(attn::check_budget("test", {{"X", {huge, huge, huge}}}), Catch::Contains("more than 2^64"));
-  CHECK_NOTHROW(attn::check_budget("test", {{"empty", {0, huge, huge}}}));
+  CHECK_THROWS_WITH(attn::check_budget("test", {{"X", {huge, huge, huge}}}, kGiB), Catch::Contains("more than 2^64"));
+  CHECK_NOTHROW(attn::check_budget("test", {{"empty", {0, huge, huge}}}, kGiB));
+}
+
+TEST_CASE("memory sizes are read with binary units and refused with an example", "[budget]") {
+  CHECK(attn::parse_memory_size("512M", "--max-memory") == std::size_t{512} << 20);
+  CHECK(attn::parse_memory_size("2G", "--max-memory") == std::size_t{2} << 30);
+  CHECK(attn::parse_memory_size("2gib", "--max-memory") == std::size_t{2} << 30);
+  CHECK(attn::parse_memory_size("1.5GB", "--max-memory") == std::size_t{3} << 29);
+  CHECK(attn::parse_memory_size("64k", "--max-memory") == std::size_t{64} << 10);
+  CHECK(attn::parse_memory_size("100000", "--max-memory") == 100000);
+  for (const char* bad : {"", "G", "-1G", "12X", "1.2.3M", "1e9", "2 G", "0", "0.1"}) {
+    INFO(bad);
+    CHECK_THROWS_WITH(attn::parse_memory_size(bad, "--max-memory"),
+                      Catch::Contains("--max-memory") && Catch::Contains("512M or 2G"));
+  }
+  CHECK(attn::format_bytes(1536) == "1.5 KiB");
+  CHECK(attn::format_bytes(3.0 * (1 << 30)) == "3 GiB");
+  CHECK(attn::format_bytes(12) == "12 bytes");
+  // The default is half of what this machine (or its cgroup) offers: never zero.
+  CHECK(attn::default_memory_limit() > 0);
 }

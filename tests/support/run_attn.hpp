@@ -20,7 +20,9 @@ struct RunResult {
   std::string err;
 };
 
-// `env` entries are "NAME=value" set in the child; "NAME" alone unsets NAME.
+// `env` entries are "NAME=value" set in the child; "NAME" alone unsets NAME. The child's memory
+// limit is 1 GiB (ATTN_MAX_MEMORY) unless `env` says otherwise, so that refusals of large sizes
+// are the same on every machine.
 inline RunResult run_attn(const std::vector<std::string>& args,
                           const std::vector<std::string>& env = {}) {
   int out_pipe[2], err_pipe[2];
@@ -30,6 +32,7 @@ inline RunResult run_attn(const std::vector<std::string>& args,
     dup2(out_pipe[1], STDOUT_FILENO);
     dup2(err_pipe[1], STDERR_FILENO);
     close(out_pipe[0]), close(out_pipe[1]), close(err_pipe[0]), close(err_pipe[1]);
+    setenv("ATTN_MAX_MEMORY", "1G", 1);
     for (const std::string& e : env) {
       const auto eq = e.find('=');
       if (eq == std::string::npos) {
