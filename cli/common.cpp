@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "budget.hpp"
+#include "matmul.hpp"
 #include "error.hpp"
 #include "npy.hpp"
 #include "09-encoder/encoder_lesson.hpp"
@@ -147,6 +148,11 @@ void add_memory_option(CLI::App& app) {
 
 void add_output_options(CLI::App& app, OutputOptions& o) {
   add_memory_option(app);
+  app.add_option_function<int>(
+         "--threads", [](const int& threads) { set_blas_threads(threads); },
+         "OpenBLAS threads for the matrix products (default 1); the output is the same for any count")
+      ->check(CLI::Range(1, 256))
+      ->option_text("N");
   app.add_option("--format", o.format, "text (default) or json: one JSON document on stdout")
       ->transform(
           choice_validator<Format>("format", {{"text", Format::text}, {"json", Format::json}}))
