@@ -135,7 +135,8 @@ std::vector<Exercise> find_exercises(const fs::path& tree) {
   return exercises;
 }
 
-const Exercise& exercise_named(const std::vector<Exercise>& exercises, const std::string& name) {
+const Exercise& exercise_named(const std::vector<Exercise>& exercises, const std::string& name,
+                               const std::string& what) {
   for (const Exercise& exercise : exercises) {
     if (name == exercise.lesson || name == exercise.folder.filename().string() ||
         name == fmt::format("{:02}", exercise.number) || name == std::to_string(exercise.number)) {
@@ -147,9 +148,9 @@ const Exercise& exercise_named(const std::vector<Exercise>& exercises, const std
   bool is_lesson = false;
   for (const lessons::LessonInfo& info : lessons::catalog()) is_lesson = is_lesson || info.name == name;
   if (is_lesson) {
-    throw Error("--lesson", fmt::format("lesson '{}' has no exercise: the exercises are {}", name, names));
+    throw Error(what, fmt::format("lesson '{}' has no exercise: the exercises are {}", name, names));
   }
-  throw Error("--lesson", fmt::format("unknown lesson '{}': choose one of {}", name, names));
+  throw Error(what, fmt::format("unknown lesson '{}': choose one of {}", name, names));
 }
 
 std::vector<TestCaseInfo> parse_test_cases(const fs::path& tests) {

@@ -1,8 +1,10 @@
 // attn attention: lesson 04.
 #include <memory>
+#include <string>
 
 #include "04-attention/attention_lesson.hpp"
 #include "common.hpp"
+#include "error.hpp"
 
 namespace attn::cli {
 
@@ -25,7 +27,15 @@ int run_attention(AttentionCliOptions& o) {
     o.lesson.weights = load_weights_file(o.weights);
     o.lesson.weights_name = o.weights;
   }
-  return emit(lessons::run_attention(o.lesson), o.cli.output);
+  try {
+    return emit(lessons::run_attention(o.lesson), o.cli.output);
+  } catch (const Error& e) {
+    // attention_mask checks --lengths against T, which is known only once the input is.
+    if (e.function() != "attention_mask") throw;
+    throw Error("--lengths", e.detail().find(": give") != std::string::npos
+                                 ? e.detail()
+                                 : e.detail() + ": give each length from 1 to T, the tokens per sequence");
+  }
 }
 
 void setup_attention(CLI::App& app) {

@@ -295,9 +295,10 @@ void load_lesson_input(LessonCliOptions& o) {
     }
     // Refuse before reading: a .npy larger than the memory limit cannot be a lesson's input.
     if (!ec && bytes > memory_limit()) {
-      throw Error("--input", fmt::format("'{}' is {}, more than the memory limit of {} (--max-memory sets it): "
+      throw Error("--input", fmt::format("'{}' is {}, more than the memory limit of {} ({}): "
                                          "pass a smaller array",
-                                         path, format_bytes(static_cast<double>(bytes)), format_bytes(static_cast<double>(memory_limit()))));
+                                         path, format_bytes(static_cast<double>(bytes)),
+                                         format_bytes(static_cast<double>(memory_limit())), memory_limit_origin()));
     }
   }
   try {
@@ -322,9 +323,11 @@ bool use_color(ColorMode mode) {
 void add_weights_options(CLI::App& app, std::string& weights_path, OutputOptions& output) {
   app.add_option("--weights", weights_path,
                  "a .safetensors or .npz whose keys are the PyTorch module's state_dict keys")
+      ->check(not_empty_validator("--weights", "w.safetensors"))
       ->option_text("FILE");
   app.add_option("--save-weights", output.save_weights,
                  "write the weights used as .safetensors or .npz (by extension), loadable with load_state_dict")
+      ->check(not_empty_validator("--save-weights", "w.safetensors"))
       ->option_text("FILE");
 }
 
@@ -349,7 +352,7 @@ StateDict load_weights_file(const std::string& path) {
   for (const auto& [key, array] : weights) {
     const std::string summary = non_finite_summary(array);
     if (summary.empty()) continue;
-    input_warnings().push_back(fmt::format("--weights '{}' {} in {}", path, summary, key));
+    input_warnings().push_back(fmt::format("--weights '{}' ({}) {}", path, key, summary));
     break;
   }
   return weights;
@@ -359,8 +362,9 @@ void check_output_file(const std::string& path, const char* option, std::string_
   if (path.empty()) throw Error(option, fmt::format("the file name is empty: give a path, e.g. {} {}", option, example));
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
-    throw Error(option, fmt::format("'{}' is a directory: give a file name, e.g. {} {}/{}", path, option,
-                                    fs::path(path).lexically_normal().string(), example));
+    std::string dir = path;
+    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+    throw Error(option, fmt::format("'{}' is a folder: give a file name, e.g. {} {}/{}", path, option, dir, example));
   }
   fs::path parent = fs::path(path).parent_path();
   if (parent.empty()) parent = ".";
@@ -420,7 +424,11 @@ int emit(const lessons::LessonRun& run, const OutputOptions& options) {
                                                 "name it w.safetensors and load it with safetensors.torch.load_file",
                                                 weights_path));
     }
-    check_output_file(weights_path, "--save-weights", "w.safetensors");
+    // Into the --save directory, which exists only once the save is made: its checks are save_run's.
+    const bool into_save = !options.save_dir.empty() &&
+                           fs::path(weights_path).parent_path().lexically_normal() ==
+                               fs::path(normalise_save_dir(options.save_dir)).lexically_normal();
+    if (!into_save) check_output_file(weights_path, "--save-weights", "w.safetensors");
     if (ext != ".safetensors" && ext != ".npz") {
       throw Error("--save-weights", fmt::format("'{}': attn writes .safetensors or .npz, chosen by the extension: "
                                                 "name the file e.g. w.safetensors",

@@ -1,6 +1,10 @@
 // attn encoder: lesson 09.
 #include <charconv>
+#include <cstdint>
+#include <filesystem>
 #include <memory>
+#include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -80,19 +84,51 @@ int run_encoder(EncoderCliOptions& o) {
     if (!o.ids.empty()) {
       l.ids = {parse_ids(o.ids)};
     } else if (!o.ids_file.empty()) {
-      const Array a = read_npy(o.ids_file);
+      std::error_code ec;
+      if (!std::filesystem::exists(o.ids_file, ec)) {
+        throw Error("--ids-file", fmt::format("'{}' does not exist: check the path (relative paths start at the "
+                                              "current directory)",
+                                              o.ids_file));
+      }
+      Array a;
+      try {
+        a = read_npy(o.ids_file);
+      } catch (const Error& e) {
+        throw Error("--ids-file", e.detail());  // read_npy names its own functions
+      }
       if (a.rank() != 2 || (a.dtype != Dtype::int64 && a.dtype != Dtype::int32) || a.shape[0] == 0 || a.shape[1] == 0) {
         throw Error("--ids-file", fmt::format("'{}' holds {} {}, expected int64 ids of shape (B, T)", o.ids_file,
                                               dtype_name(a.dtype), shape_string(a.shape)));
       }
       l.ids.assign(a.shape[0], std::vector<std::int64_t>(a.shape[1]));
-      for (std::size_t i = 0; i < a.size(); ++i) l.ids[i / a.shape[1]][i % a.shape[1]] = a.integer(i);
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        const std::int64_t id = a.integer(i);
+        if (id < 0 || static_cast<std::uint64_t>(id) >= l.config.vocab_size) {
+          throw Error("--ids-file", fmt::format("'{}' holds the id {} at [{}, {}], outside the vocabulary (0 to {}): "
+                                                "use ids below vocab_size {}",
+                                                o.ids_file, id, i / a.shape[1], i % a.shape[1],
+                                                l.config.vocab_size - 1, l.config.vocab_size));
+        }
+        l.ids[i / a.shape[1]][i % a.shape[1]] = id;
+      }
     } else {
       const std::string text = o.text.empty() ? "time flies like an arrow" : o.text;
-      if (!is_valid_utf8(text)) throw Error("--text", "the text is not valid UTF-8: pass UTF-8 text");
-      const Vocabulary vocab = o.vocab.empty() ? lessons::lesson_vocabulary() : read_vocabulary(o.vocab);
+      if (std::size_t bad = 0; !is_valid_utf8(text, &bad)) {
+        throw Error("--text", fmt::format("the text is not valid UTF-8: byte {:#04x} at offset {} does not start a "
+                                          "UTF-8 character; pass UTF-8 text (a terminal with LANG=C.UTF-8 sends it)",
+                                          static_cast<unsigned char>(text[bad]), bad));
+      }
+      Vocabulary vocab;
+      try {
+        vocab = o.vocab.empty() ? lessons::lesson_vocabulary() : read_vocabulary(o.vocab);
+      } catch (const Error& e) {
+        throw Error("--vocab", e.detail());  // read_vocabulary names its own functions
+      }
       const Encoding encoding = encode(text, vocab, o.add_special_tokens);
-      if (encoding.ids.empty()) throw Error("--text", "the text has no tokens: give some words");
+      if (encoding.ids.empty()) {
+        throw Error("--text", "the text has no tokens: it is only spaces and control characters; give some words, "
+                              "e.g. --text \"time flies like an arrow\"");
+      }
       l.ids = {encoding.ids};
       l.tokens = encoding.tokens;
     }
@@ -110,6 +146,7 @@ void setup_encoder(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("encoder", std::string(lessons::lesson_info("encoder").summary));
   sub->add_option("--config", o->config, "a Hugging Face config.json (data/configs/bert-base.json, tiny.json); "
                                          "default: the built-in tiny config")
+      ->check(not_empty_validator("--config", "bert-base"))
       ->option_text("FILE");
   sub->add_option("--d-model", o->d_model, "D, overrides hidden_size")->check(size_validator())->option_text("D");
   sub->add_option("--heads", o->heads, "H, overrides num_attention_heads")->check(size_validator())->option_text("H");
@@ -121,15 +158,25 @@ void setup_encoder(CLI::App& app) {
   sub->add_option("--norm", o->norm, "pre (the book, default) or post (the paper, BERT)")
       ->check(CLI::IsMember({"pre", "post"}))
       ->option_text("pre|post");
-  sub->add_option("--text", o->text, "the sentence to encode (default: time flies like an arrow)")->option_text("TEXT");
-  sub->add_option("--vocab", o->vocab, "a vocab.txt for --text (default: the lesson vocabulary)")->option_text("FILE");
+  sub->add_option("--text", o->text, "the sentence to encode (default: time flies like an arrow)")
+      ->check(not_empty_validator("--text", "'time flies'"))
+      ->option_text("TEXT");
+  sub->add_option("--vocab", o->vocab, "a vocab.txt for --text (default: the lesson vocabulary)")
+      ->check(not_empty_validator("--vocab", "vocab.txt"))
+      ->option_text("FILE");
   sub->add_flag("--add-special-tokens", o->add_special_tokens, "wrap --text in [CLS] ... [SEP]");
-  sub->add_option("--ids", o->ids, "token ids instead of text, e.g. 2051,10029,2066")->option_text("N,N,...");
-  sub->add_option("--ids-file", o->ids_file, "an int64 .npy of ids, shape (B, T)")->option_text("FILE.npy");
+  sub->add_option("--ids", o->ids, "token ids instead of text, e.g. 2051,10029,2066")
+      ->check(not_empty_validator("--ids", "2051,10029,2066"))
+      ->option_text("N,N,...");
+  sub->add_option("--ids-file", o->ids_file, "an int64 .npy of ids, shape (B, T)")
+      ->check(not_empty_validator("--ids-file", "ids.npy"))
+      ->option_text("FILE.npy");
   sub->add_flag("--no-embeddings", o->no_embeddings, "run only the layers, on hidden states (--input or random)");
   sub->add_option("--input", o->input, "hidden states (B, T, D) as float32 .npy, with --no-embeddings")
+      ->check(not_empty_validator("--input", "x.npy"))
       ->option_text("FILE.npy");
   sub->add_option("--seed", o->lesson.common.seed, "random seed of the weights and the random input (default 0)")
+      ->check(seed_validator())
       ->option_text("N");
   sub->add_option("--batch", o->lesson.common.batch, "B of the random hidden states (--no-embeddings)")
       ->check(size_validator())
@@ -138,6 +185,16 @@ void setup_encoder(CLI::App& app) {
       ->check(size_validator())
       ->option_text("T");
   sub->add_option("--show-layer", o->lesson.show_layer, "the layer shown step by step, from 0 (default 0)")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            std::size_t value = 0;
+            const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+            if (ec != std::errc() || ptr != text.data() + text.size()) {
+              return fmt::format("'{}' is not a layer: give a whole number from 0, e.g. --show-layer 1", text);
+            }
+            return {};
+          },
+          "N"))
       ->option_text("N");
   add_weights_options(*sub, o->weights, o->output);
   add_output_options(*sub, o->output);

@@ -1,5 +1,6 @@
 // attn grade, attn check, attn hint and attn assignments release: the course's exercises,
 // graded by their tests (see assignments.hpp for the tree, grader.hpp for how it runs).
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -41,7 +42,16 @@ void add_grade_options(CLI::App& sub, GradeCliOptions& o) {
                  "the assignment tree (default: the one around the working directory, else this checkout)")
       ->option_text("DIR");
   sub.add_option("--timeout", o.timeout, "seconds each test may run before it counts as failed (default 20)")
-      ->check(CLI::Range(0.1, 3600.0))
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            double seconds = 0;
+            const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+            if (ec != std::errc() || ptr != text.data() + text.size() || !(seconds >= 0.1 && seconds <= 3600)) {
+              return fmt::format("'{}' is not a time limit: give seconds from 0.1 to 3600, e.g. --timeout 60", text);
+            }
+            return {};
+          },
+          "SECONDS"))
       ->option_text("SECONDS");
   sub.add_option("--color", o.color, "auto (default), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
@@ -76,6 +86,8 @@ std::vector<LessonOutcome> grade_lessons(const fs::path& tree, const std::vector
 }
 
 int run_grade(const GradeCliOptions& o) {
+  // Before grading, which takes minutes: the report must have somewhere to go.
+  if (!o.output.empty()) check_output_file(o.output, "--output", "results.json");
   fs::path tree;
   std::vector<Exercise> chosen;
   try {
@@ -179,7 +191,7 @@ void setup_grade(CLI::App& app) {
     const std::vector<Exercise> all = find_exercises(tree);
     const Exercise* chosen = nullptr;
     if (!lesson->empty()) {
-      chosen = &exercise_named(all, *lesson);
+      chosen = &exercise_named(all, *lesson, "check");
     } else {
       const Progress progress = load_progress(tree);
       for (const Exercise& exercise : all) {
@@ -218,7 +230,7 @@ void setup_grade(CLI::App& app) {
   hint->callback([h, hint_dir, stage] {
     const fs::path tree = find_tree(*hint_dir);
     const std::vector<Exercise> all = find_exercises(tree);
-    const Exercise& exercise = exercise_named(all, *h);
+    const Exercise& exercise = exercise_named(all, *h, "hint");
     const std::vector<std::string> hints = read_hints(exercise);
     if (hints.empty()) throw Error("hint", fmt::format("{} has no hints.md", exercise.label()));
     Progress progress = load_progress(tree);
@@ -247,7 +259,12 @@ void setup_grade(CLI::App& app) {
   auto source_dir = std::make_shared<std::string>();
   auto keep_hidden = std::make_shared<bool>(false);
   CLI::App* assignments = app.add_subcommand("assignments", "the course's assignment trees");
-  assignments->require_subcommand(1);
+  assignments->require_subcommand(0, 1);
+  assignments->callback([assignments] {
+    if (assignments->get_subcommands().empty()) {
+      throw Error("assignments", "give a subcommand: `attn assignments release --out DIR` writes the student tree");
+    }
+  });
   CLI::App* release = assignments->add_subcommand("release", "write the student tree: solutions replaced by stubs");
   release->add_option("--out", *out_dir, "the new folder to write (must not exist yet)")->required()->option_text("DIR");
   release->add_flag("--keep-hidden", *keep_hidden,

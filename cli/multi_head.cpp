@@ -1,8 +1,10 @@
 // attn multi-head: lesson 05.
 #include <memory>
+#include <string>
 
 #include "05-multi-head/multi_head_lesson.hpp"
 #include "common.hpp"
+#include "error.hpp"
 
 namespace attn::cli {
 
@@ -19,11 +21,28 @@ int run_multi_head(MultiHeadCliOptions& o) {
   o.lesson.common = o.cli.lesson;
   o.lesson.causal = o.mask == "causal";
   if (!o.lengths.empty()) o.lesson.lengths = parse_size_list(o.lengths, "--lengths");
+  if (o.lesson.variant == "compare" && !o.cli.output.save_weights.empty()) {
+    throw Error("--save-weights", "the compare view runs four models with different state_dicts: add --variant "
+                                  "narrow, wide, book or fused");
+  }
   if (!o.weights.empty()) {
     o.lesson.weights = load_weights_file(o.weights);
     o.lesson.weights_name = o.weights;
   }
-  return emit(lessons::run_multi_head(o.lesson), o.cli.output);
+  try {
+    return emit(lessons::run_multi_head(o.lesson), o.cli.output);
+  } catch (const Error& e) {
+    // The sizes are checked against each other only once the input is known.
+    if (e.function() == "attention_mask") {
+      throw Error("--lengths", e.detail().find(": give") != std::string::npos
+                                   ? e.detail()
+                                   : e.detail() + ": give each length from 1 to T, the tokens per sequence");
+    }
+    if (e.function() == "multi_head" && e.detail().find("not divisible") != std::string::npos) {
+      throw Error("--heads", e.detail() + ": give --heads that divides D, or --variant wide, whose heads are D wide");
+    }
+    throw;
+  }
 }
 
 void setup_multi_head(CLI::App& app) {

@@ -40,6 +40,11 @@ void save_run(const lessons::LessonRun& run, const std::string& dir_text) {
   fs::path parent = dir.parent_path();
   if (parent.empty()) parent = ".";
   std::error_code ec;
+  if (!fs::exists(parent, ec)) {
+    throw Error("--save", fmt::format("cannot create '{}': its parent '{}' does not exist; create it first or "
+                                      "choose another path",
+                                      dir_text, parent.string()));
+  }
   if (!fs::is_directory(parent, ec)) {
     throw Error("--save", fmt::format("cannot create '{}': its parent '{}' is not a directory; create it "
                                       "first or choose another path",

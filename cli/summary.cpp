@@ -159,6 +159,12 @@ std::vector<std::string> split_names(const std::string& text) {
 }
 
 int run_summary(SummaryCliOptions o) {
+  bool known = false;
+  for (const SummaryModel& m : summary_models()) known = known || m.name == o.model;
+  if (o.model.empty()) {
+    throw Error("summary", fmt::format("give a model, e.g. `attn summary multi-head`; the models: {}", model_names()));
+  }
+  if (!known) throw Error("summary", fmt::format("unknown model '{}': use {}", o.model, model_names()));
   if (o.head_size != 0 && o.model != "attention-head") {
     throw Error("--head-size", "only attention-head has a head size: use `attn summary attention-head`");
   }
@@ -212,12 +218,8 @@ int run_summary(SummaryCliOptions o) {
 void setup_summary(CLI::App& app) {
   auto o = std::make_shared<SummaryCliOptions>();
   CLI::App* sub = app.add_subcommand("summary", "torchinfo's summary table for a model: " + model_names());
-  std::vector<std::string> names;
-  for (const SummaryModel& m : summary_models()) names.emplace_back(m.name);
-  sub->add_option("model", o->model, "one of: " + model_names())
-      ->required()
-      ->check(CLI::IsMember(names))
-      ->option_text("MODEL");
+  // The model's name is checked in run_summary, whose message lists the models.
+  sub->add_option("model", o->model, "one of: " + model_names())->option_text("MODEL");
   sub->add_option("--batch", o->batch, "B of the input (default 1)")->check(size_validator())->option_text("B");
   sub->add_option("--seq", o->seq, "T of the input (default 5)")->check(size_validator())->option_text("T");
   sub->add_option("--d-model", o->d_model, "D, the model width (default 6)")->check(size_validator())->option_text("D");

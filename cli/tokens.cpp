@@ -104,6 +104,7 @@ void setup_tokens(CLI::App& app) {
   sub->add_option(
          "--vocab", o->vocab,
          "a Hugging Face vocab.txt, one token per line (default: data/vocab/lesson-vocab.txt)")
+      ->check(not_empty_validator("--vocab", "vocab.txt"))
       ->option_text("FILE");
   sub->add_flag("--add-special-tokens", o->lesson.add_special_tokens,
                 "put [CLS] first and [SEP] last");

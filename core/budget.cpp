@@ -74,6 +74,11 @@ std::size_t default_memory_limit() {
 
 std::size_t memory_limit() { return current().bytes; }
 std::string memory_limit_source() { return current().source; }
+
+std::string memory_limit_origin() {
+  const std::string& source = current().source;
+  return source.starts_with("half") ? source + "; --max-memory sets it" : "set by " + source;
+}
 void set_memory_limit(std::size_t bytes, std::string source) { current() = {bytes, std::move(source)}; }
 
 std::size_t parse_memory_size(std::string_view text, std::string_view what) {
@@ -146,8 +151,7 @@ void check_budget(std::string_view command, std::initializer_list<PlannedTensor>
   if (memory_limit() == 0) {
     throw Error(command, fmt::format("{} is not a memory size: set it like ATTN_MAX_MEMORY=2G, or unset it", source));
   }
-  check_against(command, tensors, memory_limit(),
-                source.starts_with("half") ? source + "; --max-memory sets it" : "set by " + source);
+  check_against(command, tensors, memory_limit(), memory_limit_origin());
 }
 
 void check_budget(std::string_view command, std::initializer_list<PlannedTensor> tensors, std::size_t limit) {

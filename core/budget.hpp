@@ -23,6 +23,8 @@ struct PlannedTensor {
 // "half this machine's memory").
 std::size_t memory_limit();
 std::string memory_limit_source();
+// "set by --max-memory", or "half this machine's memory; --max-memory sets it".
+std::string memory_limit_origin();
 void set_memory_limit(std::size_t bytes, std::string source);
 std::size_t default_memory_limit();
 

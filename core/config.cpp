@@ -1,13 +1,16 @@
 #include "config.hpp"
 
 #include <cmath>
+#include <filesystem>
 #include <limits>
+#include <system_error>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "error.hpp"
 #include "file_io.hpp"
+#include "tokenizer.hpp"
 
 namespace attn {
 
@@ -17,8 +20,13 @@ constexpr std::size_t kMaxSize = 1'000'000'000;
 std::size_t size_field(const nlohmann::json& doc, const char* key, std::size_t fallback, const std::string& name) {
   if (!doc.contains(key)) return fallback;
   const nlohmann::json& v = doc[key];
-  if (!v.is_number_integer()) {
+  // nlohmann reads a whole number past 2^64-1 as a double: that is a size too large, not a fraction.
+  const bool too_large = v.is_number_float() && v.get<double>() >= 18446744073709551616.0;
+  if (!v.is_number_integer() && !too_large) {
     throw Error("--config", fmt::format("'{}': \"{}\" is {}, expected a whole number", name, key, v.dump()));
+  }
+  if (too_large) {
+    throw Error("--config", fmt::format("'{}': \"{}\" is {}, expected a size from 1 to {}", name, key, v.dump(), kMaxSize));
   }
   if (v.is_number_unsigned() ? v.get<std::uint64_t>() > kMaxSize : (v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > static_cast<std::int64_t>(kMaxSize))) {
     throw Error("--config", fmt::format("'{}': \"{}\" is {}, expected a size from 1 to {}", name, key, v.dump(), kMaxSize));
@@ -62,12 +70,27 @@ void validate_config(const EncoderConfig& c, const std::string& name) {
 }
 
 EncoderConfig parse_config(const std::string& text, const std::string& name) {
+  if (std::size_t bad = 0; !is_valid_utf8(text, &bad)) {
+    throw Error("--config", fmt::format("'{}' is not UTF-8 text: byte {:#04x} at offset {} does not start a UTF-8 "
+                                        "character; a config.json is UTF-8 JSON, save it again as UTF-8",
+                                        name, static_cast<unsigned char>(text[bad]), bad));
+  }
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
-    throw Error("--config", fmt::format("'{}' is not JSON (byte {}): a Hugging Face config.json is one JSON object",
-                                        name, e.byte));
+    // e.what(): "[json.exception.parse_error.101] parse error at line 1, column 20: syntax error
+    // while parsing value - invalid literal; last read: '...'": keep the reason only.
+    std::string reason = e.what();
+    if (const auto at = reason.find("syntax error"); at != std::string::npos) reason = reason.substr(at);
+    if (const auto last = reason.find("; last read"); last != std::string::npos) reason.resize(last);
+    throw Error("--config", fmt::format("'{}' is not JSON ({} at byte {}): a Hugging Face config.json is one JSON "
+                                        "object",
+                                        name, reason, e.byte));
+  } catch (const nlohmann::json::out_of_range&) {  // a number such as 1e400
+    throw Error("--config", fmt::format("'{}' holds a number too large for a double: write a value "
+                                        "such as 1e-12 in its place",
+                                        name));
   }
   if (!doc.is_object()) {
     throw Error("--config", fmt::format("'{}' holds JSON {}, not an object like a Hugging Face config.json", name,
@@ -94,7 +117,16 @@ EncoderConfig parse_config(const std::string& text, const std::string& name) {
 }
 
 EncoderConfig load_config(const std::string& path) {
-  const std::vector<unsigned char> bytes = read_file(path, "--config");
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw Error("--config", fmt::format("'{}' is a directory: give the config.json file inside it", path));
+  }
+  std::vector<unsigned char> bytes;
+  try {
+    bytes = read_file(path, "config file");
+  } catch (const Error& e) {
+    throw Error("--config", fmt::format("{}: check the path and its permissions", e.detail()));
+  }
   return parse_config(std::string(bytes.begin(), bytes.end()), path);
 }
 

@@ -249,8 +249,10 @@ std::uint64_t json_size(const json& value, const std::string& key, std::string_v
     st_corrupt(name,
                fmt::format("tensor '{}' has a negative number in its {}", printable(key), what));
   }
-  st_corrupt(name, fmt::format("tensor '{}' has {} in its {}, not a whole number", printable(key),
-                               printable(value.dump(), 30), what));
+  // nlohmann reads a whole number past 2^64-1 as a double.
+  const bool too_large = value.is_number_float() && value.get<double>() >= 18446744073709551616.0;
+  st_corrupt(name, fmt::format("tensor '{}' has {} in its {}, not a whole number{}", printable(key),
+                               printable(value.dump(), 30), what, too_large ? " below 2^64" : ""));
 }
 
 StEntry parse_entry(const std::string& key, const json& value, std::string_view name) {

@@ -131,7 +131,7 @@ LessonRun run_attention(const AttentionLessonOptions& options) {
     run.check("every masked key gets weight exactly 0", hidden == 0.0f,
               fmt::format("{} masked entries, largest weight {:g}", count, hidden));
   } else {
-    const std::vector<std::size_t> order = [&] {
+    const std::vector<std::size_t> order = [&, tokens = tokens] {  // clang 14 cannot capture a binding
       std::vector<std::size_t> o(tokens);
       for (std::size_t i = 0; i < tokens; ++i) o[i] = tokens - 1 - i;
       return o;
