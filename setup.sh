@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
 # Sets attn up on Debian 12: installs the Debian packages it builds with (only those missing, so
 # a second run installs nothing), then configures and builds the Release tree in build/.
+# `./setup.sh fuzz` also installs clang and its libFuzzer runtime and builds the fuzz targets in
+# build-fuzz/ instead (tests/fuzz/run.sh runs them).
 set -euo pipefail
 cd "$(dirname "$0")"
+mode="${1:-release}"
+if [ "$mode" != release ] && [ "$mode" != fuzz ]; then
+  echo "usage: ./setup.sh [fuzz]: builds build/ (Release), or with fuzz the fuzz targets in build-fuzz/" >&2
+  exit 2
+fi
 
 packages=(
   build-essential cmake ninja-build ccache pkg-config  # compiler and build tools
@@ -11,6 +18,9 @@ packages=(
   libutf8proc-dev                                       # Unicode for the tokenizer (NFD, categories)
   catch2                                                # tests (Catch2 v2)
 )
+if [ "$mode" = fuzz ]; then
+  packages+=(clang libclang-rt-14-dev)  # libFuzzer and the ASan/UBSan runtimes
+fi
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
@@ -23,5 +33,5 @@ if ((${#missing[@]} > 0)); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-cmake --preset release >/dev/null
-cmake --build --preset release
+cmake --preset "$mode" >/dev/null
+cmake --build --preset "$mode"

@@ -65,7 +65,7 @@ std::vector<std::string> compile_command(const Exercise& exercise, const fs::pat
   if (*toolchain::kLauncher != '\0') command.push_back(toolchain::kLauncher);
   command.push_back(toolchain::kCompiler);
   for (const std::string& flag : split_words(toolchain::kFlags)) command.push_back(flag);
-  for (const char* flag : {"-std=c++20", "-O1", "-Wall", "-fdiagnostics-color=never", "-fno-diagnostics-show-caret"}) {
+  for (const char* flag : {"-std=c++20", "-O1", "-Wall", "-fdiagnostics-color=never"}) {
     command.push_back(flag);
   }
   for (const char* definition : toolchain::kDefinitions) command.push_back(std::string("-D") + definition);

@@ -131,9 +131,14 @@ std::size_t ceil_log2(std::size_t x) {  // ATen's CeilLog2: 1 for x <= 2
 }  // namespace
 
 // ---- AVX2 + FMA kernels -----------------------------------------------------------------------
+#if defined(__clang__)  // clang ignores GCC's target pragmas (the fuzz preset builds with clang)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#pragma clang fp contract(off)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
 #pragma GCC optimize("fp-contract=off")
+#endif
 
 namespace {
 
@@ -487,7 +492,11 @@ void gelu_avx2(float* x, std::size_t n, GeluApproximation approximate) {
 
 }  // namespace
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 namespace {
 bool cpu_has_avx2() {

@@ -53,6 +53,8 @@ std::string escaped(std::string_view text, std::size_t limit = 40) {
 
 // --- The header: a Python literal, parsed as ast.literal_eval would for the forms numpy writes.
 
+struct Entry;
+
 struct Value {
   enum class Kind { string, integer, number, boolean, none, tuple, list, dict };
   Kind kind = Kind::none;
@@ -60,7 +62,13 @@ struct Value {
   bool negative = false;     // integer sign
   bool flag = false;         // boolean
   std::vector<Value> items;  // tuple, list
-  std::vector<std::pair<std::string, Value>> entries;  // dict
+  std::vector<Entry> entries;  // dict
+};
+
+// Not std::pair: a pair of an incomplete type does not compile with clang and libstdc++.
+struct Entry {
+  std::string key;
+  Value value;
 };
 
 std::string_view kind_name(Value::Kind kind) {
@@ -175,9 +183,9 @@ class HeaderParser {
       if (!consume(':')) error("expected ':' after a key");
       Value value = parse_value(depth + 1);
       for (const auto& entry : dict.entries) {
-        if (entry.first == key) error(fmt::format("the key '{}' appears twice", escaped(key)));
+        if (entry.key == key) error(fmt::format("the key '{}' appears twice", escaped(key)));
       }
-      dict.entries.emplace_back(std::move(key), std::move(value));
+      dict.entries.push_back(Entry{std::move(key), std::move(value)});
       if (!consume(',')) {
         if (!consume('}')) error("expected ',' or '}'");
         break;
