@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Sets attn up on Debian 12: installs the Debian packages it builds with (only those missing, so
 # a second run installs nothing), then configures and builds the Release tree in build/.
-# `./setup.sh fuzz` also installs clang and its libFuzzer runtime and builds the fuzz targets in
-# build-fuzz/ instead (tests/fuzz/run.sh runs them).
+# `./setup.sh asan` builds build-asan/ instead: everything, tests included, with AddressSanitizer
+# and UndefinedBehaviorSanitizer (`ctest --preset asan` runs them). `./setup.sh fuzz` also
+# installs clang and its libFuzzer runtime and builds the fuzz targets in build-fuzz/
+# (tests/fuzz/run.sh runs them).
 set -euo pipefail
 cd "$(dirname "$0")"
 mode="${1:-release}"
-if [ "$mode" != release ] && [ "$mode" != fuzz ]; then
-  echo "usage: ./setup.sh [fuzz]: builds build/ (Release), or with fuzz the fuzz targets in build-fuzz/" >&2
+if [ "$mode" != release ] && [ "$mode" != asan ] && [ "$mode" != fuzz ]; then
+  echo "usage: ./setup.sh [asan|fuzz]: builds build/ (Release), build-asan/ (sanitizers) or build-fuzz/ (fuzz targets)" >&2
   exit 2
 fi
 
