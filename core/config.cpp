@@ -88,8 +88,8 @@ EncoderConfig parse_config(const std::string& text, const std::string& name) {
                                         "object",
                                         name, reason, e.byte));
   } catch (const nlohmann::json::out_of_range&) {  // a number such as 1e400
-    throw Error("--config", fmt::format("'{}' holds a number too large for a double: write a value "
-                                        "such as 1e-12 in its place",
+    throw Error("--config", fmt::format("'{}' holds a number too large for a double (above "
+                                        "1.8e308): write every number within that range",
                                         name));
   }
   if (!doc.is_object()) {
