@@ -71,7 +71,7 @@ TEST_CASE("every lesson's output is byte-identical across runs and thread counts
   }
 }
 
-TEST_CASE("--save writes byte-identical files with one or two threads", "[determinism]") {
+TEST_CASE("saved steps are byte-identical files with one or two threads", "[determinism]") {
   ScratchDir scratch("determinism");
   for (const std::vector<std::string>& command : kCommands) {
     INFO(fmt::format("attn {}", fmt::join(command, " ")));
@@ -89,7 +89,7 @@ TEST_CASE("--save writes byte-identical files with one or two threads", "[determ
   }
 }
 
-TEST_CASE("--threads takes a count from 1 to 256", "[determinism]") {
+TEST_CASE("the thread count must be a whole number from 1 to 256", "[determinism]") {
   for (const char* bad : {"0", "-1", "257", "two"}) {
     const auto run = run_attn({"dot-product", "--threads", bad});
     INFO(run.err);
