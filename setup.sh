@@ -35,5 +35,7 @@ if ((${#missing[@]} > 0)); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# Paths below this checkout hash the same in every clone, so ccache serves any clone's objects.
+export CCACHE_BASEDIR="$PWD"
 cmake --preset "$mode" >/dev/null
 cmake --build --preset "$mode"
