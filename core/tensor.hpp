@@ -4,6 +4,8 @@
 #pragma once
 
 #include <array>
+#include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -20,6 +22,36 @@ using Tensor1 = xt::xtensor<float, 1>;
 using Tensor2 = xt::xtensor<float, 2>;
 using Tensor3 = xt::xtensor<float, 3>;
 using Tensor4 = xt::xtensor<float, 4>;
+
+// Largest |a - b| over two tensors of the same size, element by element in memory order. A NaN
+// difference is returned as NaN, so that every `<= tolerance` check on the result fails.
+template <class A, class B>
+float max_difference(const A& a, const B& b) {
+  float largest = 0.0f;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const float d = std::fabs(a.data()[i] - b.data()[i]);
+    if (std::isnan(d)) return d;
+    if (d > largest) largest = d;
+  }
+  return largest;
+}
+
+// Largest |sum - 1| over the rows (along the last axis) of a tensor of weights; NaN when a row's
+// sum is NaN. Each row is summed in order, as a float.
+template <class E>
+float max_row_sum_error(const E& weights) {
+  const std::size_t n = weights.shape().back();
+  if (n == 0) return 0.0f;
+  float largest = 0.0f;
+  for (std::size_t r = 0; r < weights.size() / n; ++r) {
+    float sum = 0.0f;
+    for (std::size_t j = 0; j < n; ++j) sum += weights.data()[r * n + j];
+    const float error = std::fabs(sum - 1.0f);
+    if (std::isnan(error)) return error;
+    if (error > largest) largest = error;
+  }
+  return largest;
+}
 
 template <class E>
 Shape shape_of(const E& tensor) {

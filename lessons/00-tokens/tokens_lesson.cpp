@@ -104,15 +104,6 @@ double positional_rms(std::size_t tokens, std::size_t width) {
   return std::sqrt(sum / static_cast<double>(tokens * width));
 }
 
-// NaN-aware largest |a - b|.
-float max_difference(const Tensor3& a, const Tensor3& b) {
-  float m = 0.0f;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const float d = std::fabs(a.data()[i] - b.data()[i]);
-    if (!(d <= m)) m = d;
-  }
-  return m;
-}
 
 // The table's size from --weights: its `weight` must be a matrix.
 std::pair<std::size_t, std::size_t> weights_shape(const StateDict& weights,
@@ -279,7 +270,7 @@ TokensRun run_tokens(const TokensLessonOptions& options) {
     for (std::size_t k = 1; k < at.size(); ++k)
       for (std::size_t d = 0; d < width; ++d) {
         const float gap = std::fabs(output(0, at[k], d) - output(0, at[0], d));
-        if (!(gap <= most)) most = gap;
+        if (!std::isnan(most) && (std::isnan(gap) || gap > most)) most = gap;
       }
     run.check(fmt::format("'{}' gets the same vector at positions {}",
                           escape_invisible(e.tokens[at[0]]), fmt::join(at, ", ")),

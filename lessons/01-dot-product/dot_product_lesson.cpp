@@ -27,15 +27,6 @@ std::vector<std::size_t> shuffled_order(std::uint64_t seed, std::size_t tokens) 
   return order;
 }
 
-// NaN-aware: any NaN difference makes the result NaN, which fails every <= check.
-float max_abs_difference(const Tensor3& a, const Tensor3& b) {
-  float m = 0.0f;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const float d = std::fabs(a.data()[i] - b.data()[i]);
-    if (!(d <= m)) m = d;
-  }
-  return m;
-}
 }  // namespace
 
 LessonRun run_dot_product(const LessonOptions& options) {
@@ -62,13 +53,7 @@ LessonRun run_dot_product(const LessonOptions& options) {
 
   run.section("checks");
   // Rows of W sum to 1: weights.sum(dim=-1).
-  float worst_sum = 0.0f;
-  for (std::size_t r = 0; r < batch * tokens; ++r) {
-    float sum = 0.0f;
-    for (std::size_t j = 0; j < tokens; ++j) sum += s.weights.data()[r * tokens + j];
-    const float error = std::fabs(sum - 1.0f);
-    if (!(error <= worst_sum)) worst_sum = error;  // NaN-aware: a NaN sum fails the check
-  }
+  const float worst_sum = max_row_sum_error(s.weights);  // a NaN sum fails the check
   run.check("every row of W sums to 1", worst_sum <= 1e-5f, fmt::format("max |sum - 1| = {:.3g}", worst_sum));
 
   // A weighted average with non-negative weights lies between the smallest and largest input,
@@ -90,7 +75,7 @@ LessonRun run_dot_product(const LessonOptions& options) {
   const std::vector<std::size_t> order = shuffled_order(options.seed, tokens);
   const Tensor3 permuted_then_attended = dot_product_attention(permute_tokens(x, order)).output;
   const Tensor3 attended_then_permuted = permute_tokens(s.output, order);
-  const float diff = max_abs_difference(permuted_then_attended, attended_then_permuted);
+  const float diff = max_difference(permuted_then_attended, attended_then_permuted);
   run.check("permuting the tokens permutes the outputs the same way", diff <= 1e-5f,
             fmt::format("order ({}): max |Y(PX) - P Y(X)| = {:.3g}", fmt::join(order, ", "), diff));
 

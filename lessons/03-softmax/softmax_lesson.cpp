@@ -154,22 +154,16 @@ LessonRun run_softmax_lesson(const SoftmaxLessonOptions& options) {
 
   run.section("checks");
   Tensor2 row_totals({batch, tokens});
-  float worst = 0.0f;
   for (std::size_t r = 0; r < batch * tokens; ++r) {
     float total = 0.0f;
     for (std::size_t j = 0; j < keys; ++j) total += weights.data()[r * keys + j];
     row_totals.data()[r] = total;
-    const float error = std::fabs(total - 1.0f);
-    if (!(error <= worst)) worst = error;  // a NaN sum makes the check fail
   }
+  const float worst = max_row_sum_error(weights);  // a NaN sum makes the check fail
   run.check("weights.sum(dim=-1) is all ones", worst <= 1e-5f,
             fmt::format("max |sum - 1| = {:.3g}\n{}", worst, format_torch(to_array(row_totals))));
-  float step_diff = 0.0f;
   const Tensor3 divided = exponentials / sums;
-  for (std::size_t i = 0; i < weights.size(); ++i) {
-    const float d = std::fabs(divided.data()[i] - weights.data()[i]);
-    if (!(d <= step_diff)) step_diff = d;
-  }
+  const float step_diff = max_difference(divided, weights);
   run.check("the steps above give the same weights as softmax()", step_diff <= 1e-6f,
             fmt::format("max difference {:.3g}", step_diff));
   if (options.causal) {

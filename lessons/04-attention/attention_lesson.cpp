@@ -36,15 +36,6 @@ Table parameter_table(const Module& model) {
   return t;
 }
 
-// NaN-aware largest |a - b|.
-float max_difference(const Tensor3& a, const Tensor3& b) {
-  float m = 0.0f;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const float d = std::fabs(a.data()[i] - b.data()[i]);
-    if (!(d <= m)) m = d;
-  }
-  return m;
-}
 }  // namespace
 
 LessonRun run_attention(const AttentionLessonOptions& options) {
@@ -113,13 +104,7 @@ LessonRun run_attention(const AttentionLessonOptions& options) {
   run.step("output", "weights @ V: each token's mix of the values", to_array(s.output));
 
   run.section(masked ? "checks_masked" : "checks");
-  float worst = 0.0f;
-  for (std::size_t r = 0; r < batch * tokens; ++r) {
-    float sum = 0.0f;
-    for (std::size_t j = 0; j < tokens; ++j) sum += s.weights.data()[r * tokens + j];
-    const float error = std::fabs(sum - 1.0f);
-    if (!(error <= worst)) worst = error;
-  }
+  const float worst = max_row_sum_error(s.weights);
   run.check("every row of weights sums to 1", worst <= 1e-5f, fmt::format("max |sum - 1| = {:.3g}", worst));
   if (masked) {
     float hidden = 0.0f;

@@ -46,14 +46,6 @@ std::string formula(MultiHeadVariant v) {
   return "";
 }
 
-float max_difference(const Tensor3& a, const Tensor3& b) {
-  float m = 0.0f;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const float d = std::fabs(a.data()[i] - b.data()[i]);
-    if (!(d <= m)) m = d;
-  }
-  return m;
-}
 
 Array head_matrix(const Tensor4& t, std::size_t head) {
   const std::size_t rows = t.shape(2), cols = t.shape(3);
@@ -62,14 +54,7 @@ Array head_matrix(const Tensor4& t, std::size_t head) {
 }
 
 void check_rows_sum_to_one(LessonRun& run, const Tensor4& weights) {
-  const std::size_t n = weights.shape(3);
-  float worst = 0.0f;
-  for (std::size_t r = 0; r < weights.size() / n; ++r) {
-    float sum = 0.0f;
-    for (std::size_t j = 0; j < n; ++j) sum += weights.data()[r * n + j];
-    const float error = std::fabs(sum - 1.0f);
-    if (!(error <= worst)) worst = error;
-  }
+  const float worst = max_row_sum_error(weights);
   run.check("every head's rows of weights sum to 1", worst <= 1e-5f, fmt::format("max |sum - 1| = {:.3g}", worst));
 }
 

@@ -53,15 +53,6 @@ Heatmap table_heatmap(const Tensor2& pe, const std::string& what) {
                  /*weights=*/false};
 }
 
-// NaN-aware largest |a - b|.
-float max_difference(const Tensor3& a, const Tensor3& b) {
-  float m = 0.0f;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const float d = std::fabs(a.data()[i] - b.data()[i]);
-    if (!(d <= m)) m = d;
-  }
-  return m;
-}
 
 // The largest spread (max - min) of PE[p]·PE[p+k] over p, for any offset k, in double, over the
 // first `columns` columns.
