@@ -25,6 +25,7 @@
 #include "fixtures.hpp"
 #include "npy.hpp"
 #include "run_attn.hpp"
+#include "scratch.hpp"
 #include "weights.hpp"
 
 namespace fs = std::filesystem;
@@ -355,23 +356,10 @@ Maker bytes(std::string content) {
 
 const std::map<std::string, Maker>& makers();
 
-// A fresh folder under the temporary directory; the working directory of every row.
+// A fresh folder (attn::testing::ScratchDir), the working directory of every row, that makes the
+// files the rows name.
 class Scratch {
  public:
-  Scratch() {
-    static int counter = 0;
-    dir_ = fs::temp_directory_path() /
-           ("attn-catalogue-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  ~Scratch() {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-
   const fs::path& dir() const { return dir_; }
 
   // Makes `name` if the table knows it and it is not there yet.
@@ -425,7 +413,12 @@ class Scratch {
   }
 
  private:
-  fs::path dir_;
+  static int next() {
+    static int counter = 0;
+    return counter++;
+  }
+  attn::testing::ScratchDir scratch_{"catalogue-" + std::to_string(next())};
+  const fs::path& dir_ = scratch_.path;
 };
 
 // Weights that attn writes itself: a lesson's whole state_dict, as PyTorch would export it.

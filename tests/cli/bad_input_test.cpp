@@ -14,6 +14,7 @@
 #include "array.hpp"
 #include "npy.hpp"
 #include "run_attn.hpp"
+#include "scratch.hpp"
 
 namespace fs = std::filesystem;
 using attn::testing::line_count;
@@ -21,23 +22,9 @@ using attn::testing::run_attn;
 
 namespace {
 
-// A fresh directory under the system's temp directory, removed with everything in it.
+// A fresh directory (attn::testing::ScratchDir) with helpers to write bad files into it.
 class Scratch {
  public:
-  Scratch() {
-    static int counter = 0;
-    dir_ = fs::temp_directory_path() /
-           ("attn-bad-input-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  ~Scratch() {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
   std::string write(const std::string& name, const std::string& bytes) const {
@@ -60,7 +47,12 @@ class Scratch {
   }
 
  private:
-  fs::path dir_;
+  static int next() {
+    static int counter = 0;
+    return counter++;
+  }
+  attn::testing::ScratchDir scratch_{"bad-input-" + std::to_string(next())};
+  const fs::path& dir_ = scratch_.path;
 };
 
 attn::Array float32_ones(attn::Shape shape) {

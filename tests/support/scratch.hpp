@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <system_error>
 
 #include <fmt/format.h>
 
@@ -15,7 +16,9 @@
 
 namespace attn::testing {
 
-// A fresh directory under the system's temporary directory, removed at the end of the test.
+// A fresh directory under the system's temporary directory, removed with everything in it when
+// the instance goes. The path depends only on `name` and the process, so that a test case that
+// Catch2 runs again for each of its sections sees the same path (and section names) every time.
 struct ScratchDir {
   std::filesystem::path path;
   explicit ScratchDir(const std::string& name)
@@ -23,7 +26,12 @@ struct ScratchDir {
     std::filesystem::remove_all(path);
     std::filesystem::create_directories(path);
   }
-  ~ScratchDir() { std::filesystem::remove_all(path); }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
 };
 
 // Entry j of the state_dict, element i: 0.02 * (((7919 i + 104729 j) mod 2001) / 1000 - 1).
