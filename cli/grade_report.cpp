@@ -11,13 +11,6 @@ namespace attn::cli {
 
 namespace {
 
-std::string indent(const std::string& text, const std::string& prefix) {
-  std::string out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out += prefix + line + "\n";
-  return out;
-}
-
 // Text that is valid UTF-8 and holds no control characters but tab and newline: safe in JSON
 // (nlohmann throws on bad UTF-8) and in XML (which forbids most control characters).
 std::string clean_text(const std::string& text) {
@@ -68,6 +61,13 @@ std::size_t display_width(const std::string& text) {
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
 }  // namespace
+
+std::string indent(const std::string& text, const std::string& prefix) {
+  std::string out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out += prefix + line + "\n";
+  return out;
+}
 
 std::string number_string(double value) {
   if (value == std::floor(value) && std::fabs(value) < 1e15) return fmt::format("{}", static_cast<long long>(value));

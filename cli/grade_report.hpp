@@ -16,6 +16,8 @@ std::string gradescope_report(const std::vector<LessonOutcome>& outcomes, const 
 // JUnit XML: a testsuite per lesson, a testcase per test, <failure> or <error> with the evidence.
 std::string junit_report(const std::vector<LessonOutcome>& outcomes, const std::string& problem = "");
 
+// Every line of `text` with `prefix` in front.
+std::string indent(const std::string& text, const std::string& prefix);
 // "12", "12.5".
 std::string number_string(double value);
 // "12/14", "12.5/14".

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "grade_report.hpp"
 #include "grade_toolchain.hpp"
 #include "process.hpp"
 
@@ -87,13 +88,6 @@ std::string compiler_messages(const ProcessResult& result, const Exercise& exerc
     text += fmt::format("\nthe compiler {}", result.status(timeout));
   }
   return text;
-}
-
-std::string indent(const std::string& text, const std::string& prefix) {
-  std::string out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out += prefix + line + "\n";
-  return out;
 }
 
 // A failed assertion, as the student should read it.
