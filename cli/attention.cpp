@@ -12,8 +12,7 @@ struct AttentionCliOptions {
   LessonCliOptions cli;
   lessons::AttentionLessonOptions lesson;
   std::size_t head_size = 0;
-  std::string mask = "none";
-  std::string lengths;
+  MaskCliOptions mask;
   std::string weights;
 };
 
@@ -21,8 +20,8 @@ int run_attention(AttentionCliOptions& o) {
   load_lesson_input(o.cli);
   o.lesson.common = o.cli.lesson;
   if (o.head_size != 0) o.lesson.head_size = o.head_size;
-  o.lesson.causal = o.mask == "causal";
-  if (!o.lengths.empty()) o.lesson.lengths = parse_size_list(o.lengths, "--lengths");
+  o.lesson.causal = o.mask.mask == "causal";
+  o.lesson.lengths = mask_lengths(o.mask);
   if (!o.weights.empty()) {
     o.lesson.weights = load_weights_file(o.weights);
     o.lesson.weights_name = o.weights;
@@ -30,11 +29,8 @@ int run_attention(AttentionCliOptions& o) {
   try {
     return emit(lessons::run_attention(o.lesson), o.cli.output);
   } catch (const Error& e) {
-    // attention_mask checks --lengths against T, which is known only once the input is.
     if (e.function() != "attention_mask") throw;
-    throw Error("--lengths", e.detail().find(": give") != std::string::npos
-                                 ? e.detail()
-                                 : e.detail() + ": give each length from 1 to T, the tokens per sequence");
+    throw lengths_error(e);
   }
 }
 
@@ -49,11 +45,7 @@ void setup_attention(CLI::App& app) {
   sub->add_option("--head-size", o->head_size, "hs of the head variant (default D)")
       ->check(size_validator())
       ->option_text("HS");
-  sub->add_option("--mask", o->mask, "none (default) or causal: -inf above the diagonal")
-      ->check(CLI::IsMember({"none", "causal"}))
-      ->option_text("none|causal");
-  sub->add_option("--lengths", o->lengths, "padding: the real length of each sequence, e.g. 3,5")
-      ->option_text("N,N,...");
+  add_mask_options(*sub, o->mask);
   add_weights_options(*sub, o->weights, o->cli.output);
   sub->callback([o] { exit_code() = run_attention(*o); });
 }

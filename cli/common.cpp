@@ -320,6 +320,25 @@ bool use_color(ColorMode mode) {
   return isatty(STDOUT_FILENO) == 1;
 }
 
+void add_mask_options(CLI::App& app, MaskCliOptions& o) {
+  app.add_option("--mask", o.mask, "none (default) or causal: -inf above the diagonal")
+      ->check(CLI::IsMember({"none", "causal"}))
+      ->option_text("none|causal");
+  app.add_option("--lengths", o.lengths, "padding: the real length of each sequence, e.g. 3,5")
+      ->option_text("N,N,...");
+}
+
+std::vector<std::size_t> mask_lengths(const MaskCliOptions& o) {
+  return o.lengths.empty() ? std::vector<std::size_t>{} : parse_size_list(o.lengths, "--lengths");
+}
+
+Error lengths_error(const Error& error) {
+  // attention_mask checks --lengths against T, which is known only once the input is.
+  return Error("--lengths", error.detail().find(": give") != std::string::npos
+                                ? error.detail()
+                                : error.detail() + ": give each length from 1 to T, the tokens per sequence");
+}
+
 void add_weights_options(CLI::App& app, std::string& weights_path, OutputOptions& output) {
   app.add_option("--weights", weights_path,
                  "a .safetensors or .npz whose keys are the PyTorch module's state_dict keys")

@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "config.hpp"
+#include "error.hpp"
 #include "lesson.hpp"
 
 namespace attn::cli {
@@ -46,6 +47,17 @@ void add_output_options(CLI::App& app, OutputOptions& options);
 void add_memory_option(CLI::App& app);
 // Reads --input into options.lesson.input (throws attn::Error for a bad file).
 void load_lesson_input(LessonCliOptions& options);
+
+// --mask none|causal and --lengths N,N,..., on the attention lessons.
+struct MaskCliOptions {
+  std::string mask = "none";
+  std::string lengths;
+};
+void add_mask_options(CLI::App& app, MaskCliOptions& options);
+// --lengths as sizes (attn::Error naming --lengths when it is not a list of sizes).
+std::vector<std::size_t> mask_lengths(const MaskCliOptions& options);
+// attention_mask's error about a length past T, renamed to the option that gave it.
+Error lengths_error(const Error& error);
 
 // --weights and --save-weights, on a lesson with parameters.
 void add_weights_options(CLI::App& app, std::string& weights_path, OutputOptions& output);

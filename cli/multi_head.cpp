@@ -11,16 +11,15 @@ namespace attn::cli {
 struct MultiHeadCliOptions {
   LessonCliOptions cli;
   lessons::MultiHeadLessonOptions lesson;
-  std::string mask = "none";
-  std::string lengths;
+  MaskCliOptions mask;
   std::string weights;
 };
 
 int run_multi_head(MultiHeadCliOptions& o) {
   load_lesson_input(o.cli);
   o.lesson.common = o.cli.lesson;
-  o.lesson.causal = o.mask == "causal";
-  if (!o.lengths.empty()) o.lesson.lengths = parse_size_list(o.lengths, "--lengths");
+  o.lesson.causal = o.mask.mask == "causal";
+  o.lesson.lengths = mask_lengths(o.mask);
   if (o.lesson.variant == "compare" && !o.cli.output.save_weights.empty()) {
     throw Error("--save-weights", "the compare view runs four models with different state_dicts: add --variant "
                                   "narrow, wide, book or fused");
@@ -33,11 +32,7 @@ int run_multi_head(MultiHeadCliOptions& o) {
     return emit(lessons::run_multi_head(o.lesson), o.cli.output);
   } catch (const Error& e) {
     // The sizes are checked against each other only once the input is known.
-    if (e.function() == "attention_mask") {
-      throw Error("--lengths", e.detail().find(": give") != std::string::npos
-                                   ? e.detail()
-                                   : e.detail() + ": give each length from 1 to T, the tokens per sequence");
-    }
+    if (e.function() == "attention_mask") throw lengths_error(e);
     if (e.function() == "multi_head" && e.detail().find("not divisible") != std::string::npos) {
       throw Error("--heads", e.detail() + ": give --heads that divides D, or --variant wide, whose heads are D wide");
     }
@@ -54,11 +49,7 @@ void setup_multi_head(CLI::App& app) {
       ->check(CLI::IsMember({"compare", "narrow", "wide", "book", "fused"}))
       ->option_text("compare|narrow|wide|book|fused");
   sub->add_option("--heads", o->lesson.heads, "H, heads (default 2)")->check(size_validator())->option_text("H");
-  sub->add_option("--mask", o->mask, "none (default) or causal: -inf above the diagonal")
-      ->check(CLI::IsMember({"none", "causal"}))
-      ->option_text("none|causal");
-  sub->add_option("--lengths", o->lengths, "padding: the real length of each sequence, e.g. 3,5")
-      ->option_text("N,N,...");
+  add_mask_options(*sub, o->mask);
   add_weights_options(*sub, o->weights, o->cli.output);
   sub->callback([o] { exit_code() = run_multi_head(*o); });
 }
