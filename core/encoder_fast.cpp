@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <limits>
 
@@ -498,12 +499,10 @@ void gelu_avx2(float* x, std::size_t n, GeluApproximation approximate) {
 #pragma GCC pop_options
 #endif
 
-namespace {
 bool cpu_has_avx2() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
-}  // namespace
 
 void fast_softmax_rows(FastKernels kernels, float* x, std::size_t rows, std::size_t n,
                        float divisor) {
@@ -585,7 +584,11 @@ void check_linear(const Linear& l, std::size_t out, std::size_t in, const char* 
 }  // namespace
 
 FastKernels best_fast_kernels() {
-  static const bool avx2 = cpu_has_avx2();
+  static const bool avx2 = [] {
+    const char* forced = std::getenv("ATTN_FAST_KERNELS");
+    if (forced != nullptr && std::string_view(forced) == "scalar") return false;
+    return cpu_has_avx2();
+  }();
   return avx2 ? FastKernels::avx2 : FastKernels::scalar;
 }
 

@@ -45,7 +45,10 @@ PackedEncoderLayer pack(const EncoderLayer& layer);
 
 // Which elementwise kernels run: AVX2 + FMA (8 lanes) or portable scalar code (the same bits).
 enum class FastKernels { scalar, avx2 };
-// avx2 when this CPU has AVX2 and FMA, scalar otherwise.
+// Whether this CPU has AVX2 and FMA.
+bool cpu_has_avx2();
+// avx2 when this CPU has AVX2 and FMA, scalar otherwise or when the environment variable
+// ATTN_FAST_KERNELS is "scalar" (so that the whole suite can run on the portable code).
 FastKernels best_fast_kernels();
 std::string_view kernels_name(FastKernels kernels);  // "avx2+fma", "scalar"
 

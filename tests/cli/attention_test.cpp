@@ -11,6 +11,7 @@
 #include "multi_head.hpp"
 #include "npy.hpp"
 #include "run_attn.hpp"
+#include "tolerant_text.hpp"
 #include "scratch.hpp"
 #include "weights.hpp"
 
@@ -59,7 +60,7 @@ TEST_CASE("attention and multi-head equal the notebooks' PyTorch classes with th
         CHECK_ALLCLOSE(attn::read_npy((scratch.path / "out/output.npy").string()), expected,
                        attn::testing::Tolerance{atol, 1e-4});
         const std::string repr = attn::testing::read_text(attn::testing::fixture_path(lesson + "/" + c["repr"].get<std::string>()));
-        CHECK(result.out.find(repr + "\n") != std::string::npos);
+        CHECK_PRINTED(result.out, repr);
         CHECK(result.out.find(fmt::format("Parameters: {}\n", attn::with_commas(c["parameters"].get<std::int64_t>()))) !=
               std::string::npos);
         if (c.contains("seed001_bug_output")) {

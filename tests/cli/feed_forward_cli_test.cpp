@@ -13,6 +13,7 @@
 #include "fixtures.hpp"
 #include "npy.hpp"
 #include "run_attn.hpp"
+#include "tolerant_text.hpp"
 #include "golden.hpp"
 #include "scratch.hpp"
 #include "summary.hpp"
@@ -145,8 +146,7 @@ TEST_CASE("feed-forward equals the notebooks' PyTorch classes with the same weig
         CHECK_ALLCLOSE(attn::read_npy((scratch.path / "out" / (step + ".npy")).string()),
                        attn::read_npy(fixture(file)), attn::testing::Tolerance{atol, 1e-4});
       }
-      CHECK(result.out.find(attn::testing::read_text(fixture(c["repr"])) + "\n") !=
-            std::string::npos);
+      CHECK_PRINTED(result.out, attn::testing::read_text(fixture(c["repr"])));
       CHECK(result.out.find(fmt::format("Parameters: {}\n",
                                         attn::with_commas(c["parameters"].get<std::int64_t>()))) !=
             std::string::npos);

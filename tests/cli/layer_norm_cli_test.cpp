@@ -12,6 +12,7 @@
 #include "fixtures.hpp"
 #include "npy.hpp"
 #include "run_attn.hpp"
+#include "tolerant_text.hpp"
 #include "golden.hpp"
 #include "scratch.hpp"
 #include "summary.hpp"
@@ -152,7 +153,7 @@ TEST_CASE("layer-norm equals PyTorch through --input, --weights and --save",
       }
       // The output's repr is in stdout verbatim.
       const std::string repr = attn::testing::read_text(fixture(c["repr"]));
-      CHECK(result.out.find(repr + "\n") != std::string::npos);
+      CHECK_PRINTED(result.out, repr);
       CHECK(result.out.find(fmt::format("Parameters: {}\n",
                                         attn::with_commas(c["parameters"].get<std::int64_t>()))) !=
             std::string::npos);

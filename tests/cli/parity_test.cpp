@@ -9,6 +9,7 @@
 #include "fixtures.hpp"
 #include "npy.hpp"
 #include "run_attn.hpp"
+#include "tolerant_text.hpp"
 
 namespace fs = std::filesystem;
 
@@ -32,7 +33,7 @@ TEST_CASE("every lesson equals PyTorch on the fixtures and prints torch's repr",
         const auto expected = attn::read_npy(attn::testing::fixture_path(lesson + "/" + c["output"].get<std::string>()));
         CHECK_ALLCLOSE(attn::read_npy((dir / "output.npy").string()), expected);
         const std::string repr = attn::testing::read_text(attn::testing::fixture_path(lesson + "/" + c["repr"].get<std::string>()));
-        CHECK(result.out.find(repr + "\n") != std::string::npos);
+        CHECK_PRINTED(result.out, repr);
         fs::remove_all(dir);
       }
     }

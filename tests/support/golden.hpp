@@ -1,4 +1,6 @@
-// Golden-output checks for the command-line tests: whole stdout against tests/golden/<name>.txt.
+// Golden-output checks for the command-line tests: whole stdout against tests/golden/<name>.txt,
+// the text word for word and the numbers within float32 round-off (tolerant_text.hpp), so that a
+// golden made on one CPU holds on every CPU and OpenBLAS kernel.
 #pragma once
 
 #include <cstdlib>
@@ -12,6 +14,7 @@
 
 #include "fixtures.hpp"
 #include "run_attn.hpp"
+#include "tolerant_text.hpp"
 
 namespace attn::testing {
 
@@ -36,7 +39,9 @@ inline void check_golden(const std::string& name, const std::vector<std::string>
     FAIL("missing " << golden.string()
                     << ": run the tests once with ATTN_UPDATE_GOLDEN=1 and read the new file before committing it");
   }
-  CHECK(result.out == read_text(golden.string()));
+  const TextComparison comparison = compare_text(result.out, read_text(golden.string()));
+  INFO("stdout differs from " << golden.string() << ":\n" << comparison.diff);
+  CHECK(comparison.equal);
 }
 
 }  // namespace attn::testing
