@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "matmul.hpp"
 #include "softmax.hpp"
@@ -33,6 +34,37 @@ AttentionSteps scaled_dot_product_attention(const Tensor3& queries, const Tensor
   s.weights = softmax(s.scaled_scores);               // (B,T,S)
   s.output = batched_matmul(s.weights, values);       // (B,T,S) @ (B,S,hv) -> (B,T,hv)
   return s;
+}
+
+Tensor3d attention_float64(const Tensor3d& queries, const Tensor3d& keys, const Tensor3d& values, double divisor,
+                           const Tensor3* mask) {
+  const std::size_t batch = queries.shape(0), t_count = queries.shape(1), s_count = keys.shape(1),
+                    hs = keys.shape(2), hv = values.shape(2);
+  if (keys.shape(0) != batch || keys.shape(2) != queries.shape(2) || values.shape(0) != batch ||
+      values.shape(1) != s_count || (mask != nullptr && (mask->shape(0) != batch || mask->shape(1) != t_count ||
+                                                         mask->shape(2) != s_count))) {
+    throw Error(ErrorKind::bad_size, "attention_float64",
+                fmt::format("queries {}, keys {} and values {} do not fit", shape_string_of(queries),
+                            shape_string_of(keys), shape_string_of(values)));
+  }
+  Tensor3d out = xt::zeros<double>({batch, t_count, hv});
+  std::vector<double> row(s_count);
+  for (std::size_t b = 0; b < batch; ++b)
+    for (std::size_t i = 0; i < t_count; ++i) {
+      double largest = -std::numeric_limits<double>::infinity();
+      for (std::size_t j = 0; j < s_count; ++j) {
+        double score = 0.0;
+        for (std::size_t d = 0; d < hs; ++d) score += queries(b, i, d) * keys(b, j, d);  // q · k
+        row[j] = score / divisor + (mask != nullptr ? (*mask)(b, i, j) : 0.0f);
+        largest = std::max(largest, row[j]);
+      }
+      if (std::isinf(largest) && largest < 0) continue;  // every key masked: zeros
+      double total = 0.0;
+      for (std::size_t j = 0; j < s_count; ++j) total += row[j] = std::exp(row[j] - largest);
+      for (std::size_t j = 0; j < s_count; ++j)
+        for (std::size_t d = 0; d < hv; ++d) out(b, i, d) += row[j] / total * values(b, j, d);
+    }
+  return out;
 }
 
 Tensor3 attention_mask(std::size_t batch, std::size_t tokens, bool causal, const std::vector<std::size_t>& lengths) {
@@ -82,6 +114,13 @@ AttentionSteps forward(const SelfAttention& layer, const Tensor3& x, const Tenso
                                       forward(layer.tokeys, x), forward(layer.tovalues, x), mask);
 }
 
+Tensor3d forward_float64(const SelfAttention& layer, const Tensor3& x, const Tensor3* mask) {
+  const Tensor3d x64 = xt::cast<double>(x);
+  const double divisor = std::sqrt(static_cast<double>(layer.tokeys.weight.shape(0)));  // √hs
+  return attention_float64(forward_float64(layer.toqueries, x64), forward_float64(layer.tokeys, x64),
+                           forward_float64(layer.tovalues, x64), divisor, mask);
+}
+
 std::vector<LayerInfo> trace_self_attention(std::size_t k, const Shape& shape) {
   const Module m = describe_self_attention(k);
   Trace trace;
@@ -116,6 +155,13 @@ void visit_parameters(AttentionHead& head, const std::string& prefix, const Para
 
 AttentionSteps forward(const AttentionHead& head, const Tensor3& x, const Tensor3* mask) {
   return scaled_dot_product_attention(forward(head.q, x), forward(head.k, x), forward(head.v, x), mask);
+}
+
+Tensor3d forward_float64(const AttentionHead& head, const Tensor3& x, const Tensor3* mask) {
+  const Tensor3d x64 = xt::cast<double>(x);
+  const double divisor = std::sqrt(static_cast<double>(head.k.weight.shape(0)));  // √hs
+  return attention_float64(forward_float64(head.q, x64), forward_float64(head.k, x64), forward_float64(head.v, x64),
+                           divisor, mask);
 }
 
 void trace_attention_head(Trace& trace, const Module& head, const Shape& shape) {

@@ -30,6 +30,12 @@ struct AttentionSteps {
 AttentionSteps scaled_dot_product_attention(const Tensor3& queries, const Tensor3& keys, const Tensor3& values,
                                             const Tensor3* mask);
 
+// softmax(Q Kᵀ / divisor + mask) V in float64: what a float32 attention would give without its
+// round-off (to float64's), for checks that compare two float32 results. A fully masked row
+// gives zeros, as softmax() does. Queries (B,T,hs), keys (B,S,hs), values (B,S,hv).
+Tensor3d attention_float64(const Tensor3d& queries, const Tensor3d& keys, const Tensor3d& values, double divisor,
+                           const Tensor3* mask);
+
 // The additive (B,T,T) mask: -inf above the diagonal when `causal`, and -inf on the keys at or
 // past lengths[b] (padding) when `lengths` is not empty. Throws attn::Error for a length of 0 or
 // past T, or a lengths list that is not B long.
@@ -43,6 +49,8 @@ SelfAttention init_self_attention(Rng& rng, std::size_t k);
 Module describe_self_attention(std::size_t k);
 void visit_parameters(SelfAttention& layer, const ParameterVisitor& visit);
 AttentionSteps forward(const SelfAttention& layer, const Tensor3& x, const Tensor3* mask);
+// The output of forward() computed in float64 (see attention_float64), divided by √hs.
+Tensor3d forward_float64(const SelfAttention& layer, const Tensor3& x, const Tensor3* mask);
 // torchinfo's rows for SelfAttention(k) on an input of `shape` (B,T,k).
 std::vector<LayerInfo> trace_self_attention(std::size_t k, const Shape& shape);
 
@@ -55,6 +63,7 @@ Module describe_attention_head(std::size_t embed_dim, std::size_t head_dim, std:
 void visit_parameters(AttentionHead& head, const std::string& prefix, const ParameterVisitor& visit);
 inline void visit_parameters(AttentionHead& head, const ParameterVisitor& visit) { visit_parameters(head, "", visit); }
 AttentionSteps forward(const AttentionHead& head, const Tensor3& x, const Tensor3* mask);
+Tensor3d forward_float64(const AttentionHead& head, const Tensor3& x, const Tensor3* mask);
 // Adds the rows of one AttentionHead call (the head, then q, k, v) to `trace`.
 void trace_attention_head(Trace& trace, const Module& head, const Shape& shape);
 std::vector<LayerInfo> trace_attention_head(std::size_t embed_dim, std::size_t head_dim, const Shape& shape);

@@ -1,5 +1,6 @@
 #include "dot_product.hpp"
 
+#include "attention.hpp"
 #include "matmul.hpp"
 #include "softmax.hpp"
 
@@ -12,6 +13,11 @@ DotProductSteps dot_product_attention(const Tensor3& x, float divisor) {
   s.weights = softmax(s.raw_weights);               // (B,T,T), rows sum to 1
   s.output = batched_matmul(s.weights, x);          // (B,T,T) @ (B,T,D) -> (B,T,D)
   return s;
+}
+
+Tensor3d dot_product_attention_float64(const Tensor3& x, float divisor) {
+  const Tensor3d x64 = xt::cast<double>(x);
+  return attention_float64(x64, x64, x64, divisor, nullptr);  // softmax(X Xᵀ / divisor) X
 }
 
 Tensor3 permute_tokens(const Tensor3& x, const std::vector<std::size_t>& order) {

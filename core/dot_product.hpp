@@ -19,6 +19,9 @@ struct DotProductSteps {
 // a float division as torch's `scores / sqrt(d)` does.
 DotProductSteps dot_product_attention(const Tensor3& x, float divisor = 1.0f);
 
+// The output Y computed in float64 from the float32 x: Y without float32's round-off.
+Tensor3d dot_product_attention_float64(const Tensor3& x, float divisor = 1.0f);
+
 // x with its tokens reordered: out[:, i] = x[:, order[i]].
 Tensor3 permute_tokens(const Tensor3& x, const std::vector<std::size_t>& order);
 

@@ -21,6 +21,9 @@ Linear init_linear(Rng& rng, std::size_t in, std::size_t out, bool bias);
 // x (B,T,in) -> (B,T,out)
 Tensor3 forward(const Linear& layer, const Tensor3& x);
 
+// The same product in float64 from the float32 weights: x @ weight^T + bias, (B,T,in) -> (B,T,out).
+Tensor3d forward_float64(const Linear& layer, const Tensor3d& x);
+
 // Called once per parameter with its state_dict key, storage and shape, in state_dict order.
 using ParameterVisitor = std::function<void(const std::string& key, float* data, const Shape& shape)>;
 void visit_parameters(Linear& layer, const std::string& prefix, const ParameterVisitor& visit);

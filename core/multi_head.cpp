@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include <xtensor/xview.hpp>
+
 #include "matmul.hpp"
 #include "softmax.hpp"
 
@@ -9,9 +11,10 @@ namespace attn {
 
 namespace {
 // (B,T,H*hs) -> (B*H,T,hs): torch's x.view(B,T,H,hs).transpose(1,2).reshape(B*H,T,hs).
-Tensor3 split_heads(const Tensor3& x, std::size_t heads) {
+template <class T>
+xt::xtensor<T, 3> split_heads(const xt::xtensor<T, 3>& x, std::size_t heads) {
   const std::size_t batch = x.shape(0), tokens = x.shape(1), size = x.shape(2) / heads;
-  Tensor3 out({batch * heads, tokens, size});
+  xt::xtensor<T, 3> out({batch * heads, tokens, size});
   for (std::size_t b = 0; b < batch; ++b)
     for (std::size_t h = 0; h < heads; ++h)
       for (std::size_t t = 0; t < tokens; ++t)
@@ -20,9 +23,10 @@ Tensor3 split_heads(const Tensor3& x, std::size_t heads) {
 }
 
 // (B*H,T,hs) -> (B,T,H*hs): y.view(B,H,T,hs).transpose(1,2).reshape(B,T,H*hs).
-Tensor3 merge_heads(const Tensor3& y, std::size_t heads) {
+template <class T>
+xt::xtensor<T, 3> merge_heads(const xt::xtensor<T, 3>& y, std::size_t heads) {
   const std::size_t batch = y.shape(0) / heads, tokens = y.shape(1), size = y.shape(2);
-  Tensor3 out({batch, tokens, heads * size});
+  xt::xtensor<T, 3> out({batch, tokens, heads * size});
   for (std::size_t b = 0; b < batch; ++b)
     for (std::size_t h = 0; h < heads; ++h)
       for (std::size_t t = 0; t < tokens; ++t)
@@ -217,6 +221,30 @@ MultiHeadSteps forward(const MultiHeadAttention& m, const Tensor3& x, const Tens
   s.concatenated = merge_heads(a.output, heads);  // (B*H,T,hs) -> (B,T,H*hs)
   s.output = forward(*p.output, s.concatenated);   // (B,T,H*hs) -> (B,T,D)
   return s;
+}
+
+Tensor3d forward_float64(const MultiHeadAttention& m, const Tensor3& x, const Tensor3* mask) {
+  check_input(m, x, mask);
+  const std::size_t heads = m.heads;
+  if (m.variant == MultiHeadVariant::book) {
+    const std::size_t hs = m.head_list.front().k.weight.shape(0);
+    Tensor3d concatenated({x.shape(0), x.shape(1), heads * hs});  // torch.cat of the heads
+    for (std::size_t h = 0; h < heads; ++h) {
+      const Tensor3d y = forward_float64(m.head_list[h], x, mask);  // (B,T,hs)
+      xt::view(concatenated, xt::all(), xt::all(), xt::range(h * hs, (h + 1) * hs)) = y;
+    }
+    return forward_float64(m.output_linear, concatenated);
+  }
+  const Tensor3d x64 = xt::cast<double>(x);
+  const bool fused = m.variant == MultiHeadVariant::fused;
+  const Tensor3d queries = forward_float64(fused ? m.W_Q : m.toqueries, x64);  // (B,T,H*hs)
+  const Tensor3d keys = forward_float64(fused ? m.W_K : m.tokeys, x64);
+  const Tensor3d values = forward_float64(fused ? m.W_V : m.tovalues, x64);
+  const Tensor3 mask_per_head = mask != nullptr ? repeat_mask(*mask, heads) : Tensor3();
+  const double divisor = std::sqrt(static_cast<double>(queries.shape(2) / heads));  // √hs
+  const Tensor3d y = attention_float64(split_heads(queries, heads), split_heads(keys, heads),
+                                       split_heads(values, heads), divisor, mask != nullptr ? &mask_per_head : nullptr);
+  return forward_float64(fused ? m.W_O : m.unifyheads, merge_heads(y, heads));  // (B,T,H*hs) -> (B,T,D)
 }
 
 Tensor3 forward_with_seed001_bug(const MultiHeadAttention& m, const Tensor3& x, const Tensor3* mask) {

@@ -50,6 +50,9 @@ Module describe_multi_head(MultiHeadVariant variant, std::size_t d_model, std::s
 void visit_parameters(MultiHeadAttention& layer, const ParameterVisitor& visit);
 // x (B,T,D); mask (B,T,T) additive or null.
 MultiHeadSteps forward(const MultiHeadAttention& layer, const Tensor3& x, const Tensor3* mask);
+// The output of forward() computed in float64 from the float32 weights and x: the output without
+// float32's round-off, for checks that compare two float32 results.
+Tensor3d forward_float64(const MultiHeadAttention& layer, const Tensor3& x, const Tensor3* mask);
 // Seed 001's bug: `attention_weights @ key` instead of `@ value` (fused variant only).
 Tensor3 forward_with_seed001_bug(const MultiHeadAttention& layer, const Tensor3& x, const Tensor3* mask);
 // torchinfo's rows for the variant on an input of `shape` (B,T,D).

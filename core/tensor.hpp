@@ -22,6 +22,8 @@ using Tensor1 = xt::xtensor<float, 1>;
 using Tensor2 = xt::xtensor<float, 2>;
 using Tensor3 = xt::xtensor<float, 3>;
 using Tensor4 = xt::xtensor<float, 4>;
+// float64 twins, for references that show what a float32 result would be without round-off.
+using Tensor3d = xt::xtensor<double, 3>;
 
 // Largest |a - b| over two tensors of the same size, element by element in memory order. A NaN
 // difference is returned as NaN, so that every `<= tolerance` check on the result fails.
@@ -51,6 +53,16 @@ float max_row_sum_error(const E& weights) {
     if (error > largest) largest = error;
   }
   return largest;
+}
+
+// Float32's machine epsilon, 2^-23: the gap between 1 and the next float.
+inline constexpr float kFloat32Epsilon = 0x1p-23f;
+
+// How far round-off may move a float32 sum of `terms` values whose absolute values add up to at
+// most `magnitude`, in any order: 2 (terms + 1) ε magnitude, twice the classical bound for a sum
+// (a softmax's row, a dot product), so that the rounding of the terms themselves fits too.
+inline float summation_tolerance(std::size_t terms, float magnitude = 1.0f) {
+  return 2.0f * static_cast<float>(terms + 1) * kFloat32Epsilon * magnitude;
 }
 
 template <class E>

@@ -48,6 +48,23 @@ bool LessonRun::all_checks_passed() const {
   return true;
 }
 
+std::string roundoff_evidence(std::string_view measured, double value, double allowed) {
+  return fmt::format("{} = {:.3g} (round-off allows {:.2g})", measured, value, allowed);
+}
+
+void check_same_up_to_roundoff(LessonRun& run, std::string name, std::string_view measured, float difference,
+                               float roundoff_a, float roundoff_b) {
+  // Each distance from float64 is itself rounded to float: a part in 2^20 covers that.
+  const double allowed = (static_cast<double>(roundoff_a) + roundoff_b) * (1.0 + 0x1p-20);
+  run.check(std::move(name), difference <= allowed, roundoff_evidence(measured, difference, allowed));
+}
+
+std::string index_list(const std::vector<std::size_t>& indices, std::size_t shown) {
+  if (indices.size() <= shown) return fmt::format("{}", fmt::join(indices, ", "));
+  const std::vector<std::size_t> head(indices.begin(), indices.begin() + static_cast<std::ptrdiff_t>(shown - 1));
+  return fmt::format("{}, …, {}; {} in all", fmt::join(head, ", "), indices.back(), indices.size());
+}
+
 Sizes3 lesson_sizes(const LessonOptions& options) {
   if (options.input && options.input->rank() == 3) {
     const Shape& s = options.input->shape;

@@ -79,6 +79,20 @@ class LessonRun {
   std::vector<std::pair<std::string, std::string>> settings_;
 };
 
+// The evidence of a check held to float32 round-off: "max |sum - 1| = 5.96e-08 (round-off allows
+// 1.3e-06)". The allowance grows with the sizes, so a check fails only when the math is wrong.
+std::string roundoff_evidence(std::string_view measured, double value, double allowed);
+
+// Checks that two float32 results of one function agree: passed when their largest difference is
+// at most the two results' own round-off (each one's largest distance from the same computation
+// in float64). That holds on every CPU, OpenBLAS kernel and thread count, and a mistake in the
+// math (a wrong permutation, another function) is far larger.
+void check_same_up_to_roundoff(LessonRun& run, std::string name, std::string_view measured, float difference,
+                               float roundoff_a, float roundoff_b);
+
+// "2, 0, 1", or past `shown` entries "5, 3, 0, 1, …, 17; 6000 in all".
+std::string index_list(const std::vector<std::size_t>& indices, std::size_t shown = 8);
+
 // What every lesson takes. Sizes are ignored when `input` is given: then they come from it.
 struct LessonOptions {
   std::uint64_t seed = 0;

@@ -273,7 +273,7 @@ TokensRun run_tokens(const TokensLessonOptions& options) {
         if (!std::isnan(most) && (std::isnan(gap) || gap > most)) most = gap;
       }
     run.check(fmt::format("'{}' gets the same vector at positions {}",
-                          escape_invisible(e.tokens[at[0]]), fmt::join(at, ", ")),
+                          escape_invisible(e.tokens[at[0]]), index_list(at)),
               most == 0.0f, fmt::format("max |difference| = {:g}: no context yet", most));
   }
 

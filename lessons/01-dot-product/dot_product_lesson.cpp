@@ -52,32 +52,36 @@ LessonRun run_dot_product(const LessonOptions& options) {
   run.step("output", "Y = W X, each row a weighted average of the rows of X", to_array(s.output));
 
   run.section("checks");
-  // Rows of W sum to 1: weights.sum(dim=-1).
+  // Rows of W sum to 1: weights.sum(dim=-1), up to the round-off of summing T floats.
   const float worst_sum = max_row_sum_error(s.weights);  // a NaN sum fails the check
-  run.check("every row of W sums to 1", worst_sum <= 1e-5f, fmt::format("max |sum - 1| = {:.3g}", worst_sum));
+  const float sum_allowed = summation_tolerance(tokens);
+  run.check("every row of W sums to 1", worst_sum <= sum_allowed,
+            roundoff_evidence("max |sum - 1|", worst_sum, sum_allowed));
 
   // A weighted average with non-negative weights lies between the smallest and largest input,
-  // coordinate by coordinate.
+  // coordinate by coordinate, up to the round-off of its sum and of the weights' total.
   std::size_t outside = 0;
   for (std::size_t b = 0; b < batch; ++b)
     for (std::size_t d = 0; d < width; ++d) {
       float lo = INFINITY, hi = -INFINITY;
       for (std::size_t j = 0; j < tokens; ++j) lo = std::min(lo, x(b, j, d)), hi = std::max(hi, x(b, j, d));
-      for (std::size_t i = 0; i < tokens; ++i) {
-        const float slack = 1e-5f * (1.0f + std::max(std::fabs(lo), std::fabs(hi)));
-        outside += !(s.output(b, i, d) >= lo - slack && s.output(b, i, d) <= hi + slack);
-      }
+      const float largest = std::max(std::fabs(lo), std::fabs(hi));
+      const float slack = summation_tolerance(tokens, largest) + worst_sum * largest;
+      for (std::size_t i = 0; i < tokens; ++i) outside += !(s.output(b, i, d) >= lo - slack && s.output(b, i, d) <= hi + slack);
     }
   run.check("every output lies between the smallest and largest input, coordinate by coordinate",
             outside == 0, fmt::format("{} of {} values outside", outside, batch * tokens * width));
 
-  // Permutation equivariance: attention(P X) = P attention(X).
+  // Permutation equivariance: attention(P X) = P attention(X), up to the round-off of the two runs.
   const std::vector<std::size_t> order = shuffled_order(options.seed, tokens);
-  const Tensor3 permuted_then_attended = dot_product_attention(permute_tokens(x, order)).output;
+  const Tensor3 permuted = permute_tokens(x, order);
+  const Tensor3 permuted_then_attended = dot_product_attention(permuted).output;
   const Tensor3 attended_then_permuted = permute_tokens(s.output, order);
-  const float diff = max_difference(permuted_then_attended, attended_then_permuted);
-  run.check("permuting the tokens permutes the outputs the same way", diff <= 1e-5f,
-            fmt::format("order ({}): max |Y(PX) - P Y(X)| = {:.3g}", fmt::join(order, ", "), diff));
+  check_same_up_to_roundoff(run, "permuting the tokens permutes the outputs the same way",
+                            fmt::format("order ({}): max |Y(PX) - P Y(X)|", index_list(order)),
+                            max_difference(permuted_then_attended, attended_then_permuted),
+                            max_difference(permuted_then_attended, dot_product_attention_float64(permuted)),
+                            max_difference(s.output, dot_product_attention_float64(x)));
 
   run.section("parameters");
   run.parameters = 0;

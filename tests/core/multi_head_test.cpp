@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include "allclose.hpp"
+#include "dot_product.hpp"
 #include "fixtures.hpp"
 #include "state_dict.hpp"
 
@@ -146,4 +147,41 @@ TEST_CASE("summaries of the attention layers match real torchinfo", "[multi-head
         attn::testing::read_text(golden + "v0.1.0/01_seed004_selfattention_k6__seedcols_verbose2__depthdefault.txt"));
   CHECK(attn::format_summary(wide, input, old) ==
         attn::testing::read_text(golden + "v0.1.0/02_seed004_mha_wide_k6_h8__seedcols_verbose2__depthdefault.txt"));
+}
+
+TEST_CASE("the float64 forward of every variant is the float32 forward without its round-off",
+          "[multi-head][float64]") {
+  attn::Rng rng(8), data(9);
+  const Tensor3 x = attn::randn(data, 2, 7, 12);
+  const Tensor3 mask = attn::attention_mask(2, 7, true, {7, 4});
+  for (MultiHeadVariant v : kVariants) {
+    INFO(attn::variant_name(v));
+    const attn::MultiHeadAttention layer = attn::init_multi_head(rng, v, 12, 3);
+    for (const Tensor3* m : {static_cast<const Tensor3*>(nullptr), &mask}) {
+      const Tensor3 single = forward(layer, x, m).output;
+      const attn::Tensor3d twice = attn::forward_float64(layer, x, m);
+      const float diff = attn::max_difference(single, twice);
+      CHECK(diff > 0.0f);  // float32 rounds; float64 (almost) does not
+      CHECK(diff <= 1e-6f);
+    }
+  }
+  // A wrong reference would not be close: the heads of another layer give another function.
+  const attn::MultiHeadAttention a = attn::init_multi_head(rng, MultiHeadVariant::book, 12, 3);
+  const attn::MultiHeadAttention b = attn::init_multi_head(rng, MultiHeadVariant::book, 12, 3);
+  CHECK(attn::max_difference(forward(a, x, nullptr).output, attn::forward_float64(b, x, nullptr)) > 1e-2f);
+}
+
+TEST_CASE("the float64 attention of one head and of dot products match their float32 forms",
+          "[attention][float64]") {
+  attn::Rng rng(10), data(11);
+  const Tensor3 x = attn::randn(data, 3, 9, 8);
+  const attn::SelfAttention self = attn::init_self_attention(rng, 8);
+  const attn::AttentionHead head = attn::init_attention_head(rng, 8, 5);
+  const Tensor3 causal = attn::attention_mask(3, 9, true, {});
+  CHECK(attn::max_difference(forward(self, x, &causal).output, attn::forward_float64(self, x, &causal)) <= 1e-6f);
+  CHECK(attn::max_difference(forward(head, x, nullptr).output, attn::forward_float64(head, x, nullptr)) <= 1e-6f);
+  for (float divisor : {1.0f, std::sqrt(8.0f)}) {
+    CHECK(attn::max_difference(attn::dot_product_attention(x, divisor).output,
+                               attn::dot_product_attention_float64(x, divisor)) <= 1e-5f);
+  }
 }

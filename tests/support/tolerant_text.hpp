@@ -207,7 +207,7 @@ inline TextComparison find_printed(std::string_view printed, std::string_view re
       }
     }
     if (count == 0) return {true, {}};
-    if (count < best_count) best_count = count, best = {false, diff};
+    if (count <= best_count) best_count = count, best = {false, diff};  // ties: the later block
   }
   return best;
 }
