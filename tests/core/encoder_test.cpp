@@ -24,6 +24,30 @@ TEST_CASE("BERT-base counts: 7,087,872 per layer, 108,890,112 with embeddings an
   CHECK(attn::count_parameters(attn::describe_embeddings(config)) == 23440896 + 512 * 768 + 2 * 768);
 }
 
+TEST_CASE("an encoder past 2^63-1 parameters is refused, naming its sizes",
+          "[encoder][parameters]") {
+  attn::EncoderConfig config = bert_base();
+  config.hidden_size = 1000000000;
+  config.intermediate_size = 1000000000;
+  config.num_attention_heads = 1;
+  config.num_hidden_layers = 1;  // 6,000,000,010,000,000,000 parameters: they fit
+  CHECK(attn::count_parameters(attn::describe_encoder(config, false)) == 6000000010000000000);
+  config.num_hidden_layers = 2;
+  try {
+    attn::describe_encoder(config, false);
+    FAIL("two layers of 6e18 parameters were not refused");
+  } catch (const attn::Error& e) {
+    CHECK(e.kind() == attn::ErrorKind::too_large);
+    CHECK(std::string(e.what()) ==
+          "[describe_encoder] the TransformerEncoder with L = 2, D = 1000000000, "
+          "F = 1000000000 has more than 2^63-1 parameters");
+    CHECK(e.sizes() == std::vector<std::string>{"L", "D", "F"});
+  }
+  CHECK_THROWS_WITH(
+      attn::describe_encoder(config, true),
+      Catch::Contains("L = 2, D = 1000000000, F = 1000000000, V = 30522, P = 512 has more"));
+}
+
 TEST_CASE("state_dict keys: a bare layer, and the whole encoder", "[encoder][state_dict]") {
   attn::EncoderConfig config = attn::load_config(std::string(ATTN_SOURCE_DIR) + "/data/configs/tiny.json");
   attn::Rng rng(1);
