@@ -638,10 +638,9 @@ std::string format_v0_1(const Tree& tree, const std::vector<SummaryInput>& input
     const auto mult_adds = static_cast<double>(total.mult_adds);
     const char* unit = mult_adds >= 1e12 ? "T" : mult_adds >= 1e9 ? "G" : "M";
     const double scale = mult_adds >= 1e12 ? 1e12 : mult_adds >= 1e9 ? 1e9 : 1e6;
-    // to_bytes: elements * 4 / 1024**2
-    auto megabytes = [](std::int64_t bytes) {
-      return static_cast<double>(bytes) / (1024.0 * 1024.0);
-    };
+    // to_bytes: `num * 4 / 1e6`, megabytes of 10^6 bytes (not 1024**2, which torchinfo dropped
+    // before 0.1.0): the int product turned into a double, then one division.
+    auto megabytes = [](std::int64_t bytes) { return static_cast<double>(bytes) / 1e6; };
     out += fmt::format("Total mult-adds ({}): {:.2f}\n", unit, mult_adds / scale) + line;
     out += fmt::format("Input size (MB): {:.2f}\n", megabytes(total.input_bytes));
     out += fmt::format("Forward/backward pass size (MB): {:.2f}\n", megabytes(total.output_bytes));

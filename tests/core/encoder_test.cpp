@@ -78,6 +78,43 @@ TEST_CASE("the BERT-base encoder layer's summary matches real torchinfo", "[enco
         attn::testing::read_text(golden + "06_book_transformerencoderlayer_bertbase__seedcols_verbose1__depth3.txt"));
 }
 
+TEST_CASE("torchinfo 0.1.0's totals for BERT-base's 12-layer encoder on ids (1, 5)",
+          "[encoder][summary]") {
+  // torchinfo 0.1.0 (tag v0.1.0), depth 3, input_data = ids (1, 5): apply_hooks hooks down to
+  // depth 4, so summary_list holds Embeddings (1), its four children (2), the 12 layers (2), their
+  // LayerNorms, MultiHeadAttention and FeedForward (3), and output_linear, linear_1, GELU,
+  // linear_2, Dropout (4); the ModuleLists never run and the AttentionHeads (5) are not hooked.
+  // ModelStatistics, in elements:
+  //   total_input  = prod((1, 5)) = 5 (int64 ids counted as float32)
+  //   total_params = rows at depth 3 + leaves above: 12 * (1,536 + 2,362,368 + 1,536 + 4,722,432)
+  //                  + 23,440,896 + 393,216 + 1,536 = 108,890,112
+  //   total_output = 2 * prod(output) of the leaves with parameters (depth 4 included): 2 * (3 *
+  //                  3,840 + 12 * (3,840 * 4 + 15,360)) = 760,320
+  //   mult-adds    = every hooked row, containers too (their dotted "...weight" parameters times
+  //                  prod(output[:2]) = 5): 143,009,280 + 12 * 76,096,512 = 1,056,167,424
+  // to_bytes(n) = n * 4 / 1e6: 0.00002, 3.04128, 435.560448 and 109,650,437 * 4 / 1e6 =
+  // 438.601748. (Divided by 1024**2, as attn did: 0.00, 2.90, 415.38, 418.28.) Replayed once
+  // with a Python copy of 0.1.0's arithmetic on this module tree.
+  const auto rows = attn::trace_encoder(bert_base(), true, attn::NormPlacement::pre, {1, 5});
+  attn::SummaryOptions options;
+  options.format = attn::TorchinfoFormat::v0_1;
+  const std::string table = attn::format_summary(rows, {{{1, 5}, 8}}, options);
+  const std::string divider(90, '=');
+  const std::string totals = divider + "\n" +
+                             "Total params: 108,890,112\n"
+                             "Trainable params: 108,890,112\n"
+                             "Non-trainable params: 0\n"
+                             "Total mult-adds (G): 1.06\n" +
+                             divider + "\n" +
+                             "Input size (MB): 0.00\n"
+                             "Forward/backward pass size (MB): 3.04\n"
+                             "Params size (MB): 435.56\n"
+                             "Estimated Total Size (MB): 438.60\n" +
+                             divider + "\n";
+  REQUIRE(table.size() > totals.size());
+  CHECK(table.substr(table.size() - totals.size()) == totals);
+}
+
 TEST_CASE("configs: the shipped files load, bad ones are refused with the field named", "[encoder][config]") {
   const attn::EncoderConfig b = bert_base();
   CHECK(b.hidden_size == 768);

@@ -339,6 +339,47 @@ TEST_CASE("format_summary equals torchinfo's own test outputs", "[summary]") {
   }
 }
 
+// torchinfo 0.1.0's own test outputs, from its tests/output_test.py
+// (tests/golden/torchinfo/README.md). Their size lines tell megabytes of 10^6 bytes from 1024^2
+// (0.91 and 0.87 for single_input.out).
+TEST_CASE("format_summary equals torchinfo 0.1.0's own test outputs", "[summary]") {
+  SummaryOptions options;
+  options.format = TorchinfoFormat::v0_1;
+  SECTION("single_input.out: summary(SingleInputNet(), input_size=(16, 1, 28, 28), depth=1)") {
+    options.depth = 1;
+    CHECK(attn::format_summary(single_input_net(16), input({16, 1, 28, 28}), options) ==
+          golden("upstream-v0.1.0/single_input.out"));
+  }
+  SECTION("single_input_all.out: five columns of 20 on (7, 1, 28, 28), depth=1") {
+    options.depth = 1;
+    options.col_names = {"kernel_size", "input_size", "output_size", "num_params", "mult_adds"};
+    options.col_width = 20;
+    CHECK(attn::format_summary(single_input_net(7), input({7, 1, 28, 28}), options) ==
+          golden("upstream-v0.1.0/single_input_all.out"));
+  }
+  SECTION("lstm.out: LSTMNet on int64 ids (1, 100), verbose=2: an LSTM's inner weights") {
+    // fixtures.models.LSTMNet: Embedding(20, 300), LSTM(300, 512, num_layers=2), Linear(512, 20).
+    std::vector<ParameterInfo> lstm;
+    for (const std::size_t layer : {0, 1}) {
+      const std::string l = std::to_string(layer);
+      lstm.push_back({"weight_ih_l" + l, {2048, layer == 0 ? std::size_t{300} : std::size_t{512}}});
+      lstm.push_back({"weight_hh_l" + l, {2048, 512}});
+      lstm.push_back({"bias_ih_l" + l, {2048}});
+      lstm.push_back({"bias_hh_l" + l, {2048}});
+    }
+    const std::vector<LayerInfo> rows = {
+        container("LSTMNet", "LSTMNet", 0, {1, 100}, {100, 20}),
+        leaf("Embedding", "embedding", 1, {1, 100}, {1, 100, 300}, {{"weight", {20, 300}}}),
+        leaf("LSTM", "encoder", 1, {1, 100, 300}, {1, 100, 512}, lstm),
+        linear("decoder", 1, {1, 100, 512}, 20)};
+    options.verbose = 2;
+    options.col_names = {"kernel_size", "output_size", "num_params", "mult_adds"};
+    options.col_width = 20;
+    CHECK(attn::format_summary(rows, {SummaryInput{{1, 100}, 8}}, options) ==
+          golden("upstream-v0.1.0/lstm.out"));
+  }
+}
+
 TEST_CASE("format_summary: rows deeper than depth are hidden but still count", "[summary]") {
   SummaryOptions options;
   options.depth = 1;
