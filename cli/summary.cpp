@@ -7,6 +7,7 @@
 
 #include "attention.hpp"
 #include "common.hpp"
+#include "count.hpp"
 #include "embedding.hpp"
 #include "error.hpp"
 #include "feed_forward.hpp"
@@ -193,14 +194,15 @@ int run_summary(SummaryCliOptions o) {
     doc["input_size"] = inputs.front().shape;
     doc["layers"] = nlohmann::ordered_json::array();
     for (const LayerInfo& l : d.layers) {
-      std::int64_t own = 0;
-      for (const ParameterInfo& p : l.parameters) own += static_cast<std::int64_t>(element_count(p.shape));
+      Count own;
+      for (const ParameterInfo& p : l.parameters)
+        own += Count::product(p.shape);
       doc["layers"].push_back({{"class_name", l.class_name},
                                {"var_name", l.var_name},
                                {"depth", l.depth},
                                {"input_shape", l.executed ? nlohmann::ordered_json(l.input_shape) : nullptr},
                                {"output_shape", l.executed ? nlohmann::ordered_json(l.output_shape) : nullptr},
-                               {"own_parameters", own}});
+                               {"own_parameters", own.value()}});
     }
     doc["total_params"] = count_parameters(d.module);
     doc["state_dict"] = nlohmann::ordered_json::array();

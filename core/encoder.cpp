@@ -164,12 +164,28 @@ Encoder init_encoder(Rng& rng, const EncoderConfig& config, NormPlacement placem
 }
 
 Module describe_encoder(const EncoderConfig& config, bool with_embeddings) {
-  if (!with_embeddings && config.num_hidden_layers == 1) return describe_encoder_layer(config);
-  Module list{"ModuleList", "layers", {}, {}};
-  for (std::size_t i = 0; i < config.num_hidden_layers; ++i) list.children.push_back(describe_encoder_layer(config, std::to_string(i)));
-  Module encoder{"TransformerEncoder", "", {}, {}};
-  if (with_embeddings) encoder.children.push_back(describe_embeddings(config, "embeddings"));
-  encoder.children.push_back(std::move(list));
+  Module encoder;
+  if (!with_embeddings && config.num_hidden_layers == 1) {
+    encoder = describe_encoder_layer(config);
+  } else {
+    Module list{"ModuleList", "layers", {}, {}};
+    for (std::size_t i = 0; i < config.num_hidden_layers; ++i)
+      list.children.push_back(describe_encoder_layer(config, std::to_string(i)));
+    encoder = Module{"TransformerEncoder", "", {}, {}};
+    if (with_embeddings) encoder.children.push_back(describe_embeddings(config, "embeddings"));
+    encoder.children.push_back(std::move(list));
+  }
+  // L layers may pass 2^63-1 parameters where one does not (torch counts in int64).
+  std::vector<std::string> sizes = {"L", "D", "F"};
+  if (with_embeddings) sizes.insert(sizes.end(), {"V", "P"});
+  check_parameter_count(
+      parameter_count(encoder), "describe_encoder",
+      fmt::format("the {} with L = {}, D = {}, F = {}{}", encoder.class_name,
+                  config.num_hidden_layers, config.hidden_size, config.intermediate_size,
+                  with_embeddings ? fmt::format(", V = {}, P = {}", config.vocab_size,
+                                                config.max_position_embeddings)
+                                  : ""),
+      std::move(sizes));
   return encoder;
 }
 

@@ -16,11 +16,27 @@ Module leaf_module(std::string class_name, std::string name) {
   return Module{std::move(class_name), std::move(name), {}, {}};
 }
 
-std::int64_t count_parameters(const Module& module) {
-  std::int64_t n = 0;
-  for (const ParameterInfo& p : module.parameters) n += static_cast<std::int64_t>(element_count(p.shape));
-  for (const Module& c : module.children) n += count_parameters(c);
+Count parameter_count(const Module& module) {
+  Count n;
+  for (const ParameterInfo& p : module.parameters)
+    n += Count::product(p.shape);
+  for (const Module& c : module.children)
+    n += parameter_count(c);
   return n;
+}
+
+std::int64_t count_parameters(const Module& module) {
+  const Count n = parameter_count(module);
+  check_parameter_count(n, "count_parameters", module.class_name, {});
+  return n.value();
+}
+
+void check_parameter_count(Count count, std::string_view function, std::string_view what,
+                           std::vector<std::string> sizes) {
+  if (count.fits()) return;
+  throw Error(ErrorKind::too_large, function,
+              fmt::format("{} has more than 2^63-1 parameters", what))
+      .driven_by(std::move(sizes));
 }
 
 namespace {

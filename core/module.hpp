@@ -6,9 +6,11 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "array.hpp"
+#include "count.hpp"
 #include "summary.hpp"
 
 namespace attn {
@@ -25,8 +27,16 @@ Module linear_module(std::string name, std::size_t in, std::size_t out, bool bia
 // A module without parameters or children (GELU, Dropout).
 Module leaf_module(std::string class_name, std::string name);
 
-// sum(p.numel() for p in model.parameters()).
+// sum(p.numel() for p in model.parameters()); throws Error(ErrorKind::too_large) past 2^63-1,
+// where torch's int64 count would overflow.
 std::int64_t count_parameters(const Module& module);
+// The same sum, too large past 2^63-1 instead of throwing.
+Count parameter_count(const Module& module);
+// Throws Error(ErrorKind::too_large, function, "<what> has more than 2^63-1 parameters"), driven
+// by `sizes`, when `count` is too large. For describe functions, which know the sizes that made
+// the module.
+void check_parameter_count(Count count, std::string_view function, std::string_view what,
+                           std::vector<std::string> sizes);
 
 struct StateDictEntry {
   std::string key;  // "heads.3.q.weight"

@@ -4,6 +4,7 @@
 
 #include <xtensor/xview.hpp>
 
+#include "count.hpp"
 #include "matmul.hpp"
 #include "softmax.hpp"
 
@@ -128,6 +129,14 @@ MultiHeadAttention init_multi_head(Rng& rng, MultiHeadVariant variant, std::size
 
 Module describe_multi_head(MultiHeadVariant variant, std::size_t d_model, std::size_t heads) {
   const std::size_t hs = head_size(variant, d_model, heads);
+  // torch counts parameters in int64: the wide variant's 4·D·D·H + D passes 2^63-1 first.
+  const std::string what = fmt::format("the {} MultiHeadAttention with D = {} and H = {}",
+                                       variant_name(variant), d_model, heads);
+  const std::vector<std::string> sizes = variant == MultiHeadVariant::wide
+                                             ? std::vector<std::string>{"D", "H"}
+                                             : std::vector<std::string>{"D"};
+  // hs·H first: a size_t that wrapped around would describe a smaller module.
+  check_parameter_count(Count(hs) * Count(heads), "describe_multi_head", what, sizes);
   Module m{"MultiHeadAttention", "", {}, {}};
   switch (variant) {
     case MultiHeadVariant::wide:
@@ -150,6 +159,7 @@ Module describe_multi_head(MultiHeadVariant variant, std::size_t d_model, std::s
                     linear_module("W_O", d_model, d_model, false)};
       break;
   }
+  check_parameter_count(parameter_count(m), "describe_multi_head", what, sizes);
   return m;
 }
 

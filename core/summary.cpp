@@ -6,7 +6,8 @@
 // Rows arrive as torchinfo's summary_list would hold them: one per module call, in call order,
 // containers that never run (ModuleList) placed just before their first child. A row's
 // descendants are the rows after it with a greater depth (torchinfo's get_children_layers).
-// Parameters and outputs are float32 (4 bytes an element): LayerInfo carries no dtype.
+// Parameters and outputs are float32 (4 bytes an element): LayerInfo carries no dtype. Counts
+// and sizes are int64, as torch's; past 2^63-1 the table is refused (Error kind too_large).
 #include "summary.hpp"
 
 #include <algorithm>
@@ -19,15 +20,16 @@
 
 #include <fmt/format.h>
 
+#include "count.hpp"
 #include "error.hpp"
 
 namespace attn {
 namespace {
 
 constexpr std::string_view kFunction = "format_summary";
-constexpr std::uint64_t kFloatBytes = 4;
+constexpr Count kFloatBytes(4);
 // sys.getsizeof(tensor.storage()) minus its data on torch 1.13: get_total_memory_used.
-constexpr std::uint64_t kInputObjectBytes = 56;
+constexpr Count kInputObjectBytes(56);
 
 struct Column {
   std::string_view name;
@@ -80,15 +82,15 @@ std::string shape_list(const Shape& shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
 }
 
-std::uint64_t product(const Shape& shape, std::size_t begin, std::size_t end) {
-  std::uint64_t result = 1;
-  for (std::size_t i = begin; i < end && i < shape.size(); ++i)
-    result *= shape[i];
-  return result;
+Count numel(const ParameterInfo& parameter) {
+  return Count::product(parameter.shape);
 }
 
-std::uint64_t numel(const ParameterInfo& parameter) {
-  return product(parameter.shape, 0, parameter.shape.size());
+// A total the table prints; past 2^63-1, Error(too_large) with `message` ("... is more than
+// 2^63-1"). Python's integers would go on; torch's int64 and attn's do not.
+std::int64_t checked(Count total, const std::string& message) {
+  if (!total.fits()) throw Error(ErrorKind::too_large, kFunction, message);
+  return total.value();
 }
 
 bool contains(std::string_view text, std::string_view part) {
@@ -102,10 +104,10 @@ struct Tree {
   const std::vector<LayerInfo>& layers;
   std::vector<std::size_t> parent;        // index of the parent row; npos for the top rows
   std::vector<std::size_t> subtree_end;   // one past the last descendant
-  std::vector<std::uint64_t> num_params;  // own + descendants' (module.named_parameters())
-  std::vector<std::uint64_t> trainable_params;
-  std::vector<std::uint64_t> own_params;
-  std::vector<std::uint64_t> own_trainable_params;
+  std::vector<Count> num_params;          // own + descendants' (module.named_parameters())
+  std::vector<Count> trainable_params;
+  std::vector<Count> own_params;
+  std::vector<Count> own_trainable_params;
 };
 
 Tree build_tree(const std::vector<LayerInfo>& layers) {
@@ -113,10 +115,10 @@ Tree build_tree(const std::vector<LayerInfo>& layers) {
   Tree tree{layers,
             std::vector<std::size_t>(n, std::string::npos),
             std::vector<std::size_t>(n, n),
-            std::vector<std::uint64_t>(n, 0),
-            std::vector<std::uint64_t>(n, 0),
-            std::vector<std::uint64_t>(n, 0),
-            std::vector<std::uint64_t>(n, 0)};
+            std::vector<Count>(n),
+            std::vector<Count>(n),
+            std::vector<Count>(n),
+            std::vector<Count>(n)};
   std::vector<std::size_t> open;  // the chain of ancestors of the current row
   for (std::size_t i = 0; i < n; ++i) {
     while (!open.empty() && layers[open.back()].depth >= layers[i].depth) {
@@ -164,42 +166,42 @@ std::vector<NamedParameter> named_parameters(const Tree& tree, std::size_t row) 
 
 // LayerInfo.calculate_macs (current): full-tensor multiply-adds, batch included. Container rows
 // get a value too (their dotted names count as RNN-style weights); it only decides "--".
-std::uint64_t current_macs(const Tree& tree, std::size_t row) {
+Count current_macs(const Tree& tree, std::size_t row) {
   const LayerInfo& layer = tree.layers[row];
-  if (!layer.executed) return 0;  // computed in the forward hook, which never ran
+  if (!layer.executed) return Count(0);  // computed in the forward hook, which never ran
   const Shape& out = layer.output_shape;
-  std::uint64_t macs = 0;
+  Count macs;
   for (const NamedParameter& named : named_parameters(tree, row)) {
-    const std::uint64_t count = numel(*named.parameter);
+    const Count count = numel(*named.parameter);
     if (named.name == "weight" || named.name == "bias") {
       if (contains(layer.class_name, "Conv")) {
-        macs += count * product(out, 0, 1) * product(out, 2, out.size());  // ignore C
+        macs += count * Count::product(out, 0, 1) * Count::product(out, 2, out.size());  // ignore C
       } else if (contains(layer.class_name, "Linear")) {
-        macs += count * product(out, 0, out.empty() ? 0 : out.size() - 1);
+        macs += count * Count::product(out, 0, out.empty() ? 0 : out.size() - 1);
       } else {
-        macs += product(out, 0, 1) * count;  // output_size[0] * params
+        macs += Count::product(out, 0, 1) * count;  // output_size[0] * params
       }
     } else if (contains(named.name, "weight") || contains(named.name, "bias")) {
-      macs += product(out, 0, 2) * count;  // RNN weights such as weight_ih_l0
+      macs += Count::product(out, 0, 2) * count;  // RNN weights such as weight_ih_l0
     }
   }
   return macs;
 }
 
 // LayerInfo.calculate_macs in 0.1.0: only parameters named "weight", bias ignored.
-std::uint64_t v0_1_macs(const Tree& tree, std::size_t row) {
+Count v0_1_macs(const Tree& tree, std::size_t row) {
   const LayerInfo& layer = tree.layers[row];
-  if (!layer.executed) return 0;
+  if (!layer.executed) return Count(0);
   const Shape& out = layer.output_shape;
-  std::uint64_t macs = 0;
+  Count macs;
   for (const NamedParameter& named : named_parameters(tree, row)) {
-    const std::uint64_t count = numel(*named.parameter);
+    const Count count = numel(*named.parameter);
     if (named.name == "weight") {
       macs += contains(layer.class_name, "Conv")
-                  ? count * product(out, 0, 1) * product(out, 2, out.size())
-                  : product(out, 0, 1) * count;
+                  ? count * Count::product(out, 0, 1) * Count::product(out, 2, out.size())
+                  : Count::product(out, 0, 1) * count;
     } else if (contains(named.name, "weight")) {
-      macs += product(out, 0, 2) * count;
+      macs += Count::product(out, 0, 2) * count;
     }
   }
   return macs;
@@ -272,7 +274,7 @@ std::string divider(const Table& table) {
 // value without decimals, otherwise two, "B" appended for bytes, nothing under 1,000.
 enum class Units { none, automatic, automatic_bytes };
 
-std::string format_output_num(std::uint64_t number, Units units) {
+std::string format_output_num(std::int64_t number, Units units) {
   struct Unit {
     double factor;
     std::string_view name;
@@ -288,7 +290,7 @@ std::string format_output_num(std::uint64_t number, Units units) {
     return fmt::format(" ({}{}): {}", unit.name, units == Units::automatic_bytes ? "B" : "",
                        group_thousands(digits));
   }
-  return ": " + with_commas(static_cast<std::int64_t>(number));
+  return ": " + with_commas(number);
 }
 
 void check_options(const std::vector<LayerInfo>& layers, const SummaryOptions& options) {
@@ -328,15 +330,64 @@ Table make_table(const SummaryOptions& options) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// ModelStatistics' totals. Each is checked before anything is printed: every count in a row is
+// a part of one of them, so it fits too.
+
+struct Totals {
+  Count params, trainable_params, mult_adds;
+  Count input_bytes, output_bytes, param_bytes;  // the size lines, without the estimated total
+};
+
+struct CheckedTotals {
+  std::int64_t params, trainable_params, mult_adds;
+  std::int64_t input_bytes, output_bytes, param_bytes, total_bytes;
+};
+
+// Throws Error(too_large) naming the first total past 2^63-1. The size lines are checked only
+// when there are inputs, which is when they are printed.
+CheckedTotals check_totals(const Tree& tree, const std::vector<SummaryInput>& inputs,
+                           const Totals& t) {
+  const std::string model = tree.layers.empty() ? "the model" : tree.layers.front().class_name;
+  std::vector<std::string> shapes;
+  for (const SummaryInput& input : inputs)
+    shapes.push_back(shape_string(input.shape));
+  const std::string on = fmt::format("{}", fmt::join(shapes, " and "));
+  // Every row's parameters are part of the model's, which 0.1.0's total may not all count.
+  Count all_params;
+  for (const Count& own : tree.own_params)
+    all_params += own;
+  checked(all_params, fmt::format("{} has more than 2^63-1 parameters", model));
+  CheckedTotals c{};
+  c.params = t.params.value();                      // at most all_params
+  c.trainable_params = t.trainable_params.value();  // at most params
+  c.mult_adds = checked(t.mult_adds, fmt::format("{} on {} makes more than 2^63-1 mult-adds", model,
+                                                 shapes.empty() ? "its input" : on));
+  if (inputs.empty()) return c;
+  c.input_bytes = checked(t.input_bytes, fmt::format("the input {} is more than 2^63-1 bytes", on));
+  c.output_bytes =
+      checked(t.output_bytes,
+              fmt::format("{}'s forward/backward pass on {} is more than 2^63-1 bytes", model, on));
+  c.param_bytes =
+      checked(t.param_bytes, fmt::format("{}'s parameters are more than 2^63-1 bytes", model));
+  c.total_bytes =
+      checked(t.input_bytes + t.output_bytes + t.param_bytes,
+              fmt::format("{}'s estimated total size on {} is more than 2^63-1 bytes", model, on));
+  return c;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Current torchinfo (1.8.0 and main as of 2026).
 
 // FormattingOptions.layer_info_to_row (current): the cells of one row, by kColumns index.
+// Its counts are parts of the checked totals (format_summary), so they fit.
 Values current_row_values(const Tree& tree, std::size_t i, bool reached_max_depth,
-                          const std::vector<std::uint64_t>& macs, std::uint64_t total_params) {
+                          const std::vector<Count>& macs, std::int64_t total_params) {
   const LayerInfo& layer = tree.layers[i];
   const bool whole = reached_max_depth || layer.is_leaf;
+  const std::int64_t num_params = tree.num_params[i].value();
+  const std::int64_t trainable_params = tree.trainable_params[i].value();
   // leftover_params: what the row holds that no descendant row shows, i.e. its own.
-  const std::uint64_t leftover = tree.own_params[i];
+  const std::int64_t leftover = tree.own_params[i].value();
   Values values;
   auto set = [&](std::string_view column, std::string value) {
     values[column_index(column)] = std::move(value);
@@ -356,17 +407,17 @@ Values current_row_values(const Tree& tree, std::size_t i, bool reached_max_dept
   set("kernel_size", kernel);
   // num_params_to_str
   std::string params = "--";
-  if (tree.num_params[i] > 0) {
+  if (num_params > 0) {
     if (whole) {
-      params = with_commas(static_cast<std::int64_t>(tree.num_params[i]));
-      if (tree.trainable_params[i] == 0) params = "(" + params + ")";
+      params = with_commas(num_params);
+      if (trainable_params == 0) params = "(" + params + ")";
     } else if (leftover > 0) {
-      params = with_commas(static_cast<std::int64_t>(leftover));
+      params = with_commas(leftover);
     }
   }
   set("num_params", params);
   // params_percent: right-aligned in 7, "     --" for nothing.
-  const std::uint64_t shown = whole ? tree.num_params[i] : leftover;
+  const std::int64_t shown = whole ? num_params : leftover;
   set("params_percent",
       total_params == 0 || shown == 0
           ? "     --"
@@ -375,20 +426,20 @@ Values current_row_values(const Tree& tree, std::size_t i, bool reached_max_dept
                                                    static_cast<double>(total_params) * 100.0)));
   // macs_to_str: a container at the maximum depth sums its leaves.
   std::string mult_adds = "--";
-  if (macs[i] > 0 && layer.is_leaf) {
-    mult_adds = with_commas(static_cast<std::int64_t>(macs[i]));
-  } else if (macs[i] > 0 && reached_max_depth) {
-    std::uint64_t sum = 0;
+  if (!macs[i].is_zero() && layer.is_leaf) {
+    mult_adds = with_commas(macs[i].value());
+  } else if (!macs[i].is_zero() && reached_max_depth) {
+    Count sum;
     for (std::size_t d = i + 1; d < tree.subtree_end[i]; ++d)
       if (tree.layers[d].is_leaf) sum += macs[d];
-    mult_adds = with_commas(static_cast<std::int64_t>(sum));
+    mult_adds = with_commas(sum.value());
   }
   set("mult_adds", mult_adds);
   // LayerInfo.trainable
-  set("trainable", tree.num_params[i] == 0                          ? "--"
-                   : tree.trainable_params[i] == 0                  ? "False"
-                   : tree.trainable_params[i] == tree.num_params[i] ? "True"
-                                                                    : "Partial");
+  set("trainable", num_params == 0                  ? "--"
+                   : trainable_params == 0          ? "False"
+                   : trainable_params == num_params ? "True"
+                                                    : "Partial");
   return values;
 }
 
@@ -414,29 +465,34 @@ std::string format_current(const Tree& tree, const std::vector<SummaryInput>& in
   }
   table.name_width = layer_name_width(widths);
 
-  std::vector<std::uint64_t> macs(n);
+  std::vector<Count> macs(n);
   for (std::size_t i = 0; i < n; ++i)
     macs[i] = current_macs(tree, i);
 
   // ModelStatistics.__init__: every parameter once (own counts of every row); mult-adds and
   // activations of the leaves; activations only of leaves that hold parameters.
-  std::uint64_t total_params = 0, trainable_params = 0, total_mult_adds = 0, output_bytes = 0;
+  Totals totals;
   for (std::size_t i = 0; i < n; ++i) {
-    total_params += tree.own_params[i];
-    trainable_params += tree.own_trainable_params[i];
+    totals.params += tree.own_params[i];
+    totals.trainable_params += tree.own_trainable_params[i];
+    totals.param_bytes += tree.own_params[i] * kFloatBytes;
     if (!layers[i].is_leaf) continue;
-    total_mult_adds += macs[i];
-    if (tree.num_params[i] > 0 && layers[i].executed)
-      output_bytes += 2 * product(layers[i].output_shape, 0, layers[i].output_shape.size()) *
-                      kFloatBytes;  // x2 for gradients
+    totals.mult_adds += macs[i];
+    if (!tree.num_params[i].is_zero() && layers[i].executed)
+      totals.output_bytes +=
+          Count(2) * Count::product(layers[i].output_shape) * kFloatBytes;  // x2 for gradients
   }
+  for (const SummaryInput& input : inputs)
+    totals.input_bytes +=
+        Count::product(input.shape) * Count(input.element_size) + kInputObjectBytes;
+  const CheckedTotals total = check_totals(tree, inputs, totals);
 
   std::string rows;
   for (std::size_t i = 0; i < n; ++i) {
     const LayerInfo& layer = layers[i];
     if (layer.depth > options.depth) continue;
     const bool reached_max_depth = layer.depth == options.depth;
-    const Values values = current_row_values(tree, i, reached_max_depth, macs, total_params);
+    const Values values = current_row_values(tree, i, reached_max_depth, macs, total.params);
     rows += format_row(table, start_str(layer.depth, false) + names[i], values);
 
     // verbose=2, from calculate_num_params: the top row lists only its own parameters.
@@ -451,8 +507,7 @@ std::string format_current(const Tree& tree, const std::vector<SummaryInput>& in
         Values inner;
         inner[column_index("kernel_size")] = shape_list(kernel_shape);
         inner[column_index("num_params")] =
-            (k + 1 == shown.size() ? "└─" : "├─") +
-            with_commas(static_cast<std::int64_t>(numel(*shown[k].parameter)));
+            (k + 1 == shown.size() ? "└─" : "├─") + with_commas(numel(*shown[k].parameter).value());
         rows += format_row(table, start_str(layer.depth + 1, false) + shown[k].name, inner);
       }
     }
@@ -460,25 +515,17 @@ std::string format_current(const Tree& tree, const std::vector<SummaryInput>& in
 
   const std::string line = divider(table);
   std::string out = line + header_row(table) + line + rows + line;
-  out += "Total params" + format_output_num(total_params, Units::none) + "\n";
-  out += "Trainable params" + format_output_num(trainable_params, Units::none) + "\n";
-  out += "Non-trainable params" + format_output_num(total_params - trainable_params, Units::none) +
-         "\n";
+  out += "Total params" + format_output_num(total.params, Units::none) + "\n";
+  out += "Trainable params" + format_output_num(total.trainable_params, Units::none) + "\n";
+  out += "Non-trainable params" +
+         format_output_num(total.params - total.trainable_params, Units::none) + "\n";
   if (!inputs.empty()) {
-    std::uint64_t input_bytes = 0;
-    for (const SummaryInput& input : inputs)
-      input_bytes +=
-          product(input.shape, 0, input.shape.size()) * input.element_size + kInputObjectBytes;
-    std::uint64_t param_bytes = 0;
-    for (std::size_t i = 0; i < n; ++i)
-      param_bytes += tree.own_params[i] * kFloatBytes;
-    out += "Total mult-adds" + format_output_num(total_mult_adds, Units::automatic) + "\n" + line;
-    out += "Input size" + format_output_num(input_bytes, Units::automatic_bytes) + "\n";
-    out += "Forward/backward pass size" + format_output_num(output_bytes, Units::automatic_bytes) +
-           "\n";
-    out += "Params size" + format_output_num(param_bytes, Units::automatic_bytes) + "\n";
-    out += "Estimated Total Size" +
-           format_output_num(input_bytes + output_bytes + param_bytes, Units::automatic_bytes) +
+    out += "Total mult-adds" + format_output_num(total.mult_adds, Units::automatic) + "\n" + line;
+    out += "Input size" + format_output_num(total.input_bytes, Units::automatic_bytes) + "\n";
+    out += "Forward/backward pass size" +
+           format_output_num(total.output_bytes, Units::automatic_bytes) + "\n";
+    out += "Params size" + format_output_num(total.param_bytes, Units::automatic_bytes) + "\n";
+    out += "Estimated Total Size" + format_output_num(total.total_bytes, Units::automatic_bytes) +
            "\n";
   }
   return out + line;
@@ -514,24 +561,31 @@ std::string format_v0_1(const Tree& tree, const std::vector<SummaryInput>& input
   }
   table.name_width = layer_name_width(widths);
 
-  std::vector<std::uint64_t> macs(n);
+  std::vector<Count> macs(n);
   for (std::size_t i = 0; i < n; ++i)
     macs[i] = v0_1_macs(tree, i);
 
   // ModelStatistics.__init__ (0.1.0): parameters of the rows at the maximum depth and of the
-  // leaves above it; mult-adds of every hooked row; activations of leaves with parameters.
-  std::uint64_t total_params = 0, trainable_params = 0, total_mult_adds = 0, total_output = 0;
+  // leaves above it; mult-adds of every hooked row; activations of leaves with parameters. The
+  // sizes are element counts, as float32 whatever the dtype; to_bytes multiplies by 4.
+  Totals totals;
   for (std::size_t i = 0; i < n; ++i) {
     if (!hooked[i]) continue;
     const LayerInfo& layer = layers[i];
-    total_mult_adds += macs[i];
+    totals.mult_adds += macs[i];
     if (layer.depth == options.depth || (layer.is_leaf && layer.depth < options.depth)) {
-      total_params += tree.num_params[i];
-      if (tree.trainable_params[i] == tree.num_params[i]) trainable_params += tree.num_params[i];
+      totals.params += tree.num_params[i];
+      if (tree.trainable_params[i] == tree.num_params[i])
+        totals.trainable_params += tree.num_params[i];
     }
-    if (tree.num_params[i] > 0 && layer.is_leaf)
-      total_output += 2 * product(layer.output_shape, 0, layer.output_shape.size());
+    if (!tree.num_params[i].is_zero() && layer.is_leaf)
+      totals.output_bytes +=
+          Count(2) * Count::product(layer.output_shape) * kFloatBytes;  // x2 for gradients
   }
+  for (const SummaryInput& input : inputs)
+    totals.input_bytes += Count::product(input.shape) * kFloatBytes;
+  totals.param_bytes = totals.params * kFloatBytes;
+  const CheckedTotals total = check_totals(tree, inputs, totals);
 
   std::string rows;
   for (std::size_t i = 0; i < n; ++i) {
@@ -554,10 +608,10 @@ std::string format_v0_1(const Tree& tree, const std::vector<SummaryInput>& input
     values[column_index("kernel_size")] = kernel;
     std::string params = "--";
     std::string mult_adds = "--";
-    if (tree.num_params[i] > 0 && whole) {
-      params = with_commas(static_cast<std::int64_t>(tree.num_params[i]));
-      if (tree.trainable_params[i] != tree.num_params[i]) params = "(" + params + ")";
-      mult_adds = with_commas(static_cast<std::int64_t>(macs[i]));
+    if (!tree.num_params[i].is_zero() && whole) {
+      params = with_commas(tree.num_params[i].value());
+      if (!(tree.trainable_params[i] == tree.num_params[i])) params = "(" + params + ")";
+      mult_adds = with_commas(macs[i].value());
     }
     values[column_index("num_params")] = params;
     values[column_index("mult_adds")] = mult_adds;
@@ -576,28 +630,22 @@ std::string format_v0_1(const Tree& tree, const std::vector<SummaryInput>& input
 
   const std::string line = divider(table);
   std::string out = line + header_row(table) + line + rows + line;
-  out += fmt::format("Total params: {}\n", with_commas(static_cast<std::int64_t>(total_params)));
-  out += fmt::format("Trainable params: {}\n",
-                     with_commas(static_cast<std::int64_t>(trainable_params)));
-  out += fmt::format("Non-trainable params: {}\n",
-                     with_commas(static_cast<std::int64_t>(total_params - trainable_params)));
+  out += fmt::format("Total params: {}\n", with_commas(total.params));
+  out += fmt::format("Trainable params: {}\n", with_commas(total.trainable_params));
+  out +=
+      fmt::format("Non-trainable params: {}\n", with_commas(total.params - total.trainable_params));
   if (!inputs.empty()) {
-    std::uint64_t total_input = 0;  // elements, counted as float32 whatever the dtype
-    for (const SummaryInput& input : inputs)
-      total_input += product(input.shape, 0, input.shape.size());
-    const auto mult_adds = static_cast<double>(total_mult_adds);
+    const auto mult_adds = static_cast<double>(total.mult_adds);
     const char* unit = mult_adds >= 1e12 ? "T" : mult_adds >= 1e9 ? "G" : "M";
     const double scale = mult_adds >= 1e12 ? 1e12 : mult_adds >= 1e9 ? 1e9 : 1e6;
-    // to_bytes: elements * 4 / 1024**2
-    auto megabytes = [](std::uint64_t elements) {
-      return static_cast<double>(elements * kFloatBytes) / (1024.0 * 1024.0);
-    };
+    // to_bytes: `num * 4 / 1e6`, megabytes of 10^6 bytes (not 1024**2, which torchinfo dropped
+    // before 0.1.0): the int product turned into a double, then one division.
+    auto megabytes = [](std::int64_t bytes) { return static_cast<double>(bytes) / 1e6; };
     out += fmt::format("Total mult-adds ({}): {:.2f}\n", unit, mult_adds / scale) + line;
-    out += fmt::format("Input size (MB): {:.2f}\n", megabytes(total_input));
-    out += fmt::format("Forward/backward pass size (MB): {:.2f}\n", megabytes(total_output));
-    out += fmt::format("Params size (MB): {:.2f}\n", megabytes(total_params));
-    out += fmt::format("Estimated Total Size (MB): {:.2f}\n",
-                       megabytes(total_input + total_output + total_params));
+    out += fmt::format("Input size (MB): {:.2f}\n", megabytes(total.input_bytes));
+    out += fmt::format("Forward/backward pass size (MB): {:.2f}\n", megabytes(total.output_bytes));
+    out += fmt::format("Params size (MB): {:.2f}\n", megabytes(total.param_bytes));
+    out += fmt::format("Estimated Total Size (MB): {:.2f}\n", megabytes(total.total_bytes));
   }
   return out + line;
 }

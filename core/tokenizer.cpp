@@ -480,14 +480,17 @@ Encoding encode(std::string_view text, const Vocabulary& vocab, bool add_special
     }
     add(std::string(kClassifierToken), -1);
   }
+  e.word_tokens.reserve(e.basic.split.size());
   for (std::size_t w = 0; w < e.basic.split.size(); ++w) {
     const auto word = static_cast<std::int64_t>(w);
+    const std::size_t start = e.tokens.size();
     if (e.basic.special[w]) {
       add(e.basic.split[w], word);
     } else {
       for (std::string& piece : wordpiece_tokenize(e.basic.split[w], vocab))
         add(std::move(piece), word);
     }
+    e.word_tokens.push_back({start, e.tokens.size()});
   }
   if (add_special_tokens) add(std::string(kSeparatorToken), -1);
   return e;

@@ -58,11 +58,17 @@ BasicTokens basic_tokenize(std::string_view text);
 std::vector<std::string> wordpiece_tokenize(std::string_view word, const Vocabulary& vocab,
                                             std::size_t max_chars = 100);
 
+// tokens[start, end): the tokens of one word (BatchEncoding.word_to_tokens's TokenSpan).
+struct TokenSpan {
+  std::size_t start = 0, end = 0;
+};
+
 struct Encoding {
   BasicTokens basic;
   std::vector<std::string> tokens;  // WordPiece tokens, with [CLS] ... [SEP] when asked
   std::vector<std::int64_t> ids;    // each token's id; [UNK]'s for a token not in the vocabulary
   std::vector<std::int64_t> word;   // index into basic.split of each token; -1 for [CLS]/[SEP]
+  std::vector<TokenSpan> word_tokens;  // per word of basic.split: its tokens, the inverse of `word`
 };
 
 // tokenizer(text, add_special_tokens=...). Throws attn::Error when the text is not UTF-8, the

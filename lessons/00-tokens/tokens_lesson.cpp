@@ -61,20 +61,17 @@ Table stage_table(const std::string& text, const BasicTokens& b) {
 Table wordpiece_table(const Encoding& e) {
   Table t{
       "WordPiece: each word as vocabulary tokens, and their ids", {"word", "tokens", "ids"}, {}};
-  auto row = [&](std::string word, std::int64_t index) {
+  if (!e.tokens.empty() && e.word.front() == -1)
+    t.rows.push_back({"(added)", e.tokens.front(), std::to_string(e.ids.front())});
+  for (std::size_t w = 0; w < e.basic.split.size(); ++w) {
     std::vector<std::string> tokens, ids;
-    for (std::size_t i = 0; i < e.tokens.size(); ++i) {
-      if (e.word[i] != index) continue;
+    for (std::size_t i = e.word_tokens[w].start; i < e.word_tokens[w].end; ++i) {
       tokens.push_back(escape_invisible(e.tokens[i]));
       ids.push_back(std::to_string(e.ids[i]));
     }
-    t.rows.push_back({std::move(word), fmt::format("{}", fmt::join(tokens, " ")),
+    t.rows.push_back({escape_invisible(e.basic.split[w]), fmt::format("{}", fmt::join(tokens, " ")),
                       fmt::format("{}", fmt::join(ids, " "))});
-  };
-  if (!e.tokens.empty() && e.word.front() == -1)
-    t.rows.push_back({"(added)", e.tokens.front(), std::to_string(e.ids.front())});
-  for (std::size_t w = 0; w < e.basic.split.size(); ++w)
-    row(escape_invisible(e.basic.split[w]), static_cast<std::int64_t>(w));
+  }
   if (e.tokens.size() > 1 && e.word.back() == -1)
     t.rows.push_back({"(added)", e.tokens.back(), std::to_string(e.ids.back())});
   return t;

@@ -7,6 +7,7 @@
 
 #include "04-attention/attention_lesson.hpp"
 #include "budget.hpp"
+#include "count.hpp"
 #include "multi_head.hpp"
 #include "random.hpp"
 #include "state_dict.hpp"
@@ -24,14 +25,15 @@ MultiHeadVariant parse_variant(const std::string& name) {
 }
 
 // torchinfo's mult-adds: every Linear's parameters times the rows it is applied to.
-std::int64_t linear_mult_adds(const std::vector<LayerInfo>& rows) {
-  std::int64_t total = 0;
+Count linear_mult_adds(const std::vector<LayerInfo>& rows) {
+  Count total;
   for (const LayerInfo& row : rows) {
-    if (row.class_name != "Linear") continue;
-    std::int64_t count = 0, positions = 1;
-    for (const ParameterInfo& p : row.parameters) count += static_cast<std::int64_t>(element_count(p.shape));
-    for (std::size_t i = 0; i + 1 < row.output_shape.size(); ++i) positions *= static_cast<std::int64_t>(row.output_shape[i]);
-    total += count * positions;
+    if (row.class_name != "Linear" || row.output_shape.empty()) continue;
+    Count count;
+    for (const ParameterInfo& p : row.parameters)
+      count += Count::product(p.shape);
+    total += count * Count::product(row.output_shape, 0,
+                                    row.output_shape.size() - 1);  // rows: all but the last axis
   }
   return total;
 }
@@ -72,11 +74,15 @@ void run_compare(LessonRun& run, const MultiHeadLessonOptions& o, const Tensor3&
     const MultiHeadAttention layer = init_multi_head(rng, v, width, heads);
     const MultiHeadSteps s = forward(layer, x, mask);
     const Module model = describe_multi_head(v, width, heads);
-    const std::int64_t attention_mult_adds = static_cast<std::int64_t>(2 * batch * heads * tokens * tokens * hs);
-    t.rows.push_back({std::string(variant_name(v)), fmt::format("{}", hs),
-                      fmt::format("{} x {}", heads, shape_string({batch, tokens, hs})), with_commas(count_parameters(model)),
-                      formula(v),
-                      with_commas(linear_mult_adds(trace_multi_head(v, width, heads, shape_of(x))) + attention_mult_adds)});
+    const Count attention_mult_adds = Count(2) * Count(batch) * Count(heads) * Count(tokens) *
+                                      Count(tokens) * Count(hs);  // QKᵀ and WV
+    t.rows.push_back(
+        {std::string(variant_name(v)), fmt::format("{}", hs),
+         fmt::format("{} x {}", heads, shape_string({batch, tokens, hs})),
+         with_commas(count_parameters(model)), formula(v),
+         with_commas((linear_mult_adds(trace_multi_head(v, width, heads, shape_of(x))) +
+                      attention_mult_adds)
+                         .value())});
     if (v == MultiHeadVariant::book) {
       book_output = s.output;
     } else {

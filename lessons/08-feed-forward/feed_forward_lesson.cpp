@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "budget.hpp"
+#include "count.hpp"
 #include "feed_forward.hpp"
 #include "multi_head.hpp"
 #include "random.hpp"
@@ -40,6 +41,11 @@ Table parameter_table(const Module& model) {
   }
   t.rows.push_back({"total", "", with_commas(count_parameters(model))});
   return t;
+}
+
+// nn.Linear(in, out)'s parameter count, "D·F + F", from the module tree.
+std::string linear_count(std::size_t in, std::size_t out) {
+  return with_commas(count_parameters(linear_module("", in, out, true)));
 }
 
 std::string first_weight_key(FeedForwardVariant v) {
@@ -135,10 +141,11 @@ Tensor3 check_collapse(LessonRun& run, const FeedForward& layer, const Tensor3& 
   Table t{"What the two Linears cost, and the one Linear they equal",
           {"", "formula", "parameters"},
           {}};
+  const Count both = parameter_count(linear_module("", width, d_ff, true)) +
+                     parameter_count(linear_module("", d_ff, width, true));
   t.rows.push_back({fmt::format("Linear({0}, {1}), Linear({1}, {0})", width, d_ff), "2·D·F + F + D",
-                    with_commas(static_cast<std::int64_t>(2 * width * d_ff + d_ff + width))});
-  t.rows.push_back({fmt::format("Linear({0}, {0})", width), "D² + D",
-                    with_commas(static_cast<std::int64_t>(width * width + width))});
+                    with_commas(both.value())});
+  t.rows.push_back({fmt::format("Linear({0}, {0})", width), "D² + D", linear_count(width, width)});
   run.table(std::move(t));
   return one_linear;
 }
@@ -152,9 +159,8 @@ void parameters_section(LessonRun& run, std::size_t width, std::size_t d_ff) {
     t.rows.push_back(
         {std::move(name), with_commas(static_cast<std::int64_t>(d)),
          with_commas(static_cast<std::int64_t>(f)),
-         fmt::format("{:.4g}", static_cast<double>(f) / static_cast<double>(d)),
-         with_commas(static_cast<std::int64_t>(d * f + f)),
-         with_commas(static_cast<std::int64_t>(f * d + d)),
+         fmt::format("{:.4g}", static_cast<double>(f) / static_cast<double>(d)), linear_count(d, f),
+         linear_count(f, d),
          with_commas(count_parameters(describe_feed_forward(FeedForwardVariant::book, d, f)))});
   };
   row("this run", width, d_ff);

@@ -153,6 +153,36 @@ TEST_CASE("bad sizes and seeds are refused with the range to use", "[cli][bad-in
   check_all_refused(cases);
 }
 
+TEST_CASE("counts past 2^63-1 are refused, never printed wrapped around (W1)", "[cli][bad-input]") {
+  const auto wide = run_attn({"summary", "multi-head", "--variant", "wide", "--heads", "1000000000",
+                              "--d-model", "1000000000"});
+  CHECK(wide.exit_code == 2);
+  CHECK(wide.out.empty());
+  CHECK(wide.err ==
+        "attn summary: describe_multi_head: the wide MultiHeadAttention with D = 1000000000 and H "
+        "= 1000000000 has "
+        "more than 2^63-1 parameters\n");
+  const std::vector<std::string> huge = {"--batch",    "1000000000", "--seq",
+                                         "1000000000", "--d-model",  "1000000000"};
+  std::vector<Case> cases;
+  for (const std::string format : {"current", "0.1"}) {
+    for (const std::string output : {"text", "json"}) {
+      std::vector<std::string> args = {"summary", "multi-head", "--torchinfo-format",
+                                       format,    "--format",   output};
+      args.insert(args.end(), huge.begin(), huge.end());
+      cases.push_back(
+          {args, {"attn summary: format_summary: MultiHeadAttention", "more than 2^63-1"}});
+      args[1] = "self-attention";
+      cases.push_back({args, {"attn summary: format_summary:", "more than 2^63-1"}});
+    }
+  }
+  cases.push_back(
+      {{"summary", "encoder", "--d-model", "1000000000", "--heads", "1", "--d-ff", "1000000000",
+        "--layers", "2", "--no-embeddings"},
+       {"describe_encoder: the TransformerEncoder with L = 2", "more than 2^63-1 parameters"}});
+  check_all_refused(cases);
+}
+
 TEST_CASE("unknown commands, unknown options and missing values are named", "[cli][bad-input]") {
   check_all_refused({
       {{"dotproduct"}, {"unknown command 'dotproduct'", "did you mean 'dot-product'", "attn list"}},

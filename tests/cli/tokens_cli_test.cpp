@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -89,6 +90,37 @@ TEST_CASE("json: the usual document plus top-level tokens and ids", "[cli][json]
   CHECK(doc["checks"][1]["name"] == "'time' gets the same vector at positions 0, 3");
   CHECK(doc["parameters"] == vocab.size() * 3);
   CHECK(doc["tables"].size() == 3);
+}
+
+TEST_CASE("128 KB of text: the WordPiece table has a row per word, each with its own tokens",
+          "[cli][json]") {
+  // 2,415 copies of a 53-byte sentence of 14 words and 20 tokens (tokenizer_test.cpp has the
+  // same text in core): 33,810 words, 48,300 tokens, plus [CLS] and [SEP].
+  const std::string unit = "Héllo, WORLD! 日本 naïve café [MASK] a\u200bb $5^2 ";
+  std::string text;
+  for (int i = 0; i < 2415; ++i)
+    text += unit;
+  const auto result =
+      run_attn({"tokens", "--format", "json", "--add-special-tokens", "--text", text});
+  REQUIRE(result.exit_code == 0);
+  const auto doc = nlohmann::json::parse(result.out);
+  const auto tokens = doc["tokens"].get<std::vector<std::string>>();
+  REQUIRE(tokens.size() == 48302);
+  CHECK(tokens[1] == "hello");
+  CHECK(tokens[48300] == "2");
+  const auto& rows = doc["tables"][1]["rows"];
+  REQUIRE(rows.size() == 1 + 33810 + 1);  // (added) [CLS], the words, (added) [SEP]
+  CHECK(rows[1] == nlohmann::json::array({"hello", "hello", "482"}));
+  CHECK(rows[7] == nlohmann::json::array({"naive", "n ##a ##ive", "60 83 526"}));
+  CHECK(rows[33810] == nlohmann::json::array({"2", "2", "39"}));
+  // The rows' tokens, read in order, are the tokens.
+  std::vector<std::string> joined;
+  for (const auto& row : rows) {
+    std::istringstream words(row[1].get<std::string>());
+    for (std::string token; words >> token;)
+      joined.push_back(token);
+  }
+  CHECK(joined == tokens);
 }
 
 TEST_CASE("save writes the ids (int64), the table and the output, with json too", "[cli][save]") {

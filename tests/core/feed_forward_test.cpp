@@ -372,3 +372,50 @@ TEST_CASE("summaries: the FeedForward rows of the real torchinfo table (BERT-bas
                                                   "Linear 1", "GELU 2", "Dropout 3"});
   CHECK(last[4].input_shape == attn::Shape{1, 5, 6});  // the GELU runs on the narrow output
 }
+
+TEST_CASE("summaries: torchinfo 0.1.0's table for BERT-base's FeedForward (the seed layout)",
+          "[feed-forward][summary]") {
+  // torchinfo 0.1.0 (tag v0.1.0) on FeedForward(768, 3072) with input_size=(1, 5, 768), depth 3.
+  // apply_hooks hooks the four children, not the model (it has children); each row's Mult-Adds is
+  // calculate_macs's output_size[0] * weight.nelement() = 1 * 3072 * 768 = 2,359,296.
+  // ModelStatistics, in elements: total_input = prod((1, 5, 768)) = 3,840; total_params = the
+  // leaves above max_depth = 2,362,368 + 2,360,064 = 4,722,432; total_output = 2 * prod(output)
+  // of the leaves with parameters = 2 * (15,360 + 3,840) = 38,400. to_bytes(n) = n * 4 / 1e6:
+  //   Input size                3,840 * 4 / 1e6 =  0.01536   -> 0.02
+  //   Forward/backward pass    38,400 * 4 / 1e6 =  0.1536    -> 0.15
+  //   Params size           4,722,432 * 4 / 1e6 = 18.889728  -> 18.89
+  //   Estimated Total       4,764,672 * 4 / 1e6 = 19.058688  -> 19.06
+  // (Divided by 1024**2, as attn did, the first, third and fourth read 0.01, 18.01 and 18.18.)
+  attn::SummaryOptions options;
+  options.format = attn::TorchinfoFormat::v0_1;
+  options.col_names = {"input_size", "output_size", "kernel_size", "num_params", "mult_adds"};
+  options.col_width = 16;
+  const std::string divider(120, '=');
+  const std::string expected =
+      divider + "\n" +
+      "Layer (type:depth-idx)                   Input Shape      Output Shape     Kernel Shape     "
+      "Param #          Mult-Adds\n" +
+      divider + "\n" +
+      "├─Linear: 1-1                            [1, 5, 768]      [1, 5, 3072]     [768, 3072]      "
+      "2,362,368        2,359,296\n"
+      "├─GELU: 1-2                              [1, 5, 3072]     [1, 5, 3072]     --               "
+      "--               --\n"
+      "├─Linear: 1-3                            [1, 5, 3072]     [1, 5, 768]      [3072, 768]      "
+      "2,360,064        2,359,296\n"
+      "├─Dropout: 1-4                           [1, 5, 768]      [1, 5, 768]      --               "
+      "--               --\n" +
+      divider + "\n" +
+      "Total params: 4,722,432\n"
+      "Trainable params: 4,722,432\n"
+      "Non-trainable params: 0\n"
+      "Total mult-adds (M): 4.72\n" +
+      divider + "\n" +
+      "Input size (MB): 0.02\n"
+      "Forward/backward pass size (MB): 0.15\n"
+      "Params size (MB): 18.89\n"
+      "Estimated Total Size (MB): 19.06\n" +
+      divider + "\n";
+  CHECK(attn::format_summary(
+            attn::trace_feed_forward(FeedForwardVariant::book, 768, 3072, {1, 5, 768}),
+            {{{1, 5, 768}, 4}}, options) == expected);
+}

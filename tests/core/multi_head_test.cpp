@@ -48,6 +48,41 @@ TEST_CASE("parameter counts equal PyTorch's sum(p.numel())", "[multi-head][param
     CHECK(attn::count_parameters(attn::describe_multi_head(MultiHeadVariant::narrow, 256, h)) == 262400);
 }
 
+TEST_CASE("a count past 2^63-1 (torch's int64) is refused, not wrapped",
+          "[multi-head][parameters]") {
+  // wide, H = 1: 4·D² + D parameters; D = 1518500249 is the largest that fits.
+  CHECK(attn::count_parameters(attn::describe_multi_head(MultiHeadVariant::wide, 1518500249, 1)) ==
+        9223372026370748253);
+  for (const auto& [d, h] :
+       {std::pair<std::size_t, std::size_t>{1518500250, 1}, {1000000000, 1000000000}}) {
+    try {
+      attn::describe_multi_head(MultiHeadVariant::wide, d, h);
+      FAIL("no error for D = " << d << ", H = " << h);
+    } catch (const attn::Error& e) {
+      CHECK(e.kind() == attn::ErrorKind::too_large);
+      CHECK(e.function() == "describe_multi_head");
+      CHECK(e.detail() == "the wide MultiHeadAttention with D = " + std::to_string(d) +
+                              " and H = " + std::to_string(h) + " has more than 2^63-1 parameters");
+      CHECK(e.sizes() == std::vector<std::string>{"D", "H"});
+    }
+  }
+  // D·H itself past 2^64 would wrap before anything is counted.
+  CHECK_THROWS_AS(
+      attn::describe_multi_head(MultiHeadVariant::wide, std::size_t{1} << 33, std::size_t{1} << 33),
+      attn::Error);
+  // A tree built by hand, two Linears of 2^62 weights: 2^63 is one too many; count_parameters
+  // names the class.
+  attn::Module big{"Big",
+                   "",
+                   {},
+                   {attn::linear_module("a", std::size_t{1} << 32, std::size_t{1} << 30, false),
+                    attn::linear_module("b", std::size_t{1} << 32, std::size_t{1} << 30, false)}};
+  CHECK_THROWS_WITH(attn::count_parameters(big),
+                    "[count_parameters] Big has more than 2^63-1 parameters");
+  big.children.pop_back();
+  CHECK(attn::count_parameters(big) == std::int64_t{1} << 62);
+}
+
 TEST_CASE("the visited parameters are exactly the module tree's state_dict", "[multi-head][state_dict]") {
   attn::Rng rng(1);
   for (MultiHeadVariant v : kVariants) {

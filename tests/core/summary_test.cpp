@@ -339,6 +339,47 @@ TEST_CASE("format_summary equals torchinfo's own test outputs", "[summary]") {
   }
 }
 
+// torchinfo 0.1.0's own test outputs, from its tests/output_test.py
+// (tests/golden/torchinfo/README.md). Their size lines tell megabytes of 10^6 bytes from 1024^2
+// (0.91 and 0.87 for single_input.out).
+TEST_CASE("format_summary equals torchinfo 0.1.0's own test outputs", "[summary]") {
+  SummaryOptions options;
+  options.format = TorchinfoFormat::v0_1;
+  SECTION("single_input.out: summary(SingleInputNet(), input_size=(16, 1, 28, 28), depth=1)") {
+    options.depth = 1;
+    CHECK(attn::format_summary(single_input_net(16), input({16, 1, 28, 28}), options) ==
+          golden("upstream-v0.1.0/single_input.out"));
+  }
+  SECTION("single_input_all.out: five columns of 20 on (7, 1, 28, 28), depth=1") {
+    options.depth = 1;
+    options.col_names = {"kernel_size", "input_size", "output_size", "num_params", "mult_adds"};
+    options.col_width = 20;
+    CHECK(attn::format_summary(single_input_net(7), input({7, 1, 28, 28}), options) ==
+          golden("upstream-v0.1.0/single_input_all.out"));
+  }
+  SECTION("lstm.out: LSTMNet on int64 ids (1, 100), verbose=2: an LSTM's inner weights") {
+    // fixtures.models.LSTMNet: Embedding(20, 300), LSTM(300, 512, num_layers=2), Linear(512, 20).
+    std::vector<ParameterInfo> lstm;
+    for (const std::size_t layer : {0, 1}) {
+      const std::string l = std::to_string(layer);
+      lstm.push_back({"weight_ih_l" + l, {2048, layer == 0 ? std::size_t{300} : std::size_t{512}}});
+      lstm.push_back({"weight_hh_l" + l, {2048, 512}});
+      lstm.push_back({"bias_ih_l" + l, {2048}});
+      lstm.push_back({"bias_hh_l" + l, {2048}});
+    }
+    const std::vector<LayerInfo> rows = {
+        container("LSTMNet", "LSTMNet", 0, {1, 100}, {100, 20}),
+        leaf("Embedding", "embedding", 1, {1, 100}, {1, 100, 300}, {{"weight", {20, 300}}}),
+        leaf("LSTM", "encoder", 1, {1, 100, 300}, {1, 100, 512}, lstm),
+        linear("decoder", 1, {1, 100, 512}, 20)};
+    options.verbose = 2;
+    options.col_names = {"kernel_size", "output_size", "num_params", "mult_adds"};
+    options.col_width = 20;
+    CHECK(attn::format_summary(rows, {SummaryInput{{1, 100}, 8}}, options) ==
+          golden("upstream-v0.1.0/lstm.out"));
+  }
+}
+
 TEST_CASE("format_summary: rows deeper than depth are hidden but still count", "[summary]") {
   SummaryOptions options;
   options.depth = 1;
@@ -450,4 +491,83 @@ TEST_CASE("format_summary rejects bad options with a message that says what is v
   std::vector<LayerInfo> broken = layers;
   broken[2].depth = 3;  // a grandchild with no child before it
   CHECK_THROWS_WITH(attn::format_summary(broken, x, {}), Catch::Contains("layer 2 (Linear)"));
+}
+
+namespace {
+// format_summary's refusal: the message of its Error, which must be of kind too_large.
+std::string refusal(const std::vector<LayerInfo>& layers, const std::vector<SummaryInput>& inputs,
+                    TorchinfoFormat format) {
+  SummaryOptions options;
+  options.format = format;
+  try {
+    attn::format_summary(layers, inputs, options);
+  } catch (const attn::Error& e) {
+    CHECK(e.kind() == attn::ErrorKind::too_large);
+    return e.what();
+  }
+  return "(no error)";
+}
+
+constexpr std::size_t power_of_two(int n) {
+  return std::size_t{1} << n;
+}
+}  // namespace
+
+TEST_CASE("format_summary refuses a count or size past 2^63-1 instead of wrapping around",
+          "[summary][errors]") {
+  const auto current = TorchinfoFormat::current, v0_1 = TorchinfoFormat::v0_1;
+  const Shape x = {1, 2};
+  auto model = [](std::vector<LayerInfo> children, Shape in, Shape out) {
+    children.insert(children.begin(), container("Big", "Big", 0, std::move(in), std::move(out)));
+    return children;
+  };
+
+  // 2^64 parameters in one weight.
+  const auto wide = model({linear("w", 1, {1, power_of_two(32)}, power_of_two(32), false)},
+                          {1, power_of_two(32)}, {1, power_of_two(32)});
+  for (const auto format : {current, v0_1})
+    CHECK(refusal(wide, input({1, power_of_two(32)}), format) ==
+          "[format_summary] Big has more than 2^63-1 parameters");
+
+  // W1: 36 weights on 10^18 rows. 0.1.0 counts mult-adds on the batch only (10^9 x 36), but the
+  // input is 4 x 6 x 10^18 bytes.
+  const Shape huge = {1000000000, 1000000000, 6};
+  const auto attention = model(
+      {linear("toqueries", 1, huge, 6, false), linear("tokeys", 1, huge, 6, false)}, huge, huge);
+  CHECK(refusal(attention, input(huge), current) ==
+        "[format_summary] Big on (1000000000, 1000000000, 6) makes more than 2^63-1 mult-adds");
+  CHECK(refusal(attention, input(huge), v0_1) ==
+        "[format_summary] the input (1000000000, 1000000000, 6) is more than 2^63-1 bytes");
+
+  // The input alone: 2^62 float32s.
+  const auto dropout = model({leaf("Dropout", "d", 1, x, x)}, x, x);
+  CHECK(refusal(dropout, input({power_of_two(61), 2}), current) ==
+        "[format_summary] the input (2305843009213693952, 2) is more than 2^63-1 bytes");
+
+  // An output of 2^62 numbers, kept twice (for the gradients).
+  const Shape long_out = {1, power_of_two(61), 2};
+  const auto norm = model(
+      {leaf("LayerNorm", "n", 1, x, long_out, {{"weight", {2}}, {"bias", {2}}})}, x, long_out);
+  for (const auto format : {current, v0_1})
+    CHECK(refusal(norm, input(x), format) ==
+          "[format_summary] Big's forward/backward pass on (1, 2) is more than 2^63-1 bytes");
+
+  // 2^62 parameters fit; their 2^64 bytes do not.
+  const Shape in31 = {1, power_of_two(31)};
+  const auto square = model({linear("w", 1, in31, power_of_two(31), false)}, in31, in31);
+  for (const auto format : {current, v0_1})
+    CHECK(refusal(square, input(in31), format) ==
+          "[format_summary] Big's parameters are more than 2^63-1 bytes");
+
+  // Each size line fits (2^62 bytes of input, 2^62 of parameters), their sum does not.
+  const Shape in30 = {1, power_of_two(30)};
+  const auto half = model({linear("w", 1, in30, power_of_two(30), false)}, in30, in30);
+  for (const auto format : {current, v0_1})
+    CHECK(refusal(half, input({power_of_two(60)}), format) ==
+          "[format_summary] Big's estimated total size on (1152921504606846976,) is more than "
+          "2^63-1 bytes");
+  // Without an input there are no size lines to refuse.
+  SummaryOptions options;
+  CHECK_THAT(attn::format_summary(half, {}, options),
+             Catch::Contains("Total params: 1,152,921,504,606,846,976"));
 }

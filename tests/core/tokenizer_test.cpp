@@ -66,9 +66,76 @@ TEST_CASE("every stage, token and id equals the Python port of Hugging Face's Be
       CHECK(e.tokens == c["tokens"].get<std::vector<std::string>>());
       CHECK(e.ids == c["ids"].get<std::vector<std::int64_t>>());
       CHECK(e.word == c["word_of_token"].get<std::vector<std::int64_t>>());
+      // word_tokens inverts `word`: word w's tokens, in order, without gaps.
+      REQUIRE(e.word_tokens.size() == e.basic.split.size());
+      std::size_t next = special ? 1 : 0;
+      for (std::size_t w = 0; w < e.word_tokens.size(); ++w) {
+        CHECK(e.word_tokens[w].start == next);
+        CHECK(e.word_tokens[w].end > e.word_tokens[w].start);
+        for (std::size_t t = e.word_tokens[w].start; t < e.word_tokens[w].end; ++t)
+          CHECK(e.word[t] == static_cast<std::int64_t>(w));
+        next = e.word_tokens[w].end;
+      }
+      CHECK(next + (special ? 1 : 0) == e.tokens.size());
     }
   }
   CHECK(bert_cases >= 20);
+}
+
+// The largest --text argv carries (128 KB), in one call. The counts come from the Python port
+// (data/generator/tokens.py's encode) run once on the same strings.
+TEST_CASE("128 KB of text: punctuation, CJK, one long word and mixed text", "[tokenizer]") {
+  SECTION("128,000 '!' are 128,000 words of one token each") {
+    const attn::Encoding e = attn::encode(std::string(128000, '!'), lesson(), true);
+    REQUIRE(e.tokens.size() == 128002);
+    CHECK(e.basic.split.size() == 128000);
+    CHECK(e.tokens.front() == "[CLS]");
+    CHECK(e.tokens[1] == "!");
+    CHECK(e.tokens[128000] == "!");
+    CHECK(e.tokens.back() == "[SEP]");
+    CHECK(e.word[128000] == 127999);
+    CHECK(e.word_tokens.back().start == 128000);
+    CHECK(e.word_tokens.back().end == 128001);
+  }
+  SECTION("42,666 CJK ideographs (3 bytes each) are spaced into 42,666 words") {
+    std::string text;
+    for (int i = 0; i < 42666; ++i)
+      text += "中";
+    const attn::Encoding e = attn::encode(text, bert(), false);
+    CHECK(e.basic.spaced.size() == 42666 * 5);  // " 中 ": 3 bytes and two spaces
+    REQUIRE(e.tokens.size() == 42666);
+    CHECK(e.tokens.front() == "中");
+    CHECK(e.tokens.back() == "中");
+    CHECK(e.ids.back() == 1746);
+  }
+  SECTION("one word of 128,000 letters is [UNK]: WordPiece stops at 100 characters") {
+    // BertTokenizer's max_input_chars_per_word: a longer word is [UNK] without a lookup.
+    const attn::Encoding e = attn::encode(std::string(128000, 'a'), bert(), false);
+    CHECK(e.basic.split.size() == 1);
+    CHECK(e.tokens == std::vector<std::string>{"[UNK]"});
+    CHECK(e.ids == std::vector<std::int64_t>{100});
+  }
+  SECTION("mixed text: 2,415 copies of a 53-byte sentence tokenize as 2,415 copies") {
+    const std::string unit = "Héllo, WORLD! 日本 naïve café [MASK] a\u200bb $5^2 ";
+    REQUIRE(unit.size() == 53);
+    const attn::Encoding one = attn::encode(unit, lesson(), false);
+    REQUIRE(one.tokens.size() == 20);  // hello , world ! 日 本 n ##a ##ive c ##a ##f ##e ...
+    REQUIRE(one.basic.split.size() == 14);
+    std::string text;
+    for (int i = 0; i < 2415; ++i)
+      text += unit;
+    const attn::Encoding e = attn::encode(text, lesson(), false);
+    REQUIRE(e.tokens.size() == 48300);
+    CHECK(e.basic.split.size() == 33810);
+    bool periodic = true;
+    for (std::size_t t = 0; t < e.tokens.size(); ++t)
+      periodic = periodic && e.tokens[t] == one.tokens[t % 20] && e.ids[t] == one.ids[t % 20] &&
+                 e.word[t] == one.word[t % 20] + static_cast<std::int64_t>(t / 20 * 14);
+    CHECK(periodic);
+    CHECK(e.tokens.front() == "hello");
+    CHECK(e.tokens.back() == "2");
+    CHECK(e.word_tokens.back().start == 48299);
+  }
 }
 
 TEST_CASE("bert-base-uncased's vocabulary gives seed 000's ids", "[tokenizer]") {
