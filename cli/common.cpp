@@ -308,7 +308,7 @@ void load_lesson_input(LessonCliOptions& o) {
     throw Error("--input", e.detail());
   }
   o.lesson.input_name = path;
-  note_non_finite(fmt::format("--input '{}'", path), *o.lesson.input);
+  note_non_finite(fmt::format("--input '{}'", printable(path)), *o.lesson.input);
 }
 
 bool use_color(ColorMode mode) {
@@ -371,7 +371,8 @@ StateDict load_weights_file(const std::string& path) {
   for (const auto& [key, array] : weights) {
     const std::string summary = non_finite_summary(array);
     if (summary.empty()) continue;
-    input_warnings().push_back(fmt::format("--weights '{}' ({}) {}", path, key, summary));
+    input_warnings().push_back(
+        fmt::format("--weights '{}' ({}) {}", printable(path), printable(key), summary));
     break;
   }
   return weights;
@@ -483,9 +484,11 @@ int emit(const lessons::LessonRun& run, const OutputOptions& options) {
                             std::strerror(errno)));
   }
   if (!input_warnings().empty()) {
-    std::fprintf(stderr, "attn %s: warning: %s: the run goes on as PyTorch's would, and checks may fail; "
-                 "numpy.nan_to_num replaces non-finite values\n",
-                 run.lesson().c_str(), fmt::format("{}", fmt::join(input_warnings(), "; ")).c_str());
+    const std::string line = fmt::format(
+        "attn {}: warning: {}: the run goes on as PyTorch's would, and checks may "
+        "fail; numpy.nan_to_num replaces non-finite values\n",
+        run.lesson(), fmt::join(input_warnings(), "; "));
+    std::fwrite(line.data(), 1, line.size(), stderr);
   }
   return run.all_checks_passed() ? kExitOk : kExitCheckFailed;
 }

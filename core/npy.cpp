@@ -36,19 +36,9 @@ constexpr const char* kSupported = "float32, float64, int32, int64 and bool";
   throw Error("parse_npy", fmt::format("{}: {}", name, message));
 }
 
-// Printable ASCII as is, the rest as \xNN, cut at `limit` characters: keeps messages one line.
+// Header text in a message: control characters and stray bytes escaped, one line, 40 bytes at most.
 std::string escaped(std::string_view text, std::size_t limit = 40) {
-  std::string out;
-  for (std::size_t i = 0; i < text.size() && i < limit; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-    } else {
-      out += fmt::format("\\x{:02x}", c);
-    }
-  }
-  if (text.size() > limit) out += "...";
-  return out;
+  return printable(text, limit);
 }
 
 // --- The header: a Python literal, parsed as ast.literal_eval would for the forms numpy writes.

@@ -39,18 +39,6 @@ constexpr std::string_view kPickleAdvice =
     "`safetensors.torch.save_file(model.state_dict(), 'w.safetensors')` or "
     "`numpy.savez('w.npz', **{k: v.numpy() for k, v in model.state_dict().items()})`";
 
-// Printable ASCII as is, anything else as \xNN, cut at `limit`: every message stays one line.
-std::string printable(std::string_view text, std::size_t limit = 80) {
-  std::string out;
-  for (std::size_t i = 0; i < text.size() && i < limit; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    out +=
-        c >= 0x20 && c < 0x7f ? std::string(1, static_cast<char>(c)) : fmt::format("\\x{:02x}", c);
-  }
-  if (text.size() > limit) out += "...";
-  return out;
-}
-
 // Little-endian unsigned integer of `width` bytes at `at`; callers check the bounds.
 std::uint64_t le(Bytes bytes, std::size_t at, std::size_t width) {
   std::uint64_t value = 0;

@@ -438,6 +438,16 @@ Maker truncated(std::string from, std::size_t cut) {
   };
 }
 
+// attention.safetensors with one more tensor, named `key`.
+Maker attention_with_key(std::string key) {
+  return [key = std::move(key)](Scratch& s, const fs::path& path) {
+    s.ensure("attention.safetensors");
+    attn::StateDict weights = attn::read_weights((s.dir() / "attention.safetensors").string());
+    weights[key] = attn::make_float32({1}, {0.5f});
+    bytes(text_of(attn::serialize_safetensors(weights)))(s, path);
+  };
+}
+
 const std::map<std::string, Maker>& makers() {
   const std::string good = npy_f32({1, 2, 3}, counting(6));
   const std::string f32x6 = floats(counting(6));
@@ -589,6 +599,8 @@ const std::map<std::string, Maker>& makers() {
       {"entry_extra_key.safetensors",
        bytes(safetensors(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"stride":[1]}})", std::string(4, '\0')))},
       {"no_offsets.safetensors", bytes(safetensors(R"({"a":{"dtype":"F32","shape":[1]}})", std::string(4, '\0')))},
+      {"unicode_key.safetensors", attention_with_key(std::string("\xd0\xba\xd0\xbb\xd1\x8e\xd1\x87\0\xf0\x9f\x98\x80", 13))},
+      {"esc_key.safetensors", attention_with_key("\x1b]0;pwned-title\a\x1b[2J\x1b[31mFAKE: all tests passed")},
       {"pickle.safetensors", bytes(std::string("\x80\x02}q\x00.", 6))},
       {"weights.bin", bytes(std::string("\x80\x02}q\x00.", 6))},
       {"weights.txt", bytes("toqueries.weight 1 2 3\n")},
@@ -601,6 +613,13 @@ const std::map<std::string, Maker>& makers() {
       {"member_truncated.npz", bytes(zip({{"toqueries.weight.npy", good.substr(0, good.size() - 4)}}))},
       {"torch_zip.npz", bytes(zip({{"archive/data.pkl", "\x80\x02}q\x00."}}))},
       {"deflate64.npz", bytes(zip({{"a.npy", good, 9}}))},
+      {"emptyname.npz",
+       [](Scratch& s, const fs::path& path) {
+         s.ensure("attention.npz");
+         attn::StateDict weights = attn::read_weights((s.dir() / "attention.npz").string());
+         weights[""] = attn::make_float32({1}, {0.5f});
+         bytes(text_of(attn::serialize_npz(weights)))(s, path);
+       }},
       {"encrypted.npz", bytes(zip({{"a.npy", good, 0, 1}}))},
       {"bad_crc.npz",
        [good](Scratch& s, const fs::path& path) {

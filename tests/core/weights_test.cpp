@@ -20,9 +20,12 @@
 #include "error.hpp"
 #include "file_io.hpp"
 #include "fixtures.hpp"
+#include "layer_norm.hpp"
+#include "state_dict.hpp"
 
 namespace fs = std::filesystem;
 using attn::Array;
+using attn::Module;
 using attn::Dtype;
 using attn::Shape;
 using attn::StateDict;
@@ -417,4 +420,32 @@ TEST_CASE("truncated and byte-flipped good files give attn::Error or a result, n
   INFO(results << " results, " << errors << " errors");
   CHECK(errors > 0);
   CHECK(results > 0);  // flips inside tensor data still load
+}
+
+namespace {
+std::vector<unsigned char> bytes_of(const std::string& text) { return {text.begin(), text.end()}; }
+}  // namespace
+
+TEST_CASE("keys with NUL, escape sequences or no name at all are shown whole and visible",
+          "[weights]") {
+  const Module model = attn::describe_layer_norm(2);
+  std::string header =
+      R"({"weight":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+      R"("bias":{"dtype":"F32","shape":[2],"data_offsets":[8,16]},)"
+      R"("ключ\u0000😀":{"dtype":"F32","shape":[1],"data_offsets":[16,20]},)"
+      R"("\u001b]0;pwned\u0007\u001b[2J":{"dtype":"F32","shape":[1],"data_offsets":[20,24]}})";
+  std::string file(8, '\0');
+  for (std::size_t i = 0; i < 8; ++i)
+    file[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  file += header + std::string(24, '\0');
+  StateDict dict = attn::parse_safetensors(bytes_of(file), "keys.safetensors");
+  REQUIRE(dict.size() == 4);
+  dict[""] = attn::make_float32({1}, {1.0f});  // an .npz member named .npy
+  const std::string message =
+      error_of([&] { attn::check_state_dict(model, dict, "keys\x1b.safetensors"); });
+  CHECK(message.find('\x1b') == std::string::npos);
+  CHECK(message.find('\0') == std::string::npos);
+  CHECK_THAT(message,
+             Catch::Contains("'keys\\x1b.safetensors' does not fit LayerNorm: unexpected '', "
+                             "\\x1b]0;pwned\\x07\\x1b[2J, ключ\\x00😀; export the state_dict"));
 }
