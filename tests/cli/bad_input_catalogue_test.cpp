@@ -24,6 +24,7 @@
 #include "array.hpp"
 #include "fixtures.hpp"
 #include "npy.hpp"
+#include "npz_bomb.hpp"
 #include "run_attn.hpp"
 #include "scratch.hpp"
 #include "weights.hpp"
@@ -370,7 +371,8 @@ class Scratch {
     if (fs::exists(fs::symlink_status(dir_ / name, ec))) return;
     it->second(*this, dir_ / name);
     INFO("the maker of " << name);
-    REQUIRE(fs::exists(dir_ / name));
+    // A link to nothing, or to itself, counts.
+    REQUIRE(fs::exists(fs::symlink_status(dir_ / name, ec)));
   }
 
   std::string read(const std::string& name) {
@@ -407,7 +409,7 @@ class Scratch {
       what << (S_ISDIR(st.st_mode) ? "dir" : "file") << " size " << st.st_size << " mtime "
            << st.st_mtim.tv_sec << "." << st.st_mtim.tv_nsec << " mode " << std::oct
            << (st.st_mode & 07777);
-      entries[fs::relative(it->path(), dir_).string()] = what.str();
+      entries[it->path().lexically_relative(dir_).string()] = what.str();  // links not followed
     }
     return entries;
   }
@@ -436,6 +438,24 @@ Maker truncated(std::string from, std::size_t cut) {
     const std::string whole = s.read(from);
     bytes(whole.substr(0, whole.size() - cut))(s, path);
   };
+}
+
+// `start`, then a hole of `hole` bytes: a large file that takes no disk.
+Maker sparse(std::string start, std::uint64_t hole) {
+  return [start = std::move(start), hole](Scratch& s, const fs::path& path) {
+    bytes(start)(s, path);
+    fs::resize_file(path, start.size() + hole);
+  };
+}
+
+Maker symlink_to(std::string target) {
+  return [target = std::move(target)](Scratch&, const fs::path& path) {
+    fs::create_symlink(target, path);
+  };
+}
+
+Maker fifo() {
+  return [](Scratch&, const fs::path& path) { REQUIRE(::mkfifo(path.c_str(), 0600) == 0); };
 }
 
 // attention.safetensors with one more tensor, named `key`.
@@ -494,6 +514,7 @@ const std::map<std::string, Maker>& makers() {
          bytes(header)(s, path);
          fs::resize_file(path, header.size() + std::uintmax_t{4} * 17000 * 17000);
        }},
+      {"sparse_ids.npy", sparse(npy("<i8", "(1, 268435456)", ""), std::uint64_t{2} << 30)},
       {"negative_shape.npy", bytes(npy("<f4", "(1, -2, 3)", f32x6))},
       {"zero_axis.npy", bytes(npy("<f4", "(1, 0, 3)", ""))},
       {"fraction_shape.npy", bytes(npy("<f4", "(1, 2.5, 3)", f32x6))},
@@ -552,6 +573,23 @@ const std::map<std::string, Maker>& makers() {
          std::memcpy(w.bytes.data() + 4 * 7, &nan, 4);
          bytes(text_of(attn::serialize_safetensors(weights)))(s, path);
        }},
+      // --- any input file
+      {"fifo.npy", fifo()},
+      {"fifo.safetensors", fifo()},
+      {"fifo.json", fifo()},
+      {"fifo.txt", fifo()},
+      {"zero.npy", symlink_to("/dev/zero")},
+      {"loop1",
+       [](Scratch& s, const fs::path& path) {
+         symlink_to("loop1")(s, s.dir() / "loop2");
+         symlink_to("loop2")(s, path);
+       }},
+      {"dangling.npy", symlink_to("gone.npy")},
+      {"sparse_big.safetensors",
+       sparse(safetensors(R"({"a":{"dtype":"F32","shape":[536870912],"data_offsets":[0,2147483648]}})", ""),
+              std::uint64_t{2} << 30)},
+      {"sparse_config.json", sparse("{", std::uint64_t{2} << 30)},
+      {"sparse_vocab.txt", sparse("[UNK]\n", std::uint64_t{2} << 30)},
       // --- .safetensors
       {"truncated.safetensors", truncated("attention.safetensors", 4)},
       {"cut_size.safetensors", bytes(std::string("\x10\x00\x00\x00\x00", 5))},
@@ -613,6 +651,7 @@ const std::map<std::string, Maker>& makers() {
       {"member_truncated.npz", bytes(zip({{"toqueries.weight.npy", good.substr(0, good.size() - 4)}}))},
       {"torch_zip.npz", bytes(zip({{"archive/data.pkl", "\x80\x02}q\x00."}}))},
       {"deflate64.npz", bytes(zip({{"a.npy", good, 9}}))},
+      {"bomb.npz", bytes(attn::testing::deflated_zeros_npz({"toqueries.weight", "tokeys.weight", "tovalues.weight"}, 63))},
       {"emptyname.npz",
        [](Scratch& s, const fs::path& path) {
          s.ensure("attention.npz");
