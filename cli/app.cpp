@@ -250,12 +250,14 @@ std::string parse_error_message(const CLI::App& app, const CLI::App* sub, const 
 }
 
 int fail(std::string_view where, std::string_view message) {
-  // One line, always: a message must never spill onto a second line.
-  std::string line(message);
-  for (char& c : line) {
+  // One line, always: a message must never spill onto a second line, nor carry a NUL or an
+  // escape sequence from a name in it to the terminal.
+  std::string text = fmt::format("{}: {}", where, message);
+  for (char& c : text) {
     if (c == '\n' || c == '\r') c = ' ';
   }
-  std::fprintf(stderr, "%s: %s\n", std::string(where).c_str(), line.c_str());
+  const std::string line = attn::printable(text, std::string::npos) + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
   return attn::cli::kExitBadInput;
 }
 

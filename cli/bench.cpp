@@ -106,7 +106,7 @@ int run_bench(const BenchOptions& o) {
   EncoderConfig config;  // BERT-base's numbers
   std::string config_name = "BERT-base";
   if (!o.config.empty()) {
-    config = load_config(o.config);
+    config = resolve_config(o.config);
     config_name = o.config;
   }
   if (o.seq > config.max_position_embeddings) {

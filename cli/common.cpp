@@ -1,5 +1,6 @@
 #include "common.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -19,6 +20,7 @@
 #include "budget.hpp"
 #include "matmul.hpp"
 #include "error.hpp"
+#include "file_io.hpp"
 #include "npy.hpp"
 #include "09-encoder/encoder_lesson.hpp"
 #include "weights.hpp"
@@ -266,49 +268,22 @@ void note_non_finite(const std::string& what, const Array& array) {
 void load_lesson_input(LessonCliOptions& o) {
   if (o.input_path.empty()) return;
   const std::string& path = o.input_path;
-  std::error_code ec;
-  const fs::file_status status = fs::status(path, ec);
-  if (!fs::exists(status)) {
-    throw Error("--input",
-                fmt::format("'{}' does not exist: check the path (relative paths start at "
-                            "the current directory)",
-                            path));
-  }
-  if (fs::is_directory(status)) {
-    throw Error("--input", fmt::format("'{}' is a directory: give a .npy file written by "
-                                       "numpy.save(path, array)",
-                                       path));
-  }
-  if (path.ends_with(".pt") || path.ends_with(".pth")) {
-    throw Error("--input",
-                fmt::format("'{}' is a PyTorch pickle, which attn does not read: save the "
-                            "tensor with numpy.save('x.npy', t.numpy()) and pass x.npy",
-                            path));
-  }
-  if (fs::is_regular_file(status)) {
-    const std::uintmax_t bytes = fs::file_size(path, ec);
-    if (!ec && bytes == 0) {
-      throw Error("--input",
-                  fmt::format("'{}' is empty (0 bytes), not a .npy file: write the array "
-                              "with numpy.save(path, array)",
-                              path));
-    }
-    // Refuse before reading: a .npy larger than the memory limit cannot be a lesson's input.
-    if (!ec && bytes > memory_limit()) {
-      throw Error("--input", fmt::format("'{}' is {}, more than the memory limit of {} ({}): "
-                                         "pass a smaller array",
-                                         path, format_bytes(static_cast<double>(bytes)),
-                                         format_bytes(static_cast<double>(memory_limit())), memory_limit_origin()));
-    }
-  }
   try {
+    if (path.ends_with(".pt") || path.ends_with(".pth")) {
+      const InputFile file(path, "a .npy file written by numpy.save(path, array)");
+      throw Error(
+          ErrorKind::bad_file, "--input",
+          fmt::format("'{}' is a PyTorch pickle, which attn does not read: save the tensor with "
+                      "numpy.save('x.npy', t.numpy()) and pass x.npy",
+                      printable(path)));
+    }
     o.lesson.input = read_npy(path);
   } catch (const Error& e) {
-    // read_npy names its own functions (read_file, parse_npy): the user gave --input.
-    throw Error("--input", e.detail());
+    // read_npy names its own functions (open_input, parse_npy): the user gave --input.
+    throw Error(e.kind(), "--input", e.detail()).about("input");
   }
   o.lesson.input_name = path;
-  note_non_finite(fmt::format("--input '{}'", path), *o.lesson.input);
+  note_non_finite(fmt::format("--input '{}'", printable(path)), *o.lesson.input);
 }
 
 bool use_color(ColorMode mode) {
@@ -351,27 +326,20 @@ void add_weights_options(CLI::App& app, std::string& weights_path, OutputOptions
 }
 
 StateDict load_weights_file(const std::string& path) {
-  if (path.empty()) throw Error("--weights", "the file name is empty: give a path, e.g. --weights w.safetensors");
-  std::error_code ec;
-  if (!fs::exists(path, ec)) {
-    throw Error("--weights", fmt::format("'{}' does not exist: check the path (relative paths start at the current "
-                                         "directory)",
-                                         path));
-  }
-  if (fs::is_directory(path, ec)) {
-    throw Error("--weights", fmt::format("'{}' is a directory: give the .safetensors or .npz file inside it", path));
-  }
+  if (path.empty())
+    throw Error("--weights", "the file name is empty: give a path, e.g. --weights w.safetensors");
   StateDict weights;
   try {
     weights = read_weights(path);
   } catch (const Error& e) {
     if (e.function() == "--weights") throw;
-    throw Error("--weights", e.detail());
+    throw Error(e.kind(), "--weights", e.detail()).about("weights");
   }
   for (const auto& [key, array] : weights) {
     const std::string summary = non_finite_summary(array);
     if (summary.empty()) continue;
-    input_warnings().push_back(fmt::format("--weights '{}' ({}) {}", path, key, summary));
+    input_warnings().push_back(
+        fmt::format("--weights '{}' ({}) {}", printable(path), printable(key), summary));
     break;
   }
   return weights;
@@ -423,14 +391,26 @@ std::vector<std::size_t> parse_size_list(const std::string& text, const char* op
 }
 
 EncoderConfig resolve_config(const std::string& path) {
-  std::error_code ec;
-  if (fs::exists(path, ec)) return load_config(path);
-  const std::string name = fs::path(path).stem().string();
-  if (name == "bert-base") return EncoderConfig{};  // EncoderConfig's defaults are bert-base-uncased's
-  if (name == "tiny") return lessons::tiny_config();
-  throw Error("--config", fmt::format("'{}' does not exist: give a config.json, or bert-base or tiny for the shipped "
-                                      "ones (data/configs/)",
-                                      path));
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 && errno == ENOENT) {
+    const std::string name = fs::path(path).stem().string();
+    if (name == "bert-base")
+      return EncoderConfig{};  // EncoderConfig's defaults are bert-base-uncased's
+    if (name == "tiny") return lessons::tiny_config();
+    throw Error(
+        ErrorKind::bad_file, "--config",
+        fmt::format(
+            "'{}' does not exist: give a config.json, or bert-base or tiny for the shipped ones "
+            "(data/configs/)",
+            printable(path)))
+        .about("config");
+  }
+  try {
+    return load_config(path);
+  } catch (const Error& e) {
+    if (e.function() == "--config") throw;
+    throw Error(e.kind(), "--config", e.detail()).about("config");
+  }
 }
 
 int emit(const lessons::LessonRun& run, const OutputOptions& options) {
@@ -483,9 +463,11 @@ int emit(const lessons::LessonRun& run, const OutputOptions& options) {
                             std::strerror(errno)));
   }
   if (!input_warnings().empty()) {
-    std::fprintf(stderr, "attn %s: warning: %s: the run goes on as PyTorch's would, and checks may fail; "
-                 "numpy.nan_to_num replaces non-finite values\n",
-                 run.lesson().c_str(), fmt::format("{}", fmt::join(input_warnings(), "; ")).c_str());
+    const std::string line = fmt::format(
+        "attn {}: warning: {}: the run goes on as PyTorch's would, and checks may "
+        "fail; numpy.nan_to_num replaces non-finite values\n",
+        run.lesson(), fmt::join(input_warnings(), "; "));
+    std::fwrite(line.data(), 1, line.size(), stderr);
   }
   return run.all_checks_passed() ? kExitOk : kExitCheckFailed;
 }

@@ -1,7 +1,6 @@
 // attn encoder: lesson 09.
 #include <charconv>
 #include <cstdint>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <utility>
@@ -46,6 +45,58 @@ std::vector<std::int64_t> parse_ids(const std::string& text) {
   return ids;
 }
 
+// The encoder refuses more tokens than its position table has, naming --seq; tokens given as
+// text or ids are refused here, naming where they came from.
+void check_positions(std::size_t tokens, const EncoderConfig& c, const char* option,
+                     const std::string& what, std::string_view fix) {
+  if (tokens <= c.max_position_embeddings) return;
+  throw Error(
+      ErrorKind::bad_size, option,
+      fmt::format(
+          "{}, more than the {} positions of the position table (max_position_embeddings): {}, or "
+          "raise --max-positions",
+          what, c.max_position_embeddings, fix));
+}
+
+// --ids-file: ids of shape (B, T), checked from the .npy header before the data is read.
+std::vector<std::vector<std::int64_t>> read_ids_file(const std::string& path,
+                                                     const EncoderConfig& c) {
+  const std::string shown = printable(path);
+  Array a;
+  try {
+    NpyFile file(path);
+    const NpyHeader& h = file.header();
+    if (h.shape.size() != 2 || (h.dtype != Dtype::int64 && h.dtype != Dtype::int32) ||
+        h.shape[0] == 0 || h.shape[1] == 0) {
+      throw Error(ErrorKind::bad_file, "--ids-file",
+                  fmt::format("'{}' holds {} {}, expected int64 ids of shape (B, T)", shown,
+                              dtype_name(h.dtype), shape_string(h.shape)));
+    }
+    check_positions(h.shape[1], c, "--ids-file",
+                    fmt::format("'{}' holds {} tokens per sequence", shown, h.shape[1]),
+                    fmt::format("give at most {} per sequence", c.max_position_embeddings));
+    a = file.read();
+  } catch (const Error& e) {
+    if (e.function() == "--ids-file") throw;
+    // NpyFile names its own functions: the user gave --ids-file.
+    throw Error(e.kind(), "--ids-file", e.detail()).about("ids");
+  }
+  std::vector<std::vector<std::int64_t>> ids(a.shape[0], std::vector<std::int64_t>(a.shape[1]));
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const std::int64_t id = a.integer(i);
+    if (id < 0 || static_cast<std::uint64_t>(id) >= c.vocab_size) {
+      throw Error(
+          ErrorKind::bad_value, "--ids-file",
+          fmt::format(
+              "'{}' holds the id {} at [{}, {}], outside the vocabulary (0 to {}): use ids below "
+              "vocab_size {}",
+              shown, id, i / a.shape[1], i % a.shape[1], c.vocab_size - 1, c.vocab_size));
+    }
+    ids[i / a.shape[1]][i % a.shape[1]] = id;
+  }
+  return ids;
+}
+
 int run_encoder(EncoderCliOptions& o) {
   lessons::EncoderLessonOptions& l = o.lesson;
   if (!o.config.empty()) {
@@ -83,34 +134,10 @@ int run_encoder(EncoderCliOptions& o) {
     }
     if (!o.ids.empty()) {
       l.ids = {parse_ids(o.ids)};
+      check_positions(l.ids.front().size(), l.config, "--ids",
+                      fmt::format("{} ids", l.ids.front().size()), "give fewer ids");
     } else if (!o.ids_file.empty()) {
-      std::error_code ec;
-      if (!std::filesystem::exists(o.ids_file, ec)) {
-        throw Error("--ids-file", fmt::format("'{}' does not exist: check the path (relative paths start at the "
-                                              "current directory)",
-                                              o.ids_file));
-      }
-      Array a;
-      try {
-        a = read_npy(o.ids_file);
-      } catch (const Error& e) {
-        throw Error("--ids-file", e.detail());  // read_npy names its own functions
-      }
-      if (a.rank() != 2 || (a.dtype != Dtype::int64 && a.dtype != Dtype::int32) || a.shape[0] == 0 || a.shape[1] == 0) {
-        throw Error("--ids-file", fmt::format("'{}' holds {} {}, expected int64 ids of shape (B, T)", o.ids_file,
-                                              dtype_name(a.dtype), shape_string(a.shape)));
-      }
-      l.ids.assign(a.shape[0], std::vector<std::int64_t>(a.shape[1]));
-      for (std::size_t i = 0; i < a.size(); ++i) {
-        const std::int64_t id = a.integer(i);
-        if (id < 0 || static_cast<std::uint64_t>(id) >= l.config.vocab_size) {
-          throw Error("--ids-file", fmt::format("'{}' holds the id {} at [{}, {}], outside the vocabulary (0 to {}): "
-                                                "use ids below vocab_size {}",
-                                                o.ids_file, id, i / a.shape[1], i % a.shape[1],
-                                                l.config.vocab_size - 1, l.config.vocab_size));
-        }
-        l.ids[i / a.shape[1]][i % a.shape[1]] = id;
-      }
+      l.ids = read_ids_file(o.ids_file, l.config);
     } else {
       const std::string text = o.text.empty() ? "time flies like an arrow" : o.text;
       if (std::size_t bad = 0; !is_valid_utf8(text, &bad)) {
@@ -122,13 +149,23 @@ int run_encoder(EncoderCliOptions& o) {
       try {
         vocab = o.vocab.empty() ? lessons::lesson_vocabulary() : read_vocabulary(o.vocab);
       } catch (const Error& e) {
-        throw Error("--vocab", e.detail());  // read_vocabulary names its own functions
+        // read_vocabulary names its own functions: the user gave --vocab.
+        throw Error(e.kind(), "--vocab", e.detail()).about("vocab");
       }
       const Encoding encoding = encode(text, vocab, o.add_special_tokens);
       if (encoding.ids.empty()) {
         throw Error("--text", "the text has no tokens: it is only spaces and control characters; give some words, "
                               "e.g. --text \"time flies like an arrow\"");
       }
+      // Past the positions without --text: the default sentence, against --max-positions or
+      // --config.
+      const char* option = !o.text.empty()        ? "--text"
+                           : o.max_positions != 0 ? "--max-positions"
+                                                  : "--config";
+      check_positions(encoding.ids.size(), l.config, option,
+                      fmt::format("the {}text has {} tokens", o.text.empty() ? "default " : "",
+                                  encoding.ids.size()),
+                      o.text.empty() ? "give a shorter --text" : "use a shorter text");
       l.ids = {encoding.ids};
       l.tokens = encoding.tokens;
     }

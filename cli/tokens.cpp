@@ -46,7 +46,8 @@ int run_tokens(TokensCliOptions& o) {
     try {
       o.lesson.vocab = read_vocabulary(o.vocab);
     } catch (const Error& e) {
-      throw Error("--vocab", e.detail());  // read_vocabulary names its own functions
+      // read_vocabulary names its own functions: the user gave --vocab.
+      throw Error(e.kind(), "--vocab", e.detail()).about("vocab");
     }
     o.lesson.vocab_name = o.vocab;
   }

@@ -1,9 +1,8 @@
 #include "config.hpp"
 
 #include <cmath>
-#include <filesystem>
+#include <cstdint>
 #include <limits>
-#include <system_error>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -117,17 +116,11 @@ EncoderConfig parse_config(const std::string& text, const std::string& name) {
 }
 
 EncoderConfig load_config(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    throw Error("--config", fmt::format("'{}' is a directory: give the config.json file inside it", path));
-  }
-  std::vector<unsigned char> bytes;
-  try {
-    bytes = read_file(path, "config file");
-  } catch (const Error& e) {
-    throw Error("--config", fmt::format("{}: check the path and its permissions", e.detail()));
-  }
-  return parse_config(std::string(bytes.begin(), bytes.end()), path);
+  // bert-base-uncased's config.json has 570 bytes; 1 MiB leaves room for label maps.
+  const SizeCap cap{std::uint64_t{1} << 20, "a config.json may have (1 MiB)",
+                    "is it the right file? bert-base-uncased's has 570 bytes"};
+  const std::vector<unsigned char> bytes = read_file(path, "a config.json file", cap);
+  return parse_config(std::string(bytes.begin(), bytes.end()), printable(path));
 }
 
 }  // namespace attn

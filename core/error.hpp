@@ -24,6 +24,11 @@ enum class ErrorKind {
 // "bad value", "bad size", ...
 std::string_view kind_name(ErrorKind kind);
 
+// A name or path from outside as a message shows it: valid UTF-8 as it is; control characters
+// (C0, DEL, C1) and bytes that are not UTF-8 as \xNN, so that no escape sequence, NUL or line
+// break reaches the terminal raw; cut after `limit` bytes with "...".
+std::string printable(std::string_view text, std::size_t limit = 200);
+
 class Error : public std::runtime_error {
  public:
   Error(ErrorKind kind, std::string_view function, std::string_view message);

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "budget.hpp"
 #include "error.hpp"
 #include "file_io.hpp"
 
@@ -33,22 +34,12 @@ constexpr const char* kHeaderExample =
 constexpr const char* kSupported = "float32, float64, int32, int64 and bool";
 
 [[noreturn]] void fail(std::string_view name, std::string_view message) {
-  throw Error("parse_npy", fmt::format("{}: {}", name, message));
+  throw Error(ErrorKind::bad_file, "parse_npy", fmt::format("{}: {}", name, message));
 }
 
-// Printable ASCII as is, the rest as \xNN, cut at `limit` characters: keeps messages one line.
+// Header text in a message: control characters and stray bytes escaped, one line, 40 bytes at most.
 std::string escaped(std::string_view text, std::size_t limit = 40) {
-  std::string out;
-  for (std::size_t i = 0; i < text.size() && i < limit; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-    } else {
-      out += fmt::format("\\x{:02x}", c);
-    }
-  }
-  if (text.size() > limit) out += "...";
-  return out;
+  return printable(text, limit);
 }
 
 // --- The header: a Python literal, parsed as ast.literal_eval would for the forms numpy writes.
@@ -448,19 +439,32 @@ void copy_elements(const unsigned char* src, unsigned char* dst, const Shape& sh
   }
 }
 
-}  // namespace
+// "shape (1, 2, 3) float32"
+std::string header_string(const NpyHeader& header) {
+  return fmt::format("shape {} {}", shape_string(header.shape), dtype_name(header.dtype));
+}
 
-Array parse_npy(std::span<const unsigned char> bytes, std::string_view name) {
-  if (bytes.empty()) fail(name, "the file is empty (0 bytes), not a .npy file");
-  const std::size_t magic_checked = std::min(bytes.size(), kMagicLen);
-  if (!std::equal(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(magic_checked),
+[[noreturn]] void fail_truncated(const NpyHeader& header, std::uint64_t available,
+                                 std::string_view name) {
+  fail(name, fmt::format("truncated data: {} needs {} bytes after the header, the file has {} "
+                         "(it was cut short, or the header's shape is wrong)",
+                         header_string(header), header.data_bytes, available));
+}
+
+// The header of a .npy image, checked against the size of the whole file. `head` holds the file's
+// first bytes: all of them, or at least the preamble and a header of up to kMaxHeaderSize bytes.
+NpyHeader parse_header(std::span<const unsigned char> head, std::uint64_t file_size,
+                       std::string_view name) {
+  if (file_size == 0) fail(name, "the file is empty (0 bytes), not a .npy file");
+  const std::size_t magic_checked = std::min(head.size(), kMagicLen);
+  if (!std::equal(head.begin(), head.begin() + static_cast<std::ptrdiff_t>(magic_checked),
                   kMagic)) {
-    fail_magic(bytes, name);
+    fail_magic(head, name);
   }
-  if (bytes.size() < kMagicLen + 2) {
-    fail(name, fmt::format("truncated: only {} bytes, cut inside the .npy preamble", bytes.size()));
+  if (file_size < kMagicLen + 2) {
+    fail(name, fmt::format("truncated: only {} bytes, cut inside the .npy preamble", file_size));
   }
-  const unsigned major = bytes[6], minor = bytes[7];
+  const unsigned major = head[6], minor = head[7];
   if (minor != 0 || major < 1 || major > 3) {
     fail(name, fmt::format("unsupported .npy format version {}.{} (attn reads 1.0, 2.0 and 3.0); "
                            "write it again with numpy.save",
@@ -468,14 +472,14 @@ Array parse_npy(std::span<const unsigned char> bytes, std::string_view name) {
   }
   const std::size_t length_size = major == 1 ? 2 : 4;
   const std::size_t prefix = kMagicLen + 2 + length_size;
-  if (bytes.size() < prefix) {
-    fail(name, fmt::format("truncated: only {} bytes, cut inside the .npy preamble", bytes.size()));
+  if (file_size < prefix) {
+    fail(name, fmt::format("truncated: only {} bytes, cut inside the .npy preamble", file_size));
   }
-  const std::size_t header_len = read_le(bytes.data() + kMagicLen + 2, length_size);
-  if (header_len > bytes.size() - prefix) {
+  const std::size_t header_len = read_le(head.data() + kMagicLen + 2, length_size);
+  if (header_len > file_size - prefix) {
     fail(name, fmt::format("truncated header: the header length says {} bytes but only {} follow; "
                            "the file was cut short or is not a .npy file",
-                           header_len, bytes.size() - prefix));
+                           header_len, file_size - prefix));
   }
   if (header_len > kMaxHeaderSize) {
     fail(name, fmt::format("the header is {} bytes, more than the {} bytes numpy accepts by "
@@ -483,7 +487,7 @@ Array parse_npy(std::span<const unsigned char> bytes, std::string_view name) {
                            header_len, kMaxHeaderSize));
   }
 
-  const std::string_view text(reinterpret_cast<const char*>(bytes.data() + prefix), header_len);
+  const std::string_view text(reinterpret_cast<const char*>(head.data() + prefix), header_len);
   const Value dict = HeaderParser(text, name, major < 3).parse();
   const Value* descr = nullptr;
   const Value* fortran = nullptr;
@@ -532,23 +536,25 @@ Array parse_npy(std::span<const unsigned char> bytes, std::string_view name) {
                            "size_t",
                            shape_string(shape)));
   }
-  const std::size_t needed = count * size;
-  const std::size_t available = bytes.size() - prefix - header_len;
-  const std::string what = fmt::format("shape {} {}", shape_string(shape), dtype_name(type.dtype));
-  if (available < needed) {
-    fail(name, fmt::format("truncated data: {} needs {} bytes after the header, the file has {} "
-                           "(it was cut short, or the header's shape is wrong)",
-                           what, needed, available));
-  }
-  if (available > needed) {
+  NpyHeader header{type.dtype,          std::move(shape),
+                   fortran->flag,       type.big_endian && size > 1,
+                   prefix + header_len, count * size};
+  const std::uint64_t available = file_size - header.data_offset;
+  if (available < header.data_bytes) fail_truncated(header, available, name);
+  if (available > header.data_bytes) {
     fail(name, fmt::format("{} trailing bytes after the data: {} needs {} bytes, the file has {}; "
                            "the header does not match the data",
-                           available - needed, what, needed, available));
+                           available - header.data_bytes, header_string(header), header.data_bytes,
+                           available));
   }
+  return header;
+}
 
-  Array array{type.dtype, std::move(shape), std::vector<unsigned char>(needed)};
-  copy_elements(bytes.data() + prefix + header_len, array.bytes.data(), array.shape, size,
-                fortran->flag, type.big_endian && size > 1);
+// The array of `header` from its data bytes (Fortran order and byte order as the header says).
+Array make_array(const NpyHeader& header, const unsigned char* data) {
+  Array array{header.dtype, header.shape, std::vector<unsigned char>(header.data_bytes)};
+  copy_elements(data, array.bytes.data(), array.shape, dtype_size(array.dtype),
+                header.fortran_order, header.big_endian);
   if (array.dtype == Dtype::boolean) {
     for (unsigned char& b : array.bytes)
       b = b != 0 ? 1 : 0;
@@ -556,9 +562,81 @@ Array parse_npy(std::span<const unsigned char> bytes, std::string_view name) {
   return array;
 }
 
+constexpr std::string_view kExpected = "a .npy file written by numpy.save(path, array)";
+
+}  // namespace
+
+Array parse_npy(std::span<const unsigned char> bytes, std::string_view name) {
+  const NpyHeader header = parse_header(bytes, bytes.size(), name);
+  return make_array(header, bytes.data() + header.data_offset);
+}
+
+NpyFile::NpyFile(const std::string& path) : file_(path, kExpected) {
+  const std::string name = printable(path);
+  if (file_.size() == 0) {
+    // Empty, or a file such as /proc/self/status whose size shows only once it is read.
+    whole_ = file_.read_rest(memory_cap("pass a smaller array"));
+    if (whole_.empty()) {
+      throw Error(ErrorKind::bad_file, "read_npy",
+                  fmt::format("'{}' is empty (0 bytes), not a .npy file: write the array with "
+                              "numpy.save(path, array)",
+                              name));
+    }
+    header_ = parse_header(whole_, whole_.size(), name);
+    return;
+  }
+  std::vector<unsigned char> head(static_cast<std::size_t>(
+      std::min<std::uint64_t>(file_.size(), kMagicLen + 2 + 4 + kMaxHeaderSize)));
+  const std::size_t wanted = head.size();
+  head.resize(file_.read(head.data(), wanted));
+  // A file cut short since fstat: its length is what could be read.
+  header_ = parse_header(head, head.size() < wanted ? head.size() : file_.size(), name);
+  // The first read may have taken the start of the data.
+  head.erase(head.begin(), head.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(
+                                              head.size(), header_.data_offset)));
+  data_start_ = std::move(head);
+}
+
+Array NpyFile::read() {
+  const std::string name = printable(file_.path());
+  const SizeCap cap = memory_cap("pass a smaller array");
+  if (header_.data_bytes > cap.bytes) {
+    throw Error(
+        ErrorKind::too_large, "read_npy",
+        fmt::format("{}: {} needs {}, more than {}: {}", name, header_string(header_),
+                    format_bytes(static_cast<double>(header_.data_bytes)), cap.limit, cap.fix));
+  }
+  if (!whole_.empty()) return make_array(header_, whole_.data() + header_.data_offset);
+  if (header_.fortran_order && header_.shape.size() >= 2) {
+    std::vector<unsigned char> data(header_.data_bytes);
+    read_data(data.data());
+    return make_array(header_, data.data());
+  }
+  // C order: straight into the array, then each element put in little-endian order in place.
+  Array array{header_.dtype, header_.shape, std::vector<unsigned char>(header_.data_bytes)};
+  read_data(array.bytes.data());
+  const std::size_t size = dtype_size(array.dtype);
+  if (header_.big_endian) {
+    for (std::size_t i = 0; i < array.bytes.size(); i += size)
+      std::reverse(array.bytes.begin() + static_cast<std::ptrdiff_t>(i),
+                   array.bytes.begin() + static_cast<std::ptrdiff_t>(i + size));
+  }
+  if (array.dtype == Dtype::boolean) {
+    for (unsigned char& b : array.bytes)
+      b = b != 0 ? 1 : 0;
+  }
+  return array;
+}
+
+void NpyFile::read_data(unsigned char* data) {
+  const std::size_t have = std::min(data_start_.size(), header_.data_bytes);
+  if (have > 0) std::memcpy(data, data_start_.data(), have);
+  const std::size_t got = have + file_.read(data + have, header_.data_bytes - have);
+  if (got < header_.data_bytes) fail_truncated(header_, got, printable(file_.path()));
+}
+
 Array read_npy(const std::string& path) {
-  const std::vector<unsigned char> bytes = read_file(path, ".npy file");
-  return parse_npy(bytes, path);
+  return NpyFile(path).read();
 }
 
 std::vector<unsigned char> serialize_npy(const Array& array) {

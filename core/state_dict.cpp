@@ -9,6 +9,14 @@
 
 namespace attn {
 
+namespace {
+// A key as a message shows it: '' for the empty key (an .npz member named .npy), escapes for
+// control characters.
+std::string shown_key(std::string_view key) {
+  return key.empty() ? "''" : printable(key, 80);
+}
+}  // namespace
+
 void check_state_dict(const Module& model, const StateDict& weights, std::string_view source) {
   std::vector<std::string> missing, wrong;
   std::set<std::string> expected;
@@ -26,7 +34,7 @@ void check_state_dict(const Module& model, const StateDict& weights, std::string
   }
   std::vector<std::string> unexpected;
   for (const auto& [key, value] : weights)
-    if (!expected.count(key)) unexpected.push_back(key);
+    if (!expected.count(key)) unexpected.push_back(shown_key(key));
   if (missing.empty() && unexpected.empty() && wrong.empty()) return;
 
   auto listed = [](const std::vector<std::string>& keys) {
@@ -39,9 +47,11 @@ void check_state_dict(const Module& model, const StateDict& weights, std::string
   if (!missing.empty()) parts.push_back(fmt::format("missing {}", listed(missing)));
   if (!unexpected.empty()) parts.push_back(fmt::format("unexpected {}", listed(unexpected)));
   if (!wrong.empty()) parts.push_back(listed(wrong));
-  throw Error("--weights", fmt::format("'{}' does not fit {}: {}; export the state_dict of the same class with the "
-                                       "same sizes",
-                                       source, model.class_name, fmt::join(parts, "; ")));
+  throw Error(
+      "--weights",
+      fmt::format("'{}' does not fit {}: {}; export the state_dict of the same class with the "
+                  "same sizes",
+                  printable(source), model.class_name, fmt::join(parts, "; ")));
 }
 
 void copy_parameter_in(const StateDict& weights, const std::string& key, float* data, const Shape& shape) {

@@ -2,18 +2,23 @@
 
 #include <utf8proc.h>
 
+#include <algorithm>
 #include <array>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
+#include <cstdint>
 
 #include <fmt/format.h>
 
+#include "budget.hpp"
 #include "error.hpp"
+#include "file_io.hpp"
 
 namespace attn {
 
 namespace {
+
+// What a token costs in a Vocabulary besides its text: two std::string, an unordered_map node and
+// its bucket (2 million 5-letter tokens took about 110 bytes each with glibc).
+constexpr std::uint64_t kBytesPerToken = 128;
 
 constexpr std::array<std::string_view, 5> kSpecialTokens = {
     kUnknownToken, kSeparatorToken, kPaddingToken, kClassifierToken, kMaskToken};
@@ -311,8 +316,8 @@ Vocabulary parse_vocabulary(std::string_view text, std::string_view source) {
     const auto id = static_cast<std::int64_t>(vocab.tokens.size());
     const auto [it, inserted] = vocab.ids.emplace(token, id);
     if (!inserted) {
-      const std::string shown =
-          token.empty() ? "the empty token (a blank line)" : fmt::format("the token '{}'", token);
+      const std::string shown = token.empty() ? "the empty token (a blank line)"
+                                              : fmt::format("the token '{}'", printable(token));
       throw Error("parse_vocabulary",
                   fmt::format("'{}' lists {} twice, on lines {} and {}: each token must appear "
                               "once (Hugging Face would keep id {} and lose id {})",
@@ -340,31 +345,27 @@ Vocabulary parse_vocabulary(std::string_view text, std::string_view source) {
 }
 
 Vocabulary read_vocabulary(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::file_status status = fs::status(path, ec);
-  if (!fs::exists(status)) {
-    throw Error("read_vocabulary", fmt::format("'{}' does not exist: check the path (relative "
-                                               "paths start at the current directory)",
-                                               path));
-  }
-  if (fs::is_directory(status)) {
-    throw Error("read_vocabulary",
-                fmt::format("'{}' is a directory: give the vocab.txt file inside it", path));
-  }
   // bert-base-uncased's is 226 KiB; multilingual vocabularies are a few MiB.
-  constexpr std::uintmax_t kLargest = std::uintmax_t{64} << 20;
-  if (const auto bytes = fs::file_size(path, ec); !ec && bytes > kLargest) {
-    throw Error("read_vocabulary",
-                fmt::format("'{}' is {} MiB, more than a vocabulary needs (at most 64 MiB): is "
-                            "it the right file?",
-                            path, bytes >> 20));
+  const SizeCap cap{std::uint64_t{64} << 20, "a vocab.txt may have (64 MiB)",
+                    "is it the right file? bert-base-uncased's has 226 KiB"};
+  const std::vector<unsigned char> bytes =
+      read_file(path, "a vocab.txt file, one token per line", cap);
+  const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  // The text, and each token twice (by id and by text) with the map's node and bucket around it.
+  const std::uint64_t lines =
+      static_cast<std::uint64_t>(std::count(text.begin(), text.end(), '\n')) +
+      !text.ends_with('\n');
+  const std::uint64_t need = 3 * text.size() + lines * kBytesPerToken;
+  if (const SizeCap limit = memory_cap("give a smaller vocabulary, or raise the limit");
+      need > limit.bytes) {
+    throw Error(
+        ErrorKind::too_large, "read_vocabulary",
+        fmt::format(
+            "'{}' has {} lines, which would take about {} as a vocabulary, more than {}: {}",
+            printable(path), lines, format_bytes(static_cast<double>(need)), limit.limit,
+            limit.fix));
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw Error("read_vocabulary", fmt::format("cannot read '{}': check its permissions", path));
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return parse_vocabulary(text, path);
+  return parse_vocabulary(text, printable(path));
 }
 
 BasicTokens basic_tokenize(std::string_view text) {

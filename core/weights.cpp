@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "budget.hpp"
 #include "error.hpp"
 #include "file_io.hpp"
 #include "npy.hpp"
@@ -34,22 +35,12 @@ namespace {
 using Bytes = std::span<const unsigned char>;
 using nlohmann::json;
 
+constexpr std::string_view kSmallerWeights = "use smaller weights, or raise the limit";
+
 constexpr std::string_view kPickleAdvice =
     "PyTorch pickles can run code and are not read; export with "
     "`safetensors.torch.save_file(model.state_dict(), 'w.safetensors')` or "
     "`numpy.savez('w.npz', **{k: v.numpy() for k, v in model.state_dict().items()})`";
-
-// Printable ASCII as is, anything else as \xNN, cut at `limit`: every message stays one line.
-std::string printable(std::string_view text, std::size_t limit = 80) {
-  std::string out;
-  for (std::size_t i = 0; i < text.size() && i < limit; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    out +=
-        c >= 0x20 && c < 0x7f ? std::string(1, static_cast<char>(c)) : fmt::format("\\x{:02x}", c);
-  }
-  if (text.size() > limit) out += "...";
-  return out;
-}
 
 // Little-endian unsigned integer of `width` bytes at `at`; callers check the bounds.
 std::uint64_t le(Bytes bytes, std::size_t at, std::size_t width) {
@@ -102,7 +93,8 @@ std::size_t utf8_error(std::string_view text) {
 
 [[noreturn]] void refuse_pickle(std::string_view function, std::string_view path,
                                 std::string_view why) {
-  throw Error(function, fmt::format("{}: {}; {}", printable(path, 200), why, kPickleAdvice));
+  throw Error(ErrorKind::bad_file, function,
+              fmt::format("{}: {}; {}", printable(path, 200), why, kPickleAdvice));
 }
 
 void normalize_bools(Array& array) {
@@ -128,6 +120,7 @@ std::size_t checked_bytes(const Array& array, std::string_view function, std::st
 // safetensors
 
 constexpr std::uint64_t kMaxHeader = 100'000'000;  // MAX_HEADER_SIZE of the Rust reader
+constexpr std::uint64_t kJsonGrowth = 32;
 constexpr std::string_view kReads = "attn reads F32, F64, I32, I64 and BOOL";
 
 struct StDtype {
@@ -180,7 +173,8 @@ std::pair<std::string_view, int> st_code(Dtype dtype) {
 }
 
 [[noreturn]] void st_fail(std::string_view name, std::string_view message) {
-  throw Error("parse_safetensors", fmt::format("{}: {}", printable(name, 200), message));
+  throw Error(ErrorKind::bad_file, "parse_safetensors",
+              fmt::format("{}: {}", printable(name, 200), message));
 }
 
 // A structural problem: the file is damaged, or was not written by a safetensors library.
@@ -339,6 +333,10 @@ constexpr std::uint16_t kEncrypted = 0x0001, kDataDescriptor = 0x0008, kStrongEn
 constexpr std::uint64_t kMax32 = 0xffffffff;
 constexpr std::uint64_t kMaxInflated = std::uint64_t{1} << 30;  // one deflated member, 1 GiB
 constexpr std::uint64_t kDeflateRatio = 1032;  // the most deflate can expand a byte
+constexpr std::uint64_t kMaxTotal = std::uint64_t{1}
+                                    << 62;  // keeps a sum of sizes from overflowing
+constexpr std::uint64_t kMaxMembers =
+    100'000;  // BERT-base has 199 arrays, large LLMs a few thousand
 
 struct Member {
   std::string name;
@@ -354,7 +352,8 @@ struct Directory {
 };
 
 [[noreturn]] void zip_fail(std::string_view name, std::string_view message) {
-  throw Error("parse_npz", fmt::format("{}: {}", printable(name, 200), message));
+  throw Error(ErrorKind::bad_file, "parse_npz",
+              fmt::format("{}: {}", printable(name, 200), message));
 }
 
 [[noreturn]] void zip_corrupt(std::string_view name, std::string_view message) {
@@ -487,6 +486,14 @@ Directory read_directory(Bytes bytes, std::string_view name) {
                                   entries, cd_size));
   }
 
+  if (entries > kMaxMembers) {
+    throw Error(
+        ErrorKind::too_large, "parse_npz",
+        fmt::format(
+            "{}: the archive has {} members, more than the {} attn reads: save fewer arrays, or "
+            "save them as .safetensors",
+            printable(name, 200), entries, kMaxMembers));
+  }
   Directory directory{{}, cd_offset};
   directory.members.reserve(entries);
   std::size_t pos = cd_offset;
@@ -643,6 +650,14 @@ StateDict parse_safetensors(std::span<const unsigned char> bytes, std::string_vi
                                  "the file is truncated",
                                  n, bytes.size()));
   }
+  // nlohmann's tree of a JSON text takes up to about 32 times its bytes (nested empty arrays).
+  if (const SizeCap cap = memory_cap(std::string(kSmallerWeights)); n > cap.bytes / kJsonGrowth) {
+    throw Error(
+        ErrorKind::too_large, "parse_safetensors",
+        fmt::format("{}: the {}-byte header would take up to {} to parse, more than {}: {}",
+                    printable(name, 200), n, format_bytes(static_cast<double>(n * kJsonGrowth)),
+                    cap.limit, cap.fix));
+  }
   const std::string_view text(reinterpret_cast<const char*>(bytes.data() + 8), n);
   if (const std::size_t bad = utf8_error(text); bad != std::string_view::npos) {
     st_corrupt(name, fmt::format("the header is not valid UTF-8 (byte {} of the header)", bad));
@@ -779,6 +794,7 @@ StateDict parse_npz(std::span<const unsigned char> bytes, std::string_view name)
   }
   std::set<std::string> seen;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> spans;
+  std::uint64_t declared = 0;  // the arrays' bytes, summed before anything is inflated
   for (Member& m : directory.members) {
     const std::string what = fmt::format("member '{}'", printable(m.name));
     if ((m.flags & (kEncrypted | kStrongEncryption | kMaskedHeader)) != 0 || m.method == 99) {
@@ -820,6 +836,14 @@ StateDict parse_npz(std::span<const unsigned char> bytes, std::string_view name)
                                  what, m.size));
     }
     spans.emplace_back(m.offset, m.data + m.csize);
+    declared += std::min(m.size, kMaxTotal);
+  }
+  // Declared sizes only: a member that inflates past its own is refused by inflate_member.
+  if (const SizeCap cap = memory_cap(std::string(kSmallerWeights)); declared > cap.bytes) {
+    throw Error(ErrorKind::too_large, "parse_npz",
+                fmt::format("{}: its {} members hold {} once inflated, more than {}: {}",
+                            printable(name, 200), directory.members.size(),
+                            format_bytes(static_cast<double>(declared)), cap.limit, cap.fix));
   }
   std::sort(spans.begin(), spans.end());
   for (std::size_t i = 1; i < spans.size(); ++i) {
@@ -832,10 +856,9 @@ StateDict parse_npz(std::span<const unsigned char> bytes, std::string_view name)
   StateDict out;
   for (const Member& m : directory.members) {
     const std::string what = fmt::format("member '{}'", printable(m.name));
-    const Bytes packed = bytes.subspan(m.data, m.csize);
-    std::vector<unsigned char> data = m.method == 0
-                                          ? std::vector<unsigned char>(packed.begin(), packed.end())
-                                          : inflate_member(packed, m.size, what, name);
+    Bytes data = bytes.subspan(m.data, m.csize);
+    std::vector<unsigned char> inflated;
+    if (m.method == 8) data = inflated = inflate_member(data, m.size, what, name);
     const auto crc = static_cast<std::uint32_t>(crc32_z(0, data.data(), data.size()));
     if (crc != m.crc) {
       zip_corrupt(name, fmt::format("{} fails its CRC-32 check ({:08x}, expected {:08x})", what,
@@ -897,12 +920,13 @@ std::vector<unsigned char> serialize_npz(const StateDict& tensors) {
 }
 
 StateDict read_weights(const std::string& path) {
+  InputFile file(path, "a .safetensors or .npz file");
   const std::string ext = lower_extension(path);
   if (ext == ".pt" || ext == ".pth" || ext == ".bin" || ext == ".ckpt") {
     refuse_pickle("read_weights", path,
                   fmt::format("{} files are PyTorch pickles (torch.save)", ext));
   }
-  const std::vector<unsigned char> bytes = read_file(path, "weights file");
+  const std::vector<unsigned char> bytes = file.read_rest(memory_cap(std::string(kSmallerWeights)));
   const Bytes b(bytes);
   const bool zip = b.size() >= 4 && (le(b, 0, 4) == kLocalSig || le(b, 0, 4) == kEndSig);
   if (zip) return parse_npz(b, path);  // torch.save's zips are refused there
@@ -912,7 +936,7 @@ StateDict read_weights(const std::string& path) {
   }
   if (safetensors || ext == ".safetensors") return parse_safetensors(b, path);
   if (ext == ".npz") return parse_npz(b, path);
-  throw Error("read_weights",
+  throw Error(ErrorKind::bad_file, "read_weights",
               fmt::format("{}: neither safetensors nor npz; attn reads .safetensors and .npz "
                           "(numpy.savez) weights, and refuses PyTorch pickles (.pt, .pth, .bin, "
                           ".ckpt)",

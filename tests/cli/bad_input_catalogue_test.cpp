@@ -24,6 +24,7 @@
 #include "array.hpp"
 #include "fixtures.hpp"
 #include "npy.hpp"
+#include "npz_bomb.hpp"
 #include "run_attn.hpp"
 #include "scratch.hpp"
 #include "weights.hpp"
@@ -370,7 +371,8 @@ class Scratch {
     if (fs::exists(fs::symlink_status(dir_ / name, ec))) return;
     it->second(*this, dir_ / name);
     INFO("the maker of " << name);
-    REQUIRE(fs::exists(dir_ / name));
+    // A link to nothing, or to itself, counts.
+    REQUIRE(fs::exists(fs::symlink_status(dir_ / name, ec)));
   }
 
   std::string read(const std::string& name) {
@@ -407,7 +409,7 @@ class Scratch {
       what << (S_ISDIR(st.st_mode) ? "dir" : "file") << " size " << st.st_size << " mtime "
            << st.st_mtim.tv_sec << "." << st.st_mtim.tv_nsec << " mode " << std::oct
            << (st.st_mode & 07777);
-      entries[fs::relative(it->path(), dir_).string()] = what.str();
+      entries[it->path().lexically_relative(dir_).string()] = what.str();  // links not followed
     }
     return entries;
   }
@@ -435,6 +437,34 @@ Maker truncated(std::string from, std::size_t cut) {
   return [from = std::move(from), cut](Scratch& s, const fs::path& path) {
     const std::string whole = s.read(from);
     bytes(whole.substr(0, whole.size() - cut))(s, path);
+  };
+}
+
+// `start`, then a hole of `hole` bytes: a large file that takes no disk.
+Maker sparse(std::string start, std::uint64_t hole) {
+  return [start = std::move(start), hole](Scratch& s, const fs::path& path) {
+    bytes(start)(s, path);
+    fs::resize_file(path, start.size() + hole);
+  };
+}
+
+Maker symlink_to(std::string target) {
+  return [target = std::move(target)](Scratch&, const fs::path& path) {
+    fs::create_symlink(target, path);
+  };
+}
+
+Maker fifo() {
+  return [](Scratch&, const fs::path& path) { REQUIRE(::mkfifo(path.c_str(), 0600) == 0); };
+}
+
+// attention.safetensors with one more tensor, named `key`.
+Maker attention_with_key(std::string key) {
+  return [key = std::move(key)](Scratch& s, const fs::path& path) {
+    s.ensure("attention.safetensors");
+    attn::StateDict weights = attn::read_weights((s.dir() / "attention.safetensors").string());
+    weights[key] = attn::make_float32({1}, {0.5f});
+    bytes(text_of(attn::serialize_safetensors(weights)))(s, path);
   };
 }
 
@@ -484,6 +514,7 @@ const std::map<std::string, Maker>& makers() {
          bytes(header)(s, path);
          fs::resize_file(path, header.size() + std::uintmax_t{4} * 17000 * 17000);
        }},
+      {"sparse_ids.npy", sparse(npy("<i8", "(1, 268435456)", ""), std::uint64_t{2} << 30)},
       {"negative_shape.npy", bytes(npy("<f4", "(1, -2, 3)", f32x6))},
       {"zero_axis.npy", bytes(npy("<f4", "(1, 0, 3)", ""))},
       {"fraction_shape.npy", bytes(npy("<f4", "(1, 2.5, 3)", f32x6))},
@@ -542,6 +573,23 @@ const std::map<std::string, Maker>& makers() {
          std::memcpy(w.bytes.data() + 4 * 7, &nan, 4);
          bytes(text_of(attn::serialize_safetensors(weights)))(s, path);
        }},
+      // --- any input file
+      {"fifo.npy", fifo()},
+      {"fifo.safetensors", fifo()},
+      {"fifo.json", fifo()},
+      {"fifo.txt", fifo()},
+      {"zero.npy", symlink_to("/dev/zero")},
+      {"loop1",
+       [](Scratch& s, const fs::path& path) {
+         symlink_to("loop1")(s, s.dir() / "loop2");
+         symlink_to("loop2")(s, path);
+       }},
+      {"dangling.npy", symlink_to("gone.npy")},
+      {"sparse_big.safetensors",
+       sparse(safetensors(R"({"a":{"dtype":"F32","shape":[536870912],"data_offsets":[0,2147483648]}})", ""),
+              std::uint64_t{2} << 30)},
+      {"sparse_config.json", sparse("{", std::uint64_t{2} << 30)},
+      {"sparse_vocab.txt", sparse("[UNK]\n", std::uint64_t{2} << 30)},
       // --- .safetensors
       {"truncated.safetensors", truncated("attention.safetensors", 4)},
       {"cut_size.safetensors", bytes(std::string("\x10\x00\x00\x00\x00", 5))},
@@ -589,6 +637,8 @@ const std::map<std::string, Maker>& makers() {
       {"entry_extra_key.safetensors",
        bytes(safetensors(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"stride":[1]}})", std::string(4, '\0')))},
       {"no_offsets.safetensors", bytes(safetensors(R"({"a":{"dtype":"F32","shape":[1]}})", std::string(4, '\0')))},
+      {"unicode_key.safetensors", attention_with_key(std::string("\xd0\xba\xd0\xbb\xd1\x8e\xd1\x87\0\xf0\x9f\x98\x80", 13))},
+      {"esc_key.safetensors", attention_with_key("\x1b]0;pwned-title\a\x1b[2J\x1b[31mFAKE: all tests passed")},
       {"pickle.safetensors", bytes(std::string("\x80\x02}q\x00.", 6))},
       {"weights.bin", bytes(std::string("\x80\x02}q\x00.", 6))},
       {"weights.txt", bytes("toqueries.weight 1 2 3\n")},
@@ -601,6 +651,14 @@ const std::map<std::string, Maker>& makers() {
       {"member_truncated.npz", bytes(zip({{"toqueries.weight.npy", good.substr(0, good.size() - 4)}}))},
       {"torch_zip.npz", bytes(zip({{"archive/data.pkl", "\x80\x02}q\x00."}}))},
       {"deflate64.npz", bytes(zip({{"a.npy", good, 9}}))},
+      {"bomb.npz", bytes(attn::testing::deflated_zeros_npz({"toqueries.weight", "tokeys.weight", "tovalues.weight"}, 63))},
+      {"emptyname.npz",
+       [](Scratch& s, const fs::path& path) {
+         s.ensure("attention.npz");
+         attn::StateDict weights = attn::read_weights((s.dir() / "attention.npz").string());
+         weights[""] = attn::make_float32({1}, {0.5f});
+         bytes(text_of(attn::serialize_npz(weights)))(s, path);
+       }},
       {"encrypted.npz", bytes(zip({{"a.npy", good, 0, 1}}))},
       {"bad_crc.npz",
        [good](Scratch& s, const fs::path& path) {

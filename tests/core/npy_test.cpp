@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "error.hpp"
 #include "file_io.hpp"
 #include "fixtures.hpp"
+#include "memory_limit.hpp"
 
 namespace fs = std::filesystem;
 using attn::Array;
@@ -329,4 +331,61 @@ TEST_CASE("write_npy replaces an existing file whole") {
   CHECK(b.shape == Shape{2});
   CHECK(fs::is_regular_file(path));
   CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator{}) == 1);
+}
+
+TEST_CASE("read_npy reads data well past the header, in C and Fortran order, either byte order") {
+  TempDir dir;
+  const std::string path = (dir.path / "a.npy").string();
+  // (30, 400) int32 counting up: 48000 bytes, most of them after the first read.
+  std::vector<unsigned char> c_order, fortran_big;
+  for (std::uint32_t i = 0; i < 30 * 400; ++i)
+    for (int k = 0; k < 4; ++k)
+      c_order.push_back(static_cast<unsigned char>(i >> (8 * k)));
+  for (std::uint32_t col = 0; col < 400; ++col)
+    for (std::uint32_t row = 0; row < 30; ++row)
+      for (int k = 3; k >= 0; --k)
+        fortran_big.push_back(static_cast<unsigned char>((row * 400 + col) >> (8 * k)));
+  const auto write = [&](const std::vector<unsigned char>& bytes) {
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()),
+               static_cast<std::streamsize>(bytes.size()));
+  };
+  write(npy_image("{'descr': '<i4', 'fortran_order': False, 'shape': (30, 400), }", c_order));
+  const Array a = attn::read_npy(path);
+  CHECK(a.shape == Shape{30, 400});
+  CHECK(a.bytes == c_order);
+  write(npy_image("{'descr': '>i4', 'fortran_order': True, 'shape': (30, 400), }", fortran_big));
+  CHECK(attn::read_npy(path).bytes == c_order);
+}
+
+TEST_CASE("read_npy refuses from the header data larger than the memory limit, before reading it") {
+  TempDir dir;
+  const std::string path = (dir.path / "big.npy").string();
+  const attn::testing::MemoryLimit limit(1 << 20);
+  // (1024, 1024) float32: 4 MiB, a hole on disk.
+  const std::vector<unsigned char> header =
+      npy_image("{'descr': '<f4', 'fortran_order': False, 'shape': (1024, 1024), }");
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(header.data()),
+             static_cast<std::streamsize>(header.size()));
+  fs::resize_file(path, header.size() + (4u << 20));
+  attn::ErrorKind kind = attn::ErrorKind::internal;
+  std::string message;
+  try {
+    attn::NpyFile file(path);
+    CHECK(file.header().shape == Shape{1024, 1024});
+    file.read();
+  } catch (const attn::Error& e) {
+    kind = e.kind();
+    message = e.detail();
+  }
+  CHECK(kind == attn::ErrorKind::too_large);
+  CHECK(message == path +
+                       ": shape (1024, 1024) float32 needs 4 MiB, more than the memory limit of 1 "
+                       "MiB (set by the "
+                       "test): pass a smaller array");
+  // A header whose data the file does not hold is truncated, whatever the limit.
+  fs::resize_file(path, header.size() + 8);
+  CHECK_THROWS_WITH(attn::read_npy(path),
+                    Catch::Contains("truncated data: shape (1024, 1024) float32 needs 4194304"));
 }

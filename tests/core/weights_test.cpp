@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <string>
 #include <typeinfo>
@@ -20,10 +21,15 @@
 #include "error.hpp"
 #include "file_io.hpp"
 #include "fixtures.hpp"
+#include "layer_norm.hpp"
+#include "memory_limit.hpp"
+#include "npz_bomb.hpp"
+#include "state_dict.hpp"
 
 namespace fs = std::filesystem;
 using attn::Array;
 using attn::Dtype;
+using attn::Module;
 using attn::Shape;
 using attn::StateDict;
 using nlohmann::json;
@@ -312,7 +318,10 @@ TEST_CASE("PyTorch pickles are refused with how to export the weights", "[weight
   TempDir dir;
   for (const char* name : {"model.pt", "model.pth", "pytorch_model.bin", "last.ckpt", "M.PT"}) {
     INFO(name);
-    // Refused by the name alone, whether or not the file exists.
+    // A missing file is missing; one that exists is refused by its name alone.
+    CHECK_THAT(error_of([&] { attn::read_weights(dir.file(name)); }),
+               Catch::Contains("does not exist"));
+    std::ofstream(dir.file(name)) << "{}";
     const std::string message = error_of([&] { attn::read_weights(dir.file(name)); });
     CHECK_THAT(message, Catch::Contains(kPickleError));
     CHECK_THAT(message,
@@ -342,7 +351,7 @@ TEST_CASE("read_weights and write_weights name the formats they support", "[weig
   CHECK_THAT(error_of([&] { attn::read_weights(weights_fixture("unknown.weights")); }),
              Catch::Contains("attn reads .safetensors and .npz"));
   CHECK_THAT(error_of([&] { attn::read_weights(dir.file("missing.safetensors")); }),
-             Catch::Contains("cannot open"));
+             Catch::Contains("missing.safetensors' does not exist: check the path"));
   // By content first: safetensors bytes under an .npz name still load.
   check_equal(attn::read_weights(weights_fixture("safetensors_named.npz")),
               attn::read_weights(weights_fixture("example.safetensors")));
@@ -417,4 +426,113 @@ TEST_CASE("truncated and byte-flipped good files give attn::Error or a result, n
   INFO(results << " results, " << errors << " errors");
   CHECK(errors > 0);
   CHECK(results > 0);  // flips inside tensor data still load
+}
+
+namespace {
+
+std::vector<unsigned char> bytes_of(const std::string& text) {
+  return {text.begin(), text.end()};
+}
+
+}  // namespace
+
+TEST_CASE("npz: the members' declared sizes are summed and refused before any is inflated",
+          "[weights]") {
+  // Three members of 16 MiB of zeros each, about 16 KiB each once deflated.
+  const std::vector<unsigned char> bomb =
+      bytes_of(attn::testing::deflated_zeros_npz({"a", "b", "c"}, 1));
+  CHECK(bomb.size() < 100'000);
+  {
+    const attn::testing::MemoryLimit limit(32 << 20);
+    attn::ErrorKind kind = attn::ErrorKind::internal;
+    const std::string message = error_of([&] {
+      try {
+        attn::parse_npz(bomb, "bomb.npz");
+      } catch (const attn::Error& e) {
+        kind = e.kind();
+        throw;
+      }
+    });
+    CHECK(kind == attn::ErrorKind::too_large);
+    CHECK_THAT(
+        message,
+        Catch::Contains("bomb.npz: its 3 members hold 48 MiB once inflated, more than the memory "
+                        "limit of 32 MiB (set by the test)"));
+  }
+  // Within the limit the same archive loads: three arrays of zeros.
+  const attn::testing::MemoryLimit limit(64 << 20);
+  const StateDict dict = attn::parse_npz(bomb, "bomb.npz");
+  REQUIRE(dict.size() == 3);
+  CHECK(dict.at("b").shape == Shape{4 << 20});
+  CHECK(dict.at("c").bytes == std::vector<unsigned char>(16 << 20, 0));
+}
+
+TEST_CASE("npz: a member whose deflate stream outgrows its declared size is cut off", "[weights]") {
+  std::string zip = attn::testing::deflated_zeros_npz({"a"}, 1);
+  // Declare 1000 bytes fewer in both headers: inflating must stop at the declared size.
+  const std::uint32_t declared = 128 + (16 << 20);
+  for (std::size_t at = 0; (at = zip.find(std::string(reinterpret_cast<const char*>(&declared), 4),
+                                          at)) != std::string::npos;) {
+    const std::uint32_t lower = declared - 1000;
+    zip.replace(at, 4, reinterpret_cast<const char*>(&lower), 4);
+  }
+  const std::string message = error_of([&] { attn::parse_npz(bytes_of(zip), "lies.npz"); });
+  CHECK_THAT(message, Catch::Contains("it inflates to more bytes than the 16776344 declared"));
+}
+
+TEST_CASE("npz: more members than attn reads are refused from the end record", "[weights]") {
+  // A zip64 end record claiming 100,001 members over a central directory big enough for them.
+  const std::uint64_t members = 100'001, cd_size = members * 46;
+  std::vector<unsigned char> zip(cd_size, 0);
+  const auto put64 = [&](std::uint64_t value, std::size_t width) {
+    for (std::size_t i = 0; i < width; ++i)
+      zip.push_back(static_cast<unsigned char>(value >> (8 * i)));
+  };
+  put64(0x06064b50, 4), put64(44, 8), put64(45, 2), put64(45, 2), put64(0, 4), put64(0, 4);
+  put64(members, 8), put64(members, 8), put64(cd_size, 8), put64(0, 8);
+  put64(0x07064b50, 4), put64(0, 4), put64(cd_size, 8), put64(1, 4);
+  put64(0x06054b50, 4), put64(0, 4), put64(0xffff, 2), put64(0xffff, 2), put64(0xffffffff, 4),
+      put64(0xffffffff, 4), put64(0, 2);
+  CHECK_THAT(
+      error_of([&] { attn::parse_npz(zip, "many.npz"); }),
+      Catch::Contains("many.npz: the archive has 100001 members, more than the 100000 attn reads"));
+}
+
+TEST_CASE("safetensors: a header too big to parse within the memory limit is refused",
+          "[weights]") {
+  const attn::testing::MemoryLimit limit(1 << 20);
+  std::string header = "{" + std::string(40'000, ' ') + "}";
+  std::string file(8, '\0');
+  for (std::size_t i = 0; i < 8; ++i)
+    file[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  file += header;
+  CHECK_THAT(
+      error_of([&] { attn::parse_safetensors(bytes_of(file), "big_header.safetensors"); }),
+      Catch::Contains(
+          "big_header.safetensors: the 40002-byte header would take up to 1.22 MiB to parse, "
+          "more than the memory limit of 1 MiB (set by the test)"));
+}
+
+TEST_CASE("keys with NUL, escape sequences or no name at all are shown whole and visible",
+          "[weights]") {
+  const Module model = attn::describe_layer_norm(2);
+  std::string header =
+      R"({"weight":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+      R"("bias":{"dtype":"F32","shape":[2],"data_offsets":[8,16]},)"
+      R"("ключ\u0000😀":{"dtype":"F32","shape":[1],"data_offsets":[16,20]},)"
+      R"("\u001b]0;pwned\u0007\u001b[2J":{"dtype":"F32","shape":[1],"data_offsets":[20,24]}})";
+  std::string file(8, '\0');
+  for (std::size_t i = 0; i < 8; ++i)
+    file[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  file += header + std::string(24, '\0');
+  StateDict dict = attn::parse_safetensors(bytes_of(file), "keys.safetensors");
+  REQUIRE(dict.size() == 4);
+  dict[""] = attn::make_float32({1}, {1.0f});  // an .npz member named .npy
+  const std::string message =
+      error_of([&] { attn::check_state_dict(model, dict, "keys\x1b.safetensors"); });
+  CHECK(message.find('\x1b') == std::string::npos);
+  CHECK(message.find('\0') == std::string::npos);
+  CHECK_THAT(message,
+             Catch::Contains("'keys\\x1b.safetensors' does not fit LayerNorm: unexpected '', "
+                             "\\x1b]0;pwned\\x07\\x1b[2J, ключ\\x00😀; export the state_dict"));
 }

@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@ struct RunResult {
   int exit_code = -1;  // 128 + signal number when killed by a signal
   std::string out;
   std::string err;
+  long max_rss_bytes = 0;  // the child's peak resident memory (wait4's ru_maxrss)
 };
 
 // `env` entries are "NAME=value" set in the child; "NAME" alone unsets NAME. The child's memory
@@ -69,7 +71,9 @@ inline RunResult run_attn(const std::vector<std::string>& args,
     }
   }
   int status = 0;
-  waitpid(pid, &status, 0);
+  rusage usage{};
+  wait4(pid, &status, 0, &usage);
+  result.max_rss_bytes = usage.ru_maxrss * 1024;
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
 }
