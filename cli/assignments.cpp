@@ -91,15 +91,15 @@ fs::path find_tree(const std::string& dir) {
   if (!dir.empty()) {
     const fs::path path(dir);
     if (!fs::exists(path, ec)) {
-      throw Error("--dir", fmt::format("'{}' does not exist: give the folder of an assignment tree "
-                                       "(one written by `attn assignments release`)", dir));
+      throw Error(ErrorKind::bad_value, "assignments", fmt::format("'{}' does not exist: give the folder of an assignment tree "
+                                       "(one written by `attn assignments release`)", dir)).about("dir");
     }
     if (!fs::is_directory(path, ec)) {
-      throw Error("--dir", fmt::format("'{}' is a file, not a folder: give the folder of an assignment tree", dir));
+      throw Error(ErrorKind::bad_value, "assignments", fmt::format("'{}' is a file, not a folder: give the folder of an assignment tree", dir)).about("dir");
     }
     if (!is_assignment_tree(path)) {
-      throw Error("--dir", fmt::format("'{}' is not an assignment tree (no lessons/NN-name/<name>_exercise_test.cpp): "
-                                       "give the folder written by `attn assignments release`", dir));
+      throw Error(ErrorKind::bad_value, "assignments", fmt::format("'{}' is not an assignment tree (no lessons/NN-name/<name>_exercise_test.cpp): "
+                                       "give the folder written by `attn assignments release`", dir)).about("dir");
     }
     return fs::absolute(path, ec).lexically_normal();
   }
@@ -148,9 +148,10 @@ const Exercise& exercise_named(const std::vector<Exercise>& exercises, const std
   bool is_lesson = false;
   for (const lessons::LessonInfo& info : lessons::catalog()) is_lesson = is_lesson || info.name == name;
   if (is_lesson) {
-    throw Error(what, fmt::format("lesson '{}' has no exercise: the exercises are {}", name, names));
+    throw Error("exercise_named", fmt::format("lesson '{}' has no exercise: the exercises are {}", name, names))
+        .about(what);
   }
-  throw Error(what, fmt::format("unknown lesson '{}': choose one of {}", name, names));
+  throw Error("exercise_named", fmt::format("unknown lesson '{}': choose one of {}", name, names)).about(what);
 }
 
 std::vector<TestCaseInfo> parse_test_cases(const fs::path& tests) {
@@ -270,12 +271,12 @@ std::string strip_hidden_tests(const std::string& text, const std::string& file)
 ReleaseSummary release_tree(const fs::path& tree, const fs::path& out, bool keep_hidden) {
   std::error_code ec;
   if (fs::exists(out, ec) && !(fs::is_directory(out, ec) && fs::is_empty(out, ec))) {
-    throw Error("--out", fmt::format("'{}' already exists: give a new folder (nothing is overwritten)", out.string()));
+    throw Error(ErrorKind::bad_value, "assignments", fmt::format("'{}' already exists: give a new folder (nothing is overwritten)", out.string())).about("out");
   }
   const fs::path parent = fs::absolute(out, ec).parent_path();
   if (!fs::is_directory(parent, ec)) {
-    throw Error("--out", fmt::format("'{}' does not exist: create it first, or give --out inside an existing folder",
-                                     parent.string()));
+    throw Error(ErrorKind::bad_value, "assignments", fmt::format("'{}' does not exist: create it first, or give --out inside an existing folder",
+                                     parent.string())).about("out");
   }
   const std::vector<Exercise> exercises = find_exercises(tree);
   ReleaseSummary summary;
@@ -336,13 +337,13 @@ ReleaseSummary release_tree(const fs::path& tree, const fs::path& out, bool keep
       fs::create_directories((temporary / path).parent_path());
       std::ofstream file(temporary / path, std::ios::binary);
       file << text;
-      if (!file.flush()) throw Error("--out", fmt::format("cannot write {}", (temporary / path).string()));
+      if (!file.flush()) throw Error(ErrorKind::bad_value, "assignments", fmt::format("cannot write {}", (temporary / path).string())).about("out");
     }
     if (fs::exists(target, ec)) fs::remove(target);
     fs::rename(temporary, target);
   } catch (const fs::filesystem_error& e) {
     fs::remove_all(temporary, ec);
-    throw Error("--out", fmt::format("cannot write '{}': {}", out.string(), e.code().message()));
+    throw Error(ErrorKind::bad_value, "assignments", fmt::format("cannot write '{}': {}", out.string(), e.code().message())).about("out");
   } catch (...) {
     fs::remove_all(temporary, ec);
     throw;

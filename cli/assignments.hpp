@@ -43,9 +43,9 @@ std::filesystem::path find_tree(const std::string& dir);
 // The tree's exercises in course order; attn::Error when there are none.
 std::vector<Exercise> find_exercises(const std::filesystem::path& tree);
 // By lesson name ("softmax"), number ("3", "03") or folder ("03-softmax"); attn::Error listing
-// the lessons otherwise, naming `what` (the option or argument that gave the name).
+// the lessons otherwise, about `what` (the option or argument that gave the name).
 const Exercise& exercise_named(const std::vector<Exercise>& exercises, const std::string& name,
-                               const std::string& what = "--lesson");
+                               const std::string& what = "lesson");
 
 // Every TEST_CASE of a graded test file, in file order; attn::Error naming file:line when a test
 // has no [points=N], a name Catch2 cannot select, or a [.hidden] tag outside the hidden block.

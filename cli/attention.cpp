@@ -3,10 +3,13 @@
 #include <string>
 
 #include "04-attention/attention_lesson.hpp"
-#include "common.hpp"
-#include "error.hpp"
+#include "command.hpp"
+#include "lesson_io.hpp"
+#include "options.hpp"
 
 namespace attn::cli {
+
+namespace {
 
 struct AttentionCliOptions {
   LessonCliOptions cli;
@@ -16,38 +19,36 @@ struct AttentionCliOptions {
   std::string weights;
 };
 
-int run_attention(AttentionCliOptions& o) {
-  load_lesson_input(o.cli);
-  o.lesson.common = o.cli.lesson;
-  if (o.head_size != 0) o.lesson.head_size = o.head_size;
-  o.lesson.causal = o.mask.mask == "causal";
-  o.lesson.lengths = mask_lengths(o.mask);
-  if (!o.weights.empty()) {
-    o.lesson.weights = load_weights_file(o.weights);
-    o.lesson.weights_name = o.weights;
-  }
-  try {
-    return emit(lessons::run_attention(o.lesson), o.cli.output);
-  } catch (const Error& e) {
-    if (e.function() != "attention_mask") throw;
-    throw lengths_error(e);
-  }
-}
-
-void setup_attention(CLI::App& app) {
+void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<AttentionCliOptions>();
   CLI::App* sub = app.add_subcommand("attention", std::string(lessons::lesson_info("attention").summary));
   add_lesson_options(*sub, o->cli);
   sub->add_option("--variant", o->lesson.variant,
                   "self-attention (seed 004's SelfAttention, default) or head (seed 000's AttentionHead)")
-      ->check(CLI::IsMember({"self-attention", "head"}))
+      ->check(choice_validator("an attention variant", {"self-attention", "head"}))
       ->option_text("self-attention|head");
   sub->add_option("--head-size", o->head_size, "hs of the head variant (default D)")
       ->check(size_validator())
       ->option_text("HS");
   add_mask_options(*sub, o->mask);
   add_weights_options(*sub, o->weights, o->cli.output);
-  sub->callback([o] { exit_code() = run_attention(*o); });
+  sub->callback([o, &context] {
+    check_outputs(o->cli.output);
+    load_lesson_input(o->cli, context);
+    o->lesson.common = o->cli.lesson;
+    if (o->head_size != 0) o->lesson.head_size = o->head_size;
+    o->lesson.causal = o->mask.mask == "causal";
+    o->lesson.lengths = mask_lengths(o->mask);
+    if (!o->weights.empty()) {
+      o->lesson.weights = load_weights_file(o->weights, context);
+      o->lesson.weights_name = o->weights;
+    }
+    context.exit_code = publish(lessons::run_attention(o->lesson), o->cli.output, context);
+  });
 }
+
+const Registration kRegistration{"attention", setup};
+
+}  // namespace
 
 }  // namespace attn::cli

@@ -16,7 +16,9 @@
 #include <nlohmann/json.hpp>
 
 #include "budget.hpp"
-#include "common.hpp"
+#include "command.hpp"
+#include "lesson_io.hpp"
+#include "options.hpp"
 #include "config.hpp"
 #include "encoder.hpp"
 #include "encoder_fast.hpp"
@@ -246,9 +248,7 @@ int run_bench(const BenchOptions& o) {
   return kExitOk;
 }
 
-}  // namespace
-
-void setup_bench(CLI::App& app) {
+void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<BenchOptions>();
   CLI::App* sub = app.add_subcommand(
       "bench",
@@ -269,15 +269,19 @@ void setup_bench(CLI::App& app) {
       ->check(size_validator(1'000'000))
       ->option_text("N");
   sub->add_option("--warmup", o->warmup, "untimed runs first (default 3)")
-      ->check(CLI::Range(std::size_t{0}, std::size_t{1'000'000}))
+      ->check(whole_number_validator(0, 1'000'000))
       ->option_text("N");
   sub->add_option("--format", o->format, "text (default) or json: one JSON document on stdout")
-      ->check(CLI::IsMember({"text", "json"}))
+      ->check(choice_validator("a format", {"text", "json"}))
       ->option_text("text|json");
   sub->add_option("--norm", o->norm, "pre (default, the book) or post (the paper, BERT)")
-      ->check(CLI::IsMember({"pre", "post"}))
+      ->check(choice_validator("a placement", {"pre", "post"}))
       ->option_text("pre|post");
-  sub->callback([o] { exit_code() = run_bench(*o); });
+  sub->callback([o, &context] { context.exit_code = run_bench(*o); });
 }
+
+const Registration kRegistration{"bench", setup};
+
+}  // namespace
 
 }  // namespace attn::cli

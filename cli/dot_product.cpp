@@ -1,23 +1,28 @@
 // attn dot-product: lesson 01.
 #include <memory>
 
-#include <fmt/format.h>
-
 #include "01-dot-product/dot_product_lesson.hpp"
-#include "common.hpp"
+#include "command.hpp"
+#include "lesson_io.hpp"
+#include "options.hpp"
 
 namespace attn::cli {
 
-int run_dot_product(LessonCliOptions& options) {
-  load_lesson_input(options);
-  return emit(lessons::run_dot_product(options.lesson), options.output);
+namespace {
+
+void setup(CLI::App& app, Context& context) {
+  auto o = std::make_shared<LessonCliOptions>();
+  CLI::App* sub = app.add_subcommand("dot-product", std::string(lessons::lesson_info("dot-product").summary));
+  add_lesson_options(*sub, *o);
+  sub->callback([o, &context] {
+    check_outputs(o->output);
+    load_lesson_input(*o, context);
+    context.exit_code = publish(lessons::run_dot_product(o->lesson), o->output, context);
+  });
 }
 
-void setup_dot_product(CLI::App& app) {
-  auto options = std::make_shared<LessonCliOptions>();
-  CLI::App* sub = app.add_subcommand("dot-product", std::string(lessons::lesson_info("dot-product").summary));
-  add_lesson_options(*sub, *options);
-  sub->callback([options] { exit_code() = run_dot_product(*options); });
-}
+const Registration kRegistration{"dot-product", setup};
+
+}  // namespace
 
 }  // namespace attn::cli

@@ -7,11 +7,14 @@
 
 #include <fmt/format.h>
 
-#include "00-tokens/tokens_lesson.hpp"
 #include "09-encoder/encoder_lesson.hpp"
-#include "common.hpp"
+#include "command.hpp"
 #include "error.hpp"
+#include "file_io.hpp"
+#include "lesson_io.hpp"
 #include "npy.hpp"
+#include "options.hpp"
+#include "shipped.hpp"
 #include "tokenizer.hpp"
 
 namespace attn::cli {
@@ -19,43 +22,50 @@ namespace attn::cli {
 namespace {
 struct EncoderCliOptions {
   lessons::EncoderLessonOptions lesson;
-  OutputOptions output;
+  render::OutputOptions output;
+  const CLI::Option *batch_option = nullptr, *seq_option = nullptr, *vocab_option = nullptr,
+                    *special_option = nullptr;
   std::string config, norm = "pre", text, ids, ids_file, vocab, input, weights;
   std::size_t d_model = 0, heads = 0, d_ff = 0, layers = 0, max_positions = 0;
   bool no_embeddings = false, add_special_tokens = false;
 };
 
-// "2051,10029,2066" -> ids; 0 is a valid id ([PAD]).
-std::vector<std::int64_t> parse_ids(const std::string& text) {
+// "2051,10029,2066" -> ids below the vocabulary's size; 0 is a valid id ([PAD]).
+std::vector<std::int64_t> parse_ids(const std::string& text, std::size_t vocab_size) {
   std::vector<std::int64_t> ids;
   std::size_t start = 0;
   while (start <= text.size()) {
     const std::size_t comma = std::min(text.find(',', start), text.size());
     const std::string item = text.substr(start, comma - start);
-    std::int64_t id = 0;
+    std::uint64_t id = 0;
     const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), id);
-    if (item.empty() || ec != std::errc() || ptr != item.data() + item.size() || id < 0) {
-      throw Error("--ids", fmt::format("'{}' is not a list of ids: give whole numbers from 0 separated by commas, "
-                                       "e.g. --ids 2051,10029,2066",
-                                       text));
+    const bool digits = !item.empty() && item.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits || (ec != std::errc() && ec != std::errc::result_out_of_range) || ptr != item.data() + item.size()) {
+      throw Error("parse_ids", fmt::format("'{}' is not a list of ids: give whole numbers from 0 separated by "
+                                           "commas, e.g. --ids 2051,10029,2066",
+                                           printable(text)))
+          .about("ids");
     }
-    ids.push_back(id);
+    if (ec == std::errc::result_out_of_range || id >= vocab_size) {
+      throw Error("parse_ids", fmt::format("the id {} is outside the vocabulary (0 to {}): use ids below vocab_size {}",
+                                           item, vocab_size - 1, vocab_size))
+          .about("ids");
+    }
+    ids.push_back(static_cast<std::int64_t>(id));
     start = comma + 1;
   }
   return ids;
 }
 
-// The encoder refuses more tokens than its position table has, naming --seq; tokens given as
-// text or ids are refused here, naming where they came from.
-void check_positions(std::size_t tokens, const EncoderConfig& c, const char* option,
-                     const std::string& what, std::string_view fix) {
+// More tokens than the position table has are refused here, naming where they came from.
+void check_positions(std::size_t tokens, const EncoderConfig& c, const std::string& what, std::string_view fix) {
   if (tokens <= c.max_position_embeddings) return;
-  throw Error(
-      ErrorKind::bad_size, option,
-      fmt::format(
-          "{}, more than the {} positions of the position table (max_position_embeddings): {}, or "
-          "raise --max-positions",
-          what, c.max_position_embeddings, fix));
+  throw Error(ErrorKind::bad_size, "check_positions",
+              fmt::format("{}, more than the {} positions of the position table (max_position_embeddings): {}, or "
+                          "raise <max_positions>",
+                          what, c.max_position_embeddings, fix))
+      .about("tokens")
+      .driven_by({"T"});
 }
 
 // --ids-file: ids of shape (B, T), checked from the .npy header before the data is read.
@@ -68,42 +78,46 @@ std::vector<std::vector<std::int64_t>> read_ids_file(const std::string& path,
     const NpyHeader& h = file.header();
     if (h.shape.size() != 2 || (h.dtype != Dtype::int64 && h.dtype != Dtype::int32) ||
         h.shape[0] == 0 || h.shape[1] == 0) {
-      throw Error(ErrorKind::bad_file, "--ids-file",
+      throw Error(ErrorKind::bad_file, "read_ids_file",
                   fmt::format("'{}' holds {} {}, expected int64 ids of shape (B, T)", shown,
                               dtype_name(h.dtype), shape_string(h.shape)));
     }
-    check_positions(h.shape[1], c, "--ids-file",
-                    fmt::format("'{}' holds {} tokens per sequence", shown, h.shape[1]),
+    check_positions(h.shape[1], c, fmt::format("'{}' holds {} tokens per sequence", shown, h.shape[1]),
                     fmt::format("give at most {} per sequence", c.max_position_embeddings));
     a = file.read();
   } catch (const Error& e) {
-    if (e.function() == "--ids-file") throw;
-    // NpyFile names its own functions: the user gave --ids-file.
-    throw Error(e.kind(), "--ids-file", e.detail()).about("ids");
+    throw Error(e.kind(), e.function(), e.detail()).about("ids_file").driven_by(e.sizes());
   }
   std::vector<std::vector<std::int64_t>> ids(a.shape[0], std::vector<std::int64_t>(a.shape[1]));
   for (std::size_t i = 0; i < a.size(); ++i) {
     const std::int64_t id = a.integer(i);
     if (id < 0 || static_cast<std::uint64_t>(id) >= c.vocab_size) {
       throw Error(
-          ErrorKind::bad_value, "--ids-file",
+          ErrorKind::bad_value, "read_ids_file",
           fmt::format(
               "'{}' holds the id {} at [{}, {}], outside the vocabulary (0 to {}): use ids below "
               "vocab_size {}",
-              shown, id, i / a.shape[1], i % a.shape[1], c.vocab_size - 1, c.vocab_size));
+              shown, id, i / a.shape[1], i % a.shape[1], c.vocab_size - 1, c.vocab_size))
+          .about("ids_file");
     }
     ids[i / a.shape[1]][i % a.shape[1]] = id;
   }
   return ids;
 }
 
-int run_encoder(EncoderCliOptions& o) {
+// An option that the chosen mode does not use is refused, never ignored.
+void refuse_unused(const CLI::Option* option, bool used, std::string_view why) {
+  if (option == nullptr || option->count() == 0 || used) return;
+  throw Error("encoder", fmt::format("{} {}", option->get_name(), why)).about(option->get_name().substr(2));
+}
+
+void run(EncoderCliOptions& o, Context& context) {
   lessons::EncoderLessonOptions& l = o.lesson;
   if (!o.config.empty()) {
     l.config = resolve_config(o.config);
     l.config_name = o.config;
   } else {
-    l.config = lessons::tiny_config();
+    l.config = tiny_config();
   }
   if (o.d_model != 0) l.config.hidden_size = o.d_model;
   if (o.heads != 0) l.config.num_attention_heads = o.heads;
@@ -114,71 +128,82 @@ int run_encoder(EncoderCliOptions& o) {
   l.embeddings = !o.no_embeddings;
 
   const int sources = !o.text.empty() + !o.ids.empty() + !o.ids_file.empty();
-  if (sources > 1) throw Error("--ids", "give one of --text, --ids and --ids-file");
+  if (sources > 1) throw Error("encoder", "give one of --text, --ids and --ids-file").about("ids");
+  const bool text_input = !o.no_embeddings && o.ids.empty() && o.ids_file.empty();
+  refuse_unused(o.batch_option, o.no_embeddings,
+                "sets B of the random hidden states, which only --no-embeddings uses: drop it (with tokens, B is 1; "
+                "--ids-file gives more sequences), or add --no-embeddings");
+  refuse_unused(o.seq_option, o.no_embeddings,
+                "sets T of the random hidden states, which only --no-embeddings uses: drop it (with tokens, T is "
+                "their number), or add --no-embeddings");
+  refuse_unused(o.vocab_option, text_input, "reads --text, which this run does not use: drop it");
+  refuse_unused(o.special_option, text_input, "wraps --text, which this run does not use: drop it");
+  check_outputs(o.output);
   if (o.no_embeddings) {
     if (sources > 0) {
-      throw Error("--no-embeddings", "without embeddings the input is hidden states: drop --text/--ids, or pass "
-                                     "--input X.npy of shape (B, T, D)");
+      throw Error("encoder", "without embeddings the input is hidden states: drop --text/--ids, or pass --input X.npy "
+                             "of shape (B, T, D)")
+          .about("no_embeddings");
     }
     if (!o.input.empty()) {
       LessonCliOptions input;
       input.input_path = o.input;
-      load_lesson_input(input);
+      input.lesson.batch = l.common.batch;
+      input.lesson.seq = l.common.seq;
+      input.batch_option = o.batch_option;
+      input.seq_option = o.seq_option;
+      load_lesson_input(input, context);
       l.common.input = input.lesson.input;
       l.common.input_name = o.input;
     }
   } else {
     if (!o.input.empty()) {
-      throw Error("--input", "--input takes hidden states, which skip the embeddings: add --no-embeddings, or give "
-                             "tokens with --text or --ids");
+      throw Error("encoder", "--input takes hidden states, which skip the embeddings: add --no-embeddings, or give "
+                             "tokens with --text or --ids")
+          .about("input");
     }
     if (!o.ids.empty()) {
-      l.ids = {parse_ids(o.ids)};
-      check_positions(l.ids.front().size(), l.config, "--ids",
-                      fmt::format("{} ids", l.ids.front().size()), "give fewer ids");
+      l.ids = {parse_ids(o.ids, l.config.vocab_size)};
+      check_positions(l.ids.front().size(), l.config, fmt::format("{} ids", l.ids.front().size()), "give fewer ids");
     } else if (!o.ids_file.empty()) {
       l.ids = read_ids_file(o.ids_file, l.config);
     } else {
       const std::string text = o.text.empty() ? "time flies like an arrow" : o.text;
       if (std::size_t bad = 0; !is_valid_utf8(text, &bad)) {
-        throw Error("--text", fmt::format("the text is not valid UTF-8: byte {:#04x} at offset {} does not start a "
-                                          "UTF-8 character; pass UTF-8 text (a terminal with LANG=C.UTF-8 sends it)",
-                                          static_cast<unsigned char>(text[bad]), bad));
+        throw Error("encoder", fmt::format("the text is not valid UTF-8: byte {:#04x} at offset {} does not start a "
+                                           "UTF-8 character; pass UTF-8 text (a terminal with LANG=C.UTF-8 sends it)",
+                                           static_cast<unsigned char>(text[bad]), bad))
+            .about("text");
       }
+      // The vocabulary: --vocab, else BERT's when the config's is BERT's, else the lesson's.
       Vocabulary vocab;
       try {
-        vocab = o.vocab.empty() ? lessons::lesson_vocabulary() : read_vocabulary(o.vocab);
+        vocab = !o.vocab.empty()                     ? read_vocabulary(o.vocab)
+                : uses_bert_vocabulary(l.config) ? bert_vocabulary()
+                                                     : lesson_vocabulary();
       } catch (const Error& e) {
-        // read_vocabulary names its own functions: the user gave --vocab.
-        throw Error(e.kind(), "--vocab", e.detail()).about("vocab");
+        throw Error(e.kind(), e.function(), e.detail()).about("vocab");
       }
       const Encoding encoding = encode(text, vocab, o.add_special_tokens);
       if (encoding.ids.empty()) {
-        throw Error("--text", "the text has no tokens: it is only spaces and control characters; give some words, "
-                              "e.g. --text \"time flies like an arrow\"");
+        throw Error("encoder", "the text has no tokens: it is only spaces and control characters; give some words, "
+                               "e.g. --text \"time flies like an arrow\"")
+            .about("text");
       }
-      // Past the positions without --text: the default sentence, against --max-positions or
-      // --config.
-      const char* option = !o.text.empty()        ? "--text"
-                           : o.max_positions != 0 ? "--max-positions"
-                                                  : "--config";
-      check_positions(encoding.ids.size(), l.config, option,
-                      fmt::format("the {}text has {} tokens", o.text.empty() ? "default " : "",
-                                  encoding.ids.size()),
-                      o.text.empty() ? "give a shorter --text" : "use a shorter text");
+      check_positions(encoding.ids.size(), l.config,
+                      fmt::format("the {}text has {} tokens", o.text.empty() ? "default " : "", encoding.ids.size()),
+                      "use a shorter --text");
       l.ids = {encoding.ids};
       l.tokens = encoding.tokens;
     }
   }
   if (!o.weights.empty()) {
-    l.weights = load_weights_file(o.weights);
+    l.weights = load_weights_file(o.weights, context);
     l.weights_name = o.weights;
   }
-  return emit(lessons::run_encoder(l), o.output);
+  context.exit_code = publish(lessons::run_encoder(l), o.output, context);
 }
-}  // namespace
-
-void setup_encoder(CLI::App& app) {
+void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<EncoderCliOptions>();
   CLI::App* sub = app.add_subcommand("encoder", std::string(lessons::lesson_info("encoder").summary));
   sub->add_option("--config", o->config, "a Hugging Face config.json (data/configs/bert-base.json, tiny.json); "
@@ -193,15 +218,15 @@ void setup_encoder(CLI::App& app) {
       ->check(size_validator())
       ->option_text("P");
   sub->add_option("--norm", o->norm, "pre (the book, default) or post (the paper, BERT)")
-      ->check(CLI::IsMember({"pre", "post"}))
+      ->check(choice_validator("a placement", {"pre", "post"}))
       ->option_text("pre|post");
   sub->add_option("--text", o->text, "the sentence to encode (default: time flies like an arrow)")
       ->check(not_empty_validator("--text", "'time flies'"))
       ->option_text("TEXT");
-  sub->add_option("--vocab", o->vocab, "a vocab.txt for --text (default: the lesson vocabulary)")
+  o->vocab_option = sub->add_option("--vocab", o->vocab, "a vocab.txt for --text (default: BERT's when the config's vocabulary is, else the lesson's)")
       ->check(not_empty_validator("--vocab", "vocab.txt"))
       ->option_text("FILE");
-  sub->add_flag("--add-special-tokens", o->add_special_tokens, "wrap --text in [CLS] ... [SEP]");
+  o->special_option = sub->add_flag("--add-special-tokens", o->add_special_tokens, "wrap --text in [CLS] ... [SEP]");
   sub->add_option("--ids", o->ids, "token ids instead of text, e.g. 2051,10029,2066")
       ->check(not_empty_validator("--ids", "2051,10029,2066"))
       ->option_text("N,N,...");
@@ -215,10 +240,10 @@ void setup_encoder(CLI::App& app) {
   sub->add_option("--seed", o->lesson.common.seed, "random seed of the weights and the random input (default 0)")
       ->check(seed_validator())
       ->option_text("N");
-  sub->add_option("--batch", o->lesson.common.batch, "B of the random hidden states (--no-embeddings)")
+  o->batch_option = sub->add_option("--batch", o->lesson.common.batch, "B of the random hidden states (--no-embeddings)")
       ->check(size_validator())
       ->option_text("B");
-  sub->add_option("--seq", o->lesson.common.seq, "T of the random hidden states (--no-embeddings)")
+  o->seq_option = sub->add_option("--seq", o->lesson.common.seq, "T of the random hidden states (--no-embeddings)")
       ->check(size_validator())
       ->option_text("T");
   sub->add_option("--show-layer", o->lesson.show_layer, "the layer shown step by step, from 0 (default 0)")
@@ -227,7 +252,7 @@ void setup_encoder(CLI::App& app) {
             std::size_t value = 0;
             const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
             if (ec != std::errc() || ptr != text.data() + text.size()) {
-              return fmt::format("'{}' is not a layer: give a whole number from 0, e.g. --show-layer 1", text);
+              return fmt::format("'{}' is not a layer: give a whole number from 0, e.g. --show-layer 1", printable(text));
             }
             return {};
           },
@@ -235,7 +260,11 @@ void setup_encoder(CLI::App& app) {
       ->option_text("N");
   add_weights_options(*sub, o->weights, o->output);
   add_output_options(*sub, o->output);
-  sub->callback([o] { exit_code() = run_encoder(*o); });
+  sub->callback([o, &context] { run(*o, context); });
 }
+
+const Registration kRegistration{"encoder", setup};
+
+}  // namespace
 
 }  // namespace attn::cli

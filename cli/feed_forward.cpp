@@ -1,11 +1,14 @@
 // attn feed-forward: lesson 08.
 #include <memory>
-#include <optional>
 
 #include "08-feed-forward/feed_forward_lesson.hpp"
-#include "common.hpp"
+#include "command.hpp"
+#include "lesson_io.hpp"
+#include "options.hpp"
 
 namespace attn::cli {
+
+namespace {
 
 struct FeedForwardCliOptions {
   LessonCliOptions cli;
@@ -15,37 +18,37 @@ struct FeedForwardCliOptions {
   std::string weights;
 };
 
-int run_feed_forward(FeedForwardCliOptions& o) {
-  load_lesson_input(o.cli);
-  o.lesson.common = o.cli.lesson;
-  if (o.d_ff != 0) o.lesson.d_ff = o.d_ff;
-  if (!o.gelu.empty()) o.lesson.gelu = o.gelu;
-  if (!o.weights.empty()) {
-    o.lesson.weights = load_weights_file(o.weights);
-    o.lesson.weights_name = o.weights;
-  }
-  return emit(lessons::run_feed_forward(o.lesson), o.cli.output);
-}
-
-void setup_feed_forward(CLI::App& app) {
+void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<FeedForwardCliOptions>();
-  CLI::App* sub =
-      app.add_subcommand("feed-forward", std::string(lessons::lesson_info("feed-forward").summary));
+  CLI::App* sub = app.add_subcommand("feed-forward", std::string(lessons::lesson_info("feed-forward").summary));
   add_lesson_options(*sub, o->cli);
   sub->add_option("--d-ff", o->d_ff, "F, the hidden width (default 4 x D, or the --weights' F)")
       ->check(size_validator())
       ->option_text("F");
-  sub->add_option(
-         "--variant", o->lesson.variant,
-         "book (seed 003's FeedForward, default), relu (seed 001) or gelu-last (seed 000's bug)")
-      ->check(CLI::IsMember({"book", "relu", "gelu-last"}))
+  sub->add_option("--variant", o->lesson.variant,
+                  "book (seed 003's FeedForward, default), relu (seed 001) or gelu-last (seed 000's bug)")
+      ->check(choice_validator("a feed-forward variant", {"book", "relu", "gelu-last"}))
       ->option_text("book|relu|gelu-last");
-  sub->add_option("--gelu", o->gelu,
-                  "erf (nn.GELU(), default) or tanh (nn.GELU(approximate='tanh'))")
-      ->check(CLI::IsMember({"erf", "tanh"}))
+  sub->add_option("--gelu", o->gelu, "erf (nn.GELU(), default) or tanh (nn.GELU(approximate='tanh'))")
+      ->check(choice_validator("a GELU", {"erf", "tanh"}))
       ->option_text("erf|tanh");
   add_weights_options(*sub, o->weights, o->cli.output);
-  sub->callback([o] { exit_code() = run_feed_forward(*o); });
+  sub->callback([o, &context] {
+    check_outputs(o->cli.output);
+    load_lesson_input(o->cli, context);
+    o->lesson.common = o->cli.lesson;
+    if (o->d_ff != 0) o->lesson.d_ff = o->d_ff;
+    if (!o->gelu.empty()) o->lesson.gelu = o->gelu;
+    if (!o->weights.empty()) {
+      o->lesson.weights = load_weights_file(o->weights, context);
+      o->lesson.weights_name = o->weights;
+    }
+    context.exit_code = publish(lessons::run_feed_forward(o->lesson), o->cli.output, context);
+  });
 }
+
+const Registration kRegistration{"feed-forward", setup};
+
+}  // namespace
 
 }  // namespace attn::cli

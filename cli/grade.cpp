@@ -1,13 +1,19 @@
 // attn grade, attn check, attn hint and attn assignments release: the course's exercises,
 // graded by their tests (see assignments.hpp for the tree, grader.hpp for how it runs).
+#include <unistd.h>
+
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
 
 #include <fmt/format.h>
 
-#include "common.hpp"
+#include "command.hpp"
+#include "options.hpp"
+#include "output.hpp"
 #include "error.hpp"
 #include "file_io.hpp"
 #include "grade_report.hpp"
@@ -34,7 +40,10 @@ void progress_line(const std::string& message) {
 }
 
 bool color_on(const std::string& color) {
-  return use_color(color == "always" ? ColorMode::always : color == "never" ? ColorMode::never : ColorMode::automatic);
+  using render::ColorMode;
+  return render::use_color(color == "always" ? ColorMode::always
+                           : color == "never" ? ColorMode::never
+                                              : ColorMode::automatic);
 }
 
 void add_grade_options(CLI::App& sub, GradeCliOptions& o) {
@@ -54,8 +63,35 @@ void add_grade_options(CLI::App& sub, GradeCliOptions& o) {
           "SECONDS"))
       ->option_text("SECONDS");
   sub.add_option("--color", o.color, "auto (default), always, never")
-      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->check(choice_validator("a color mode", {"auto", "always", "never"}))
       ->option_text("auto|always|never");
+}
+
+// Refuses a report path that cannot be written, before grading, which takes minutes.
+void check_report_path(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    throw Error("grade", fmt::format("'{}' is a folder: give a file name, e.g. {}/results.json", printable(path),
+                                     printable(path)))
+        .about("output");
+  }
+  const fs::path parent = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+  if (fs::exists(parent, ec) && !fs::is_directory(parent, ec)) {
+    throw Error("grade", fmt::format("cannot write '{}': '{}' is a file, not a directory; choose another path",
+                                     printable(path), printable(parent.string())))
+        .about("output");
+  }
+  if (!fs::is_directory(parent, ec)) {
+    throw Error("grade", fmt::format("cannot write '{}': the directory '{}' does not exist; create it first or choose "
+                                     "another path",
+                                     printable(path), printable(parent.string())))
+        .about("output");
+  }
+  if (::access(parent.c_str(), W_OK) != 0) {
+    throw Error("grade", fmt::format("cannot write '{}': {}; choose a writable directory", printable(path),
+                                     std::strerror(errno)))
+        .about("output");
+  }
 }
 
 // Writes `text` to --output (all or nothing), or to stdout.
@@ -66,12 +102,12 @@ void write_output(const std::string& path, const std::string& text) {
   }
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
-    throw Error("--output", fmt::format("'{}' is a folder: give a file name, e.g. {}/results.json", path, path));
+    throw Error(ErrorKind::bad_value, "grade", fmt::format("'{}' is a folder: give a file name, e.g. {}/results.json", path, path)).about("output");
   }
   try {
     write_file_atomic(path, text);
   } catch (const Error& e) {
-    throw Error("--output", e.detail());
+    throw Error(ErrorKind::bad_value, "grade", e.detail()).about("output");
   }
 }
 
@@ -87,7 +123,7 @@ std::vector<LessonOutcome> grade_lessons(const fs::path& tree, const std::vector
 
 int run_grade(const GradeCliOptions& o) {
   // Before grading, which takes minutes: the report must have somewhere to go.
-  if (!o.output.empty()) check_output_file(o.output, "--output", "results.json");
+  if (!o.output.empty()) check_report_path(o.output);
   fs::path tree;
   std::vector<Exercise> chosen;
   try {
@@ -98,7 +134,7 @@ int run_grade(const GradeCliOptions& o) {
     for (const Exercise& exercise : chosen) parse_test_cases(exercise.tests());
   } catch (const Error& e) {
     // The machine-read formats still get their file, with the problem in it.
-    const std::string problem = fmt::format("{}: {}", e.function(), e.detail());
+    const std::string problem = e.detail();
     if (o.format == "gradescope") write_output(o.output, gradescope_report({}, problem));
     if (o.format == "junit") write_output(o.output, junit_report({}, problem));
     throw;
@@ -169,29 +205,31 @@ std::string exercise_progress_text(const fs::path& tree, const std::vector<Exerc
   return out;
 }
 
-void setup_grade(CLI::App& app) {
+namespace {
+
+void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<GradeCliOptions>();
   CLI::App* sub = app.add_subcommand("grade", "grade the course's exercises by their tests (score, results.json, JUnit)");
   add_grade_options(*sub, *o);
   sub->add_option("--lesson", o->lessons, "grade only this lesson (repeatable; default: every exercise)")
       ->option_text("NAME");
   sub->add_option("--format", o->format, "text (default), gradescope (results.json) or junit (XML)")
-      ->check(CLI::IsMember({"text", "gradescope", "junit"}))
+      ->check(choice_validator("a report format", {"text", "gradescope", "junit"}))
       ->option_text("text|gradescope|junit");
   sub->add_option("--output", o->output, "write the report to FILE instead of stdout")->option_text("FILE");
-  sub->callback([o] { exit_code() = run_grade(*o); });
+  sub->callback([o, &context] { context.exit_code = run_grade(*o); });
 
   auto c = std::make_shared<GradeCliOptions>();
   auto lesson = std::make_shared<std::string>();
   CLI::App* check = app.add_subcommand("check", "run one lesson's exercise tests (default: the next unfinished one)");
   check->add_option("lesson", *lesson, "the lesson, e.g. softmax or 03")->option_text("LESSON");
   add_grade_options(*check, *c);
-  check->callback([c, lesson] {
+  check->callback([c, lesson, &context] {
     const fs::path tree = find_tree(c->dir);
     const std::vector<Exercise> all = find_exercises(tree);
     const Exercise* chosen = nullptr;
     if (!lesson->empty()) {
-      chosen = &exercise_named(all, *lesson, "check");
+      chosen = &exercise_named(all, *lesson, "");
     } else {
       const Progress progress = load_progress(tree);
       for (const Exercise& exercise : all) {
@@ -199,7 +237,7 @@ void setup_grade(CLI::App& app) {
       }
       if (chosen == nullptr) {
         std::fputs(exercise_progress_text(tree, all).c_str(), stdout);
-        exit_code() = kExitOk;
+        context.exit_code = kExitOk;
         return;
       }
     }
@@ -214,7 +252,7 @@ void setup_grade(CLI::App& app) {
     }
     out += exercise_progress_text(tree, all);
     std::fputs(out.c_str(), stdout);
-    exit_code() = outcome.passed() ? kExitOk : kExitCheckFailed;
+    context.exit_code = outcome.passed() ? kExitOk : kExitCheckFailed;
   });
 
   auto h = std::make_shared<std::string>();
@@ -223,21 +261,21 @@ void setup_grade(CLI::App& app) {
   CLI::App* hint = app.add_subcommand("hint", "a hint for a lesson's exercise, one stage at a time");
   hint->add_option("lesson", *h, "the lesson, e.g. softmax")->required()->option_text("LESSON");
   hint->add_option("--stage", *stage, "show this stage again (1 = the first hint)")
-      ->check(CLI::Range(1, 100))
+      ->check(whole_number_validator(1, 100))
       ->option_text("N");
   hint->add_option("--dir", *hint_dir, "the assignment tree (default: the one around the working directory)")
       ->option_text("DIR");
-  hint->callback([h, hint_dir, stage] {
+  hint->callback([h, hint_dir, stage, &context] {
     const fs::path tree = find_tree(*hint_dir);
     const std::vector<Exercise> all = find_exercises(tree);
-    const Exercise& exercise = exercise_named(all, *h, "hint");
+    const Exercise& exercise = exercise_named(all, *h, "");
     const std::vector<std::string> hints = read_hints(exercise);
     if (hints.empty()) throw Error("hint", fmt::format("{} has no hints.md", exercise.label()));
     Progress progress = load_progress(tree);
     int& seen = progress.hints_seen[exercise.lesson];
     const int total = static_cast<int>(hints.size());
     if (*stage > total) {
-      throw Error("--stage", fmt::format("{} has {} hints: give --stage from 1 to {}", exercise.label(), total, total));
+      throw Error(ErrorKind::bad_value, "grade", fmt::format("{} has {} hints: give --stage from 1 to {}", exercise.label(), total, total)).about("stage");
     }
     const int show = *stage > 0 ? *stage : std::min(seen + 1, total);
     seen = std::max(seen, show);
@@ -252,7 +290,7 @@ void setup_grade(CLI::App& app) {
       out += fmt::format("That was the last hint. `attn hint {} --stage N` shows hint N again.\n", exercise.lesson);
     }
     std::fputs(out.c_str(), stdout);
-    exit_code() = kExitOk;
+    context.exit_code = kExitOk;
   });
 
   auto out_dir = std::make_shared<std::string>();
@@ -270,7 +308,7 @@ void setup_grade(CLI::App& app) {
   release->add_flag("--keep-hidden", *keep_hidden,
                     "keep the [.hidden] tests (for an autograder's copy; students' copies leave them out)");
   release->add_option("--dir", *source_dir, "the tree to release (default: this checkout)")->option_text("DIR");
-  release->callback([out_dir, source_dir, keep_hidden] {
+  release->callback([out_dir, source_dir, keep_hidden, &context] {
     const fs::path tree = source_dir->empty() ? source_tree() : find_tree(*source_dir);
     const ReleaseSummary summary = release_tree(tree, *out_dir, *keep_hidden);
     const double points = summary.visible_points + summary.hidden_points;
@@ -280,8 +318,13 @@ void setup_grade(CLI::App& app) {
     out += *keep_hidden ? fmt::format(" ({} hidden tests kept)\n", summary.hidden_tests) : " (hidden tests left out)\n";
     out += fmt::format("Students start with `cd {} && attn check`.\n", *out_dir);
     std::fputs(out.c_str(), stdout);
-    exit_code() = kExitOk;
+    context.exit_code = kExitOk;
   });
 }
+
+// One setup for the four course commands: grade, check, hint and assignments.
+const Registration kRegistration{"grade", setup};
+
+}  // namespace
 
 }  // namespace attn::cli

@@ -5,15 +5,18 @@
 #include <fmt/format.h>
 
 #include "assignments.hpp"
-#include "common.hpp"
+#include "command.hpp"
+#include "lesson.hpp"
 
 namespace attn::cli {
 
 std::string exercise_progress_text(const std::filesystem::path& tree, const std::vector<Exercise>& exercises);
 
-void setup_list(CLI::App& app) {
+namespace {
+
+void setup(CLI::App& app, Context& context) {
   CLI::App* sub = app.add_subcommand("list", "the lessons in order, with your exercises' progress");
-  sub->callback([] {
+  sub->callback([&context] {
     // The assignment tree around the working directory (or this checkout): done means the
     // exercise passed `attn check` and has not changed since.
     std::filesystem::path tree;
@@ -37,8 +40,12 @@ void setup_list(CLI::App& app) {
     out += "\nRun one with `attn <lesson>`, e.g. `attn dot-product`.\n";
     if (!exercises.empty()) out += exercise_progress_text(tree, exercises);
     std::fputs(out.c_str(), stdout);
-    exit_code() = kExitOk;
+    context.exit_code = kExitOk;
   });
 }
+
+const Registration kRegistration{"list", setup};
+
+}  // namespace
 
 }  // namespace attn::cli

@@ -2,10 +2,14 @@
 #include <memory>
 
 #include "06-positional-encoding/positional_encoding_lesson.hpp"
-#include "common.hpp"
+#include "command.hpp"
 #include "error.hpp"
+#include "lesson_io.hpp"
+#include "options.hpp"
 
 namespace attn::cli {
+
+namespace {
 
 struct PositionalEncodingCliOptions {
   LessonCliOptions cli;
@@ -14,43 +18,48 @@ struct PositionalEncodingCliOptions {
   std::string weights;
 };
 
-int run_positional_encoding(PositionalEncodingCliOptions& o) {
+void run(PositionalEncodingCliOptions& o, Context& context) {
   if (o.lesson.kind == "sinusoidal" && !o.weights.empty()) {
-    throw Error("--weights",
-                "the sinusoidal table is computed, not learned, so there are no weights to load: "
-                "add --kind learned");
+    throw Error("positional_encoding",
+                "the sinusoidal table is computed, not learned, so there are no weights to load: add --kind learned")
+        .about("weights");
   }
   if (o.lesson.kind == "sinusoidal" && !o.cli.output.save_weights.empty()) {
-    throw Error("--save-weights",
-                "the sinusoidal table is computed, not learned, so there are no weights to save: "
-                "add --kind learned, or --save DIR to keep the table as pe.npy");
+    throw Error("positional_encoding",
+                "the sinusoidal table is computed, not learned, so there are no weights to save: add --kind learned, "
+                "or --save DIR to keep the table as pe.npy")
+        .about("save_weights");
   }
-  load_lesson_input(o.cli);
+  check_outputs(o.cli.output);
+  load_lesson_input(o.cli, context);
   o.lesson.common = o.cli.lesson;
   if (o.max_positions != 0) o.lesson.max_positions = o.max_positions;
   if (!o.weights.empty()) {
-    o.lesson.weights = load_weights_file(o.weights);
+    o.lesson.weights = load_weights_file(o.weights, context);
     o.lesson.weights_name = o.weights;
   }
-  return emit(lessons::run_positional_encoding(o.lesson), o.cli.output);
+  context.exit_code = publish(lessons::run_positional_encoding(o.lesson), o.cli.output, context);
 }
 
-void setup_positional_encoding(CLI::App& app) {
+void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<PositionalEncodingCliOptions>();
-  CLI::App* sub = app.add_subcommand(
-      "positional-encoding", std::string(lessons::lesson_info("positional-encoding").summary));
+  CLI::App* sub = app.add_subcommand("positional-encoding",
+                                     std::string(lessons::lesson_info("positional-encoding").summary));
   add_lesson_options(*sub, o->cli);
-  sub->add_option(
-         "--kind", o->lesson.kind,
-         "sinusoidal (seed 001 and the paper, default) or learned (the book's nn.Embedding)")
-      ->check(CLI::IsMember({"sinusoidal", "learned"}))
+  sub->add_option("--kind", o->lesson.kind,
+                  "sinusoidal (seed 001 and the paper, default) or learned (the book's nn.Embedding)")
+      ->check(choice_validator("a kind of encoding", {"sinusoidal", "learned"}))
       ->option_text("sinusoidal|learned");
   sub->add_option("--max-positions", o->max_positions,
                   "P, rows of the table, the longest T (default 512 or the rows of --weights)")
       ->check(size_validator())
       ->option_text("P");
   add_weights_options(*sub, o->weights, o->cli.output);
-  sub->callback([o] { exit_code() = run_positional_encoding(*o); });
+  sub->callback([o, &context] { run(*o, context); });
 }
+
+const Registration kRegistration{"positional-encoding", setup};
+
+}  // namespace
 
 }  // namespace attn::cli

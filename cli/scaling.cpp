@@ -2,20 +2,27 @@
 #include <memory>
 
 #include "02-scaling/scaling_lesson.hpp"
-#include "common.hpp"
+#include "command.hpp"
+#include "lesson_io.hpp"
+#include "options.hpp"
 
 namespace attn::cli {
 
-int run_scaling(LessonCliOptions& options) {
-  load_lesson_input(options);
-  return emit(lessons::run_scaling(options.lesson), options.output);
+namespace {
+
+void setup(CLI::App& app, Context& context) {
+  auto o = std::make_shared<LessonCliOptions>();
+  CLI::App* sub = app.add_subcommand("scaling", std::string(lessons::lesson_info("scaling").summary));
+  add_lesson_options(*sub, *o);
+  sub->callback([o, &context] {
+    check_outputs(o->output);
+    load_lesson_input(*o, context);
+    context.exit_code = publish(lessons::run_scaling(o->lesson), o->output, context);
+  });
 }
 
-void setup_scaling(CLI::App& app) {
-  auto options = std::make_shared<LessonCliOptions>();
-  CLI::App* sub = app.add_subcommand("scaling", std::string(lessons::lesson_info("scaling").summary));
-  add_lesson_options(*sub, *options);
-  sub->callback([options] { exit_code() = run_scaling(*options); });
-}
+const Registration kRegistration{"scaling", setup};
+
+}  // namespace
 
 }  // namespace attn::cli

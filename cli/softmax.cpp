@@ -2,9 +2,13 @@
 #include <memory>
 
 #include "03-softmax/softmax_lesson.hpp"
-#include "common.hpp"
+#include "command.hpp"
+#include "lesson_io.hpp"
+#include "options.hpp"
 
 namespace attn::cli {
+
+namespace {
 
 struct SoftmaxCliOptions {
   LessonCliOptions cli;
@@ -12,22 +16,27 @@ struct SoftmaxCliOptions {
   std::string mask = "none";
 };
 
-int run_softmax(SoftmaxCliOptions& options) {
-  load_lesson_input(options.cli);
-  options.lesson.common = options.cli.lesson;
-  options.lesson.causal = options.mask == "causal";
-  return emit(lessons::run_softmax_lesson(options.lesson), options.cli.output);
+void setup(CLI::App& app, Context& context) {
+  auto o = std::make_shared<SoftmaxCliOptions>();
+  CLI::App* sub = app.add_subcommand("softmax", std::string(lessons::lesson_info("softmax").summary));
+  add_lesson_options(*sub, o->cli, "(B, T, S)", /*with_width=*/false);
+  sub->add_option("--temperature", o->lesson.temperature, "τ: softmax(S / τ), from 0.001 to 1000 (default 1)")
+      ->check(real_validator("a temperature", 1e-3, 1e3, "0.5 or 2"))
+      ->option_text("TAU");
+  sub->add_option("--mask", o->mask, "none (default) or causal: -inf above the diagonal")
+      ->check(choice_validator("a mask", {"none", "causal"}))
+      ->option_text("none|causal");
+  sub->callback([o, &context] {
+    check_outputs(o->cli.output);
+    load_lesson_input(o->cli, context);
+    o->lesson.common = o->cli.lesson;
+    o->lesson.causal = o->mask == "causal";
+    context.exit_code = publish(lessons::run_softmax_lesson(o->lesson), o->cli.output, context);
+  });
 }
 
-void setup_softmax(CLI::App& app) {
-  auto options = std::make_shared<SoftmaxCliOptions>();
-  CLI::App* sub = app.add_subcommand("softmax", std::string(lessons::lesson_info("softmax").summary));
-  add_lesson_options(*sub, options->cli, "(B, T, S)", /*with_width=*/false);
-  sub->add_option("--temperature", options->lesson.temperature, "τ: softmax(S / τ) (default 1)")->option_text("TAU");
-  sub->add_option("--mask", options->mask, "none (default) or causal: -inf above the diagonal")
-      ->check(CLI::IsMember({"none", "causal"}))
-      ->option_text("none|causal");
-  sub->callback([options] { exit_code() = run_softmax(*options); });
-}
+const Registration kRegistration{"softmax", setup};
+
+}  // namespace
 
 }  // namespace attn::cli

@@ -6,7 +6,11 @@
 #include <nlohmann/json.hpp>
 
 #include "attention.hpp"
-#include "common.hpp"
+#include "command.hpp"
+#include "lesson_io.hpp"
+#include "options.hpp"
+#include "output.hpp"
+#include "shipped.hpp"
 #include "count.hpp"
 #include "embedding.hpp"
 #include "error.hpp"
@@ -15,7 +19,6 @@
 #include "multi_head.hpp"
 #include "positional_encoding.hpp"
 #include "encoder.hpp"
-#include "09-encoder/encoder_lesson.hpp"
 #include "summary.hpp"
 
 namespace attn::cli {
@@ -31,7 +34,7 @@ struct SummaryCliOptions {
   std::string col_names = "output_size,num_params";
   int col_width = 25, depth = 3, verbose = 1;
   std::string torchinfo_format = "current";
-  Format format = Format::text;
+  render::Format format = render::Format::text;
   std::string config;  // encoder: a config.json (default: the encoder lesson's tiny config)
   std::size_t layers = 0;
   bool no_embeddings = false;
@@ -46,7 +49,7 @@ struct Described {
 
 // The encoder's config: --config (or a shipped name), then the explicit sizes.
 EncoderConfig encoder_config(const SummaryCliOptions& o) {
-  EncoderConfig c = o.config.empty() ? lessons::tiny_config() : resolve_config(o.config);
+  EncoderConfig c = o.config.empty() ? tiny_config() : resolve_config(o.config);
   if (o.d_model != 0) c.hidden_size = o.d_model;
   if (o.heads != 0) c.num_attention_heads = o.heads;
   if (o.d_ff != 0) c.intermediate_size = o.d_ff;
@@ -66,7 +69,7 @@ MultiHeadVariant parse_variant(const std::string& name) {
   for (MultiHeadVariant v :
        {MultiHeadVariant::narrow, MultiHeadVariant::wide, MultiHeadVariant::book, MultiHeadVariant::fused})
     if (variant_name(v) == name) return v;
-  throw Error("--variant", fmt::format("'{}' is not a variant: use narrow, wide, book or fused", name));
+  throw Error(ErrorKind::bad_value, "summary", fmt::format("'{}' is not a variant: use narrow, wide, book or fused", name)).about("variant");
 }
 
 const std::vector<SummaryModel>& summary_models() {
@@ -90,8 +93,8 @@ const std::vector<SummaryModel>& summary_models() {
        [](const SummaryCliOptions& o, const Shape& input) {
          const Shape ids = {1, input[1]};  // position_ids = torch.arange(T).unsqueeze(0)
          if (o.seq > o.max_positions) {
-           throw Error("--max-positions", fmt::format("--seq {} is more than the {} positions of the table: give "
-                                                      "--max-positions {} or more", o.seq, o.max_positions, o.seq));
+           throw Error(ErrorKind::bad_value, "summary", fmt::format("--seq {} is more than the {} positions of the table: give "
+                                                      "--max-positions {} or more", o.seq, o.max_positions, o.seq)).about("max_positions");
          }
          return Described{describe_position_embedding(o.max_positions, o.d_model),
                           trace_position_embedding(o.max_positions, o.d_model, ids), {{ids, std::size_t{8}}}};
@@ -107,7 +110,7 @@ const std::vector<SummaryModel>& summary_models() {
        }},
       {"feed-forward", "the book's FeedForward(D, F), --d-ff F (default 4 x D)",
        [](const SummaryCliOptions& o, const Shape& input) {
-         if (o.variant != "book") throw Error("--variant", "feed-forward's summary is the book's FeedForward: drop --variant");
+         if (o.variant != "book") throw Error(ErrorKind::bad_value, "summary", "feed-forward's summary is the book's FeedForward: drop --variant").about("variant");
          const std::size_t f = o.d_ff != 0 ? o.d_ff : 4 * o.d_model;
          return Described{describe_feed_forward(FeedForwardVariant::book, o.d_model, f),
                           trace_feed_forward(FeedForwardVariant::book, o.d_model, f, input),
@@ -167,7 +170,7 @@ int run_summary(SummaryCliOptions o) {
   }
   if (!known) throw Error("summary", fmt::format("unknown model '{}': use {}", o.model, model_names()));
   if (o.head_size != 0 && o.model != "attention-head") {
-    throw Error("--head-size", "only attention-head has a head size: use `attn summary attention-head`");
+    throw Error(ErrorKind::bad_value, "summary", "only attention-head has a head size: use `attn summary attention-head`").about("head_size");
   }
   if (o.model != "encoder" && o.model != "embeddings") {
     if (!o.config.empty() || o.layers != 0 || o.no_embeddings) {
@@ -187,7 +190,7 @@ int run_summary(SummaryCliOptions o) {
       d.inputs.empty() ? std::vector<SummaryInput>{{{o.batch, o.seq, o.d_model}, 4}} : d.inputs;
   const std::string table = format_summary(d.layers, inputs, options);
   std::string out;
-  if (o.format == Format::json) {
+  if (o.format == render::Format::json) {
     nlohmann::ordered_json doc;
     doc["model"] = o.model;
     doc["class_name"] = d.module.class_name;
@@ -215,9 +218,8 @@ int run_summary(SummaryCliOptions o) {
   std::fputs(out.c_str(), stdout);
   return kExitOk;
 }
-}  // namespace
 
-void setup_summary(CLI::App& app) {
+void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<SummaryCliOptions>();
   CLI::App* sub = app.add_subcommand("summary", "torchinfo's summary table for a model: " + model_names());
   // The model's name is checked in run_summary, whose message lists the models.
@@ -234,7 +236,7 @@ void setup_summary(CLI::App& app) {
   sub->add_option("--layers", o->layers, "encoder: N layers (overrides the config)")->check(size_validator())->option_text("N");
   sub->add_flag("--no-embeddings", o->no_embeddings, "encoder: the layers only, on hidden states (B, T, D)");
   sub->add_option("--norm", o->norm, "encoder: pre (default) or post")
-      ->check(CLI::IsMember({"pre", "post"}))
+      ->check(choice_validator("a placement", {"pre", "post"}))
       ->option_text("pre|post");
   sub->add_option("--heads", o->heads, "H for multi-head (default 2)")->check(size_validator())->option_text("H");
   sub->add_option("--head-size", o->head_size, "hs for attention-head (default D)")
@@ -244,25 +246,29 @@ void setup_summary(CLI::App& app) {
       ->check(size_validator())
       ->option_text("F");
   sub->add_option("--variant", o->variant, "multi-head's variant: narrow, wide, book (default) or fused")
-      ->check(CLI::IsMember({"narrow", "wide", "book", "fused"}))
+      ->check(choice_validator("a multi-head variant", {"narrow", "wide", "book", "fused"}))
       ->option_text("narrow|wide|book|fused");
   sub->add_option("--col-names", o->col_names,
                   "columns, comma-separated: input_size, output_size, num_params, params_percent, kernel_size, "
                   "mult_adds, trainable (default output_size,num_params)")
       ->option_text("NAMES");
-  sub->add_option("--col-width", o->col_width, "column width (default 25)")->check(CLI::Range(1, 200))->option_text("N");
-  sub->add_option("--depth", o->depth, "deepest level shown (default 3)")->check(CLI::Range(0, 100))->option_text("N");
+  sub->add_option("--col-width", o->col_width, "column width (default 25)")->check(whole_number_validator(1, 200))->option_text("N");
+  sub->add_option("--depth", o->depth, "deepest level shown (default 3)")->check(whole_number_validator(0, 100))->option_text("N");
   sub->add_option("--verbose", o->verbose, "0, 1 (default) or 2: also a row per parameter")
-      ->check(CLI::Range(0, 2))
+      ->check(whole_number_validator(0, 2))
       ->option_text("0|1|2");
   sub->add_option("--torchinfo-format", o->torchinfo_format,
                   "current (torchinfo 1.8, default) or 0.1 (torchinfo 0.1.0, seed 004's tables)")
-      ->check(CLI::IsMember({"current", "0.1"}))
+      ->check(choice_validator("a torchinfo format", {"current", "0.1"}))
       ->option_text("current|0.1");
   sub->add_option("--format", o->format, "text (default) or json")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, Format>{{"text", Format::text}, {"json", Format::json}}))
+      ->transform(enum_validator<render::Format>("a format", {{"text", render::Format::text}, {"json", render::Format::json}}))
       ->option_text("text|json");
-  sub->callback([o] { exit_code() = run_summary(*o); });
+  sub->callback([o, &context] { context.exit_code = run_summary(*o); });
 }
+
+const Registration kRegistration{"summary", setup};
+
+}  // namespace
 
 }  // namespace attn::cli

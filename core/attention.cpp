@@ -69,15 +69,20 @@ Tensor3d attention_float64(const Tensor3d& queries, const Tensor3d& keys, const 
 
 Tensor3 attention_mask(std::size_t batch, std::size_t tokens, bool causal, const std::vector<std::size_t>& lengths) {
   if (!lengths.empty() && lengths.size() != batch) {
-    throw Error("attention_mask", fmt::format("{} lengths for a batch of {}: give one length per sequence",
-                                              lengths.size(), batch));
+    throw Error(ErrorKind::bad_size, "attention_mask",
+                fmt::format("{} lengths for a batch of {}: give one length per sequence", lengths.size(), batch))
+        .about("lengths");
   }
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   Tensor3 mask = xt::zeros<float>({batch, tokens, tokens});
   for (std::size_t b = 0; b < batch; ++b) {
     const std::size_t length = lengths.empty() ? tokens : lengths[b];
     if (length == 0 || length > tokens) {
-      throw Error("attention_mask", fmt::format("length {} of sequence {} is outside 1..{} (T)", length, b, tokens));
+      throw Error(ErrorKind::bad_size, "attention_mask",
+                  fmt::format("length {} of sequence {} is outside 1..{} (T): give each length from 1 to T, the "
+                              "tokens per sequence",
+                              length, b, tokens))
+          .about("lengths");
     }
     for (std::size_t i = 0; i < tokens; ++i)
       for (std::size_t j = 0; j < tokens; ++j)

@@ -77,7 +77,7 @@ std::string memory_limit_source() { return current().source; }
 
 std::string memory_limit_origin() {
   const std::string& source = current().source;
-  return source.starts_with("half") ? source + "; --max-memory sets it" : "set by " + source;
+  return source.starts_with("half") ? source + "; <max_memory> sets it" : "set by " + source;
 }
 void set_memory_limit(std::size_t bytes, std::string source) { current() = {bytes, std::move(source)}; }
 
@@ -138,7 +138,7 @@ void check_against(std::string_view command, std::initializer_list<PlannedTensor
   if (bytes <= limit) return;
   const std::string need = bytes == kMax ? std::string("more than 2^64 bytes")
                                          : fmt::format("about {}", format_bytes(static_cast<double>(bytes)));
-  throw Error(command, fmt::format("these sizes need {} (the largest tensor is {} {}), more than the memory "
+  throw Error(ErrorKind::too_large, command, fmt::format("these sizes need {} (the largest tensor is {} {}), more than the memory "
                                    "limit of {} ({}): use smaller sizes",
                                    need, largest->name, shape_string(largest->shape),
                                    format_bytes(static_cast<double>(limit)), source));

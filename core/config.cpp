@@ -22,13 +22,13 @@ std::size_t size_field(const nlohmann::json& doc, const char* key, std::size_t f
   // nlohmann reads a whole number past 2^64-1 as a double: that is a size too large, not a fraction.
   const bool too_large = v.is_number_float() && v.get<double>() >= 18446744073709551616.0;
   if (!v.is_number_integer() && !too_large) {
-    throw Error("--config", fmt::format("'{}': \"{}\" is {}, expected a whole number", name, key, v.dump()));
+    throw Error(ErrorKind::bad_file, "load_config", fmt::format("'{}': \"{}\" is {}, expected a whole number", name, key, v.dump())).about("config");
   }
   if (too_large) {
-    throw Error("--config", fmt::format("'{}': \"{}\" is {}, expected a size from 1 to {}", name, key, v.dump(), kMaxSize));
+    throw Error(ErrorKind::bad_file, "load_config", fmt::format("'{}': \"{}\" is {}, expected a size from 1 to {}", name, key, v.dump(), kMaxSize)).about("config");
   }
   if (v.is_number_unsigned() ? v.get<std::uint64_t>() > kMaxSize : (v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > static_cast<std::int64_t>(kMaxSize))) {
-    throw Error("--config", fmt::format("'{}': \"{}\" is {}, expected a size from 1 to {}", name, key, v.dump(), kMaxSize));
+    throw Error(ErrorKind::bad_file, "load_config", fmt::format("'{}': \"{}\" is {}, expected a size from 1 to {}", name, key, v.dump(), kMaxSize)).about("config");
   }
   return v.get<std::size_t>();
 }
@@ -36,7 +36,7 @@ std::size_t size_field(const nlohmann::json& doc, const char* key, std::size_t f
 double real_field(const nlohmann::json& doc, const char* key, double fallback, const std::string& name) {
   if (!doc.contains(key)) return fallback;
   const nlohmann::json& v = doc[key];
-  if (!v.is_number()) throw Error("--config", fmt::format("'{}': \"{}\" is {}, expected a number", name, key, v.dump()));
+  if (!v.is_number()) throw Error(ErrorKind::bad_file, "load_config", fmt::format("'{}': \"{}\" is {}, expected a number", name, key, v.dump())).about("config");
   return v.get<double>();
 }
 }  // namespace
@@ -46,33 +46,33 @@ void validate_config(const EncoderConfig& c, const std::string& name) {
                                    {"intermediate_size", c.intermediate_size}, {"num_hidden_layers", c.num_hidden_layers},
                                    {"vocab_size", c.vocab_size}, {"max_position_embeddings", c.max_position_embeddings}}) {
     if (value == 0 || value > kMaxSize) {
-      throw Error("--config", fmt::format("{}: {} is {}, expected a size from 1 to {}", name, key, value, kMaxSize));
+      throw Error(ErrorKind::bad_file, "load_config", fmt::format("{}: {} is {}, expected a size from 1 to {}", name, key, value, kMaxSize)).about("config");
     }
   }
   if (c.hidden_size % c.num_attention_heads != 0) {
-    throw Error("--config", fmt::format("{}: hidden_size {} is not divisible by num_attention_heads {}: each head has "
+    throw Error(ErrorKind::bad_file, "load_config", fmt::format("{}: hidden_size {} is not divisible by num_attention_heads {}: each head has "
                                         "hidden_size / heads numbers",
-                                        name, c.hidden_size, c.num_attention_heads));
+                                        name, c.hidden_size, c.num_attention_heads)).about("config");
   }
   if (!(c.hidden_dropout_prob >= 0.0 && c.hidden_dropout_prob < 1.0)) {
-    throw Error("--config", fmt::format("{}: hidden_dropout_prob {} is outside [0, 1)", name, c.hidden_dropout_prob));
+    throw Error(ErrorKind::bad_file, "load_config", fmt::format("{}: hidden_dropout_prob {} is outside [0, 1)", name, c.hidden_dropout_prob)).about("config");
   }
   if (!(c.layer_norm_eps > 0.0) || !std::isfinite(c.layer_norm_eps)) {
-    throw Error("--config", fmt::format("{}: layer_norm_eps {} must be a positive number such as 1e-12", name,
-                                        c.layer_norm_eps));
+    throw Error(ErrorKind::bad_file, "load_config", fmt::format("{}: layer_norm_eps {} must be a positive number such as 1e-12", name,
+                                        c.layer_norm_eps)).about("config");
   }
   if (c.hidden_act != "gelu" && c.hidden_act != "gelu_new" && c.hidden_act != "gelu_pytorch_tanh") {
-    throw Error("--config", fmt::format("{}: hidden_act \"{}\" is not one the book's FeedForward has: use gelu (erf) "
+    throw Error(ErrorKind::bad_file, "load_config", fmt::format("{}: hidden_act \"{}\" is not one the book's FeedForward has: use gelu (erf) "
                                         "or gelu_new / gelu_pytorch_tanh (tanh)",
-                                        name, c.hidden_act));
+                                        name, c.hidden_act)).about("config");
   }
 }
 
 EncoderConfig parse_config(const std::string& text, const std::string& name) {
   if (std::size_t bad = 0; !is_valid_utf8(text, &bad)) {
-    throw Error("--config", fmt::format("'{}' is not UTF-8 text: byte {:#04x} at offset {} does not start a UTF-8 "
+    throw Error(ErrorKind::bad_file, "load_config", fmt::format("'{}' is not UTF-8 text: byte {:#04x} at offset {} does not start a UTF-8 "
                                         "character; a config.json is UTF-8 JSON, save it again as UTF-8",
-                                        name, static_cast<unsigned char>(text[bad]), bad));
+                                        name, static_cast<unsigned char>(text[bad]), bad)).about("config");
   }
   nlohmann::json doc;
   try {
@@ -83,17 +83,17 @@ EncoderConfig parse_config(const std::string& text, const std::string& name) {
     std::string reason = e.what();
     if (const auto at = reason.find("syntax error"); at != std::string::npos) reason = reason.substr(at);
     if (const auto last = reason.find("; last read"); last != std::string::npos) reason.resize(last);
-    throw Error("--config", fmt::format("'{}' is not JSON ({} at byte {}): a Hugging Face config.json is one JSON "
+    throw Error(ErrorKind::bad_file, "load_config", fmt::format("'{}' is not JSON ({} at byte {}): a Hugging Face config.json is one JSON "
                                         "object",
-                                        name, reason, e.byte));
+                                        name, reason, e.byte)).about("config");
   } catch (const nlohmann::json::out_of_range&) {  // a number such as 1e400
-    throw Error("--config", fmt::format("'{}' holds a number too large for a double (above "
+    throw Error(ErrorKind::bad_file, "load_config", fmt::format("'{}' holds a number too large for a double (above "
                                         "1.8e308): write every number within that range",
-                                        name));
+                                        name)).about("config");
   }
   if (!doc.is_object()) {
-    throw Error("--config", fmt::format("'{}' holds JSON {}, not an object like a Hugging Face config.json", name,
-                                        doc.type_name()));
+    throw Error(ErrorKind::bad_file, "load_config", fmt::format("'{}' holds JSON {}, not an object like a Hugging Face config.json", name,
+                                        doc.type_name())).about("config");
   }
   EncoderConfig c;
   c.hidden_size = size_field(doc, "hidden_size", c.hidden_size, name);
@@ -106,8 +106,8 @@ EncoderConfig parse_config(const std::string& text, const std::string& name) {
   c.layer_norm_eps = real_field(doc, "layer_norm_eps", c.layer_norm_eps, name);
   if (doc.contains("hidden_act")) {
     if (!doc["hidden_act"].is_string()) {
-      throw Error("--config", fmt::format("'{}': \"hidden_act\" is {}, expected a string such as \"gelu\"", name,
-                                          doc["hidden_act"].dump()));
+      throw Error(ErrorKind::bad_file, "load_config", fmt::format("'{}': \"hidden_act\" is {}, expected a string such as \"gelu\"", name,
+                                          doc["hidden_act"].dump())).about("config");
     }
     c.hidden_act = doc["hidden_act"].get<std::string>();
   }

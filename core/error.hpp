@@ -2,7 +2,8 @@
 // exit code and the advice), the function that threw, a message that names the offending shapes
 // or values ("[batched_matmul] inner sizes differ: (2, 5, 12) @ (2, 6, 5)"), and facts a caller
 // needs to say which of its inputs to change. Core knows no option names: the CLI maps the kind,
-// the subject and the sizes to the option the user gave.
+// the subject and the sizes to the option the user gave. Where a message advises changing a
+// parameter, it names it as <name> ("raise <max_positions>"), which the CLI prints as its option.
 #pragma once
 
 #include <stdexcept>

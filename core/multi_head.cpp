@@ -92,9 +92,12 @@ std::size_t head_size(MultiHeadVariant variant, std::size_t d_model, std::size_t
   }
   if (variant == MultiHeadVariant::wide) return d_model;
   if (d_model % heads != 0) {
-    throw Error("multi_head", fmt::format("d_model={} is not divisible by heads={}: the {} variant splits D into H "
-                                          "heads of D/H",
-                                          d_model, heads, variant_name(variant)));
+    throw Error(ErrorKind::bad_size, "multi_head",
+                fmt::format("d_model={} is not divisible by heads={}: the {} variant splits D into H heads of D/H; "
+                            "give <heads> that divides D, or <variant> wide, whose heads are D wide",
+                            d_model, heads, variant_name(variant)))
+        .about("heads")
+        .driven_by({"D", "H"});
   }
   return d_model / heads;
 }

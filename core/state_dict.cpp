@@ -47,11 +47,9 @@ void check_state_dict(const Module& model, const StateDict& weights, std::string
   if (!missing.empty()) parts.push_back(fmt::format("missing {}", listed(missing)));
   if (!unexpected.empty()) parts.push_back(fmt::format("unexpected {}", listed(unexpected)));
   if (!wrong.empty()) parts.push_back(listed(wrong));
-  throw Error(
-      "--weights",
-      fmt::format("'{}' does not fit {}: {}; export the state_dict of the same class with the "
+  throw Error(ErrorKind::bad_value, "load_state_dict", fmt::format("'{}' does not fit {}: {}; export the state_dict of the same class with the "
                   "same sizes",
-                  printable(source), model.class_name, fmt::join(parts, "; ")));
+                  printable(source), model.class_name, fmt::join(parts, "; "))).about("weights");
 }
 
 void copy_parameter_in(const StateDict& weights, const std::string& key, float* data, const Shape& shape) {

@@ -35,6 +35,8 @@ void LessonRun::setting(std::string name, std::string value) {
   settings_.emplace_back(std::move(name), std::move(value));
 }
 
+void LessonRun::listing(std::string name, Listing values) { listings_.emplace_back(std::move(name), std::move(values)); }
+
 std::vector<const Step*> LessonRun::steps() const {
   std::vector<const Step*> out;
   for (const Item& item : items_)
@@ -80,24 +82,24 @@ Tensor3 lesson_input(const LessonOptions& options, std::string_view axes, Sizes3
   }
   const Array& input = *options.input;
   if (input.rank() != 3) {
-    throw Error("--input", fmt::format("the array has shape {}, but this lesson takes rank 3 {}: {}",
+    throw Error(ErrorKind::bad_value, "lesson", fmt::format("the array has shape {}, but this lesson takes rank 3 {}: {}",
                                        shape_string(input.shape), axes,
                                        input.rank() == 2 ? "add a batch axis, e.g. numpy.save(path, x[None])"
                                                          : fmt::format("reshape it to 3 axes {}, e.g. numpy.save(path, "
                                                                        "x.reshape(1, T, -1))",
-                                                                       axes)));
+                                                                       axes))).about("input");
   }
   if (input.dtype != Dtype::float32) {
-    throw Error("--input", fmt::format("the array has dtype {}, but lessons take float32: save it with "
+    throw Error(ErrorKind::bad_value, "lesson", fmt::format("the array has dtype {}, but lessons take float32: save it with "
                                        "numpy.save(path, x.astype(numpy.float32))",
-                                       dtype_name(input.dtype)));
+                                       dtype_name(input.dtype))).about("input");
   }
   for (std::size_t s : input.shape)
     if (s == 0) {
-      throw Error("--input", fmt::format("the array has shape {} with an empty axis: every size in {} must be at least 1",
-                                         shape_string(input.shape), axes));
+      throw Error(ErrorKind::bad_value, "lesson", fmt::format("the array has shape {} with an empty axis: every size in {} must be at least 1",
+                                         shape_string(input.shape), axes)).about("input");
     }
-  return to_tensor<3>(input, "--input");
+  return to_tensor<3>(input, "the input");
 }
 
 void record_settings(LessonRun& run, const LessonOptions& options,

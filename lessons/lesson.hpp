@@ -49,6 +49,9 @@ struct Heatmap {
 
 using Item = std::variant<Prose, Step, Check, Table, Heatmap>;
 
+// A named list a lesson reports beside its steps, such as lesson 00's tokens and ids.
+using Listing = std::variant<std::vector<std::string>, std::vector<std::int64_t>>;
+
 class LessonRun {
  public:
   // `lesson` is the subcommand name ("dot-product"); its Markdown sections come from the
@@ -63,10 +66,12 @@ class LessonRun {
   void heatmap(Heatmap heatmap);
   // The settings the run used (seed, sizes), in order, for headers and JSON.
   void setting(std::string name, std::string value);
+  void listing(std::string name, Listing values);
 
   const std::string& lesson() const { return lesson_; }
   const std::vector<Item>& items() const { return items_; }
   const std::vector<std::pair<std::string, std::string>>& settings() const { return settings_; }
+  const std::vector<std::pair<std::string, Listing>>& listings() const { return listings_; }
   std::vector<const Step*> steps() const;
   bool all_checks_passed() const;
 
@@ -77,6 +82,7 @@ class LessonRun {
   std::string lesson_;
   std::vector<Item> items_;
   std::vector<std::pair<std::string, std::string>> settings_;
+  std::vector<std::pair<std::string, Listing>> listings_;
 };
 
 // The evidence of a check held to float32 round-off: "max |sum - 1| = 5.96e-08 (round-off allows

@@ -12,21 +12,11 @@
 #include "embedding.hpp"
 #include "matmul.hpp"
 #include "random.hpp"
+#include "shipped.hpp"
 #include "state_dict.hpp"
 
 namespace attn::lessons {
 
-std::string_view lesson_vocabulary_text() {
-  static constexpr std::string_view text =
-#include "00-tokens/lesson_vocab.inc"
-      ;
-  return text;
-}
-
-const Vocabulary& lesson_vocabulary() {
-  static const Vocabulary vocab = parse_vocabulary(lesson_vocabulary_text(), "lesson-vocab.txt");
-  return vocab;
-}
 
 namespace {
 
@@ -108,49 +98,46 @@ std::pair<std::size_t, std::size_t> weights_shape(const StateDict& weights,
   const auto it = weights.find("weight");
   if (it == weights.end() || it->second.rank() != 2 || it->second.shape[0] == 0 ||
       it->second.shape[1] == 0) {
-    throw Error("--weights",
-                fmt::format("'{}' has no {}: nn.Embedding's state_dict has one key, weight, of "
-                            "shape (V, D); save it with attn tokens --save-weights or "
+    throw Error(ErrorKind::bad_value, "tokens_lesson", fmt::format("'{}' has no {}: nn.Embedding's state_dict has one key, weight, of "
+                            "shape (V, D); save it with attn tokens <save_weights> or "
                             "safetensors.torch.save_file(token_emb.state_dict(), path)",
                             name,
                             it == weights.end() ? std::string("key weight")
                                                 : fmt::format("non-empty 2-D weight (it is {})",
-                                                              shape_string(it->second.shape))));
+                                                              shape_string(it->second.shape)))).about("weights");
   }
   return {it->second.shape[0], it->second.shape[1]};
 }
 
 }  // namespace
 
-TokensRun run_tokens(const TokensLessonOptions& options) {
+LessonRun run_tokens(const TokensLessonOptions& options) {
   const Vocabulary& vocab = options.vocab ? *options.vocab : lesson_vocabulary();
   // The file's name without its folder: the same output from any directory.
   const std::string vocab_name = options.vocab
                                      ? std::filesystem::path(options.vocab_name).filename().string()
                                      : "lesson-vocab.txt";
   if (std::size_t bad = 0; !is_valid_utf8(options.text, &bad)) {
-    throw Error("--text",
-                fmt::format("the text is not valid UTF-8: byte 0x{:02x} at offset {} does not "
+    throw Error(ErrorKind::bad_value, "tokens_lesson", fmt::format("the text is not valid UTF-8: byte 0x{:02x} at offset {} does not "
                             "start a UTF-8 character; pass UTF-8 text (a terminal with "
                             "LANG=C.UTF-8 sends it)",
-                            static_cast<unsigned char>(options.text[bad]), bad));
+                            static_cast<unsigned char>(options.text[bad]), bad)).about("text");
   }
   if (options.add_special_tokens) {
     for (std::string_view token : {kClassifierToken, kSeparatorToken}) {
       if (!vocab.find(token)) {
-        throw Error("--add-special-tokens",
-                    fmt::format("the vocabulary {} has no {} line: add one, or leave out "
-                                "--add-special-tokens",
-                                vocab_name, token));
+        throw Error(ErrorKind::bad_value, "tokens_lesson", fmt::format("the vocabulary {} has no {} line: add one, or leave out "
+                                "<add_special_tokens>",
+                                vocab_name, token)).about("add_special_tokens");
       }
     }
   }
   const Encoding e = encode(options.text, vocab, options.add_special_tokens);
   if (e.tokens.empty()) {
-    throw Error("--text", fmt::format("{} has no tokens: it is empty or only spaces and control "
-                                      "characters; give some words, e.g. --text \"time flies like "
+    throw Error(ErrorKind::bad_value, "tokens_lesson", fmt::format("{} has no tokens: it is empty or only spaces and control "
+                                      "characters; give some words, e.g. <text> \"time flies like "
                                       "an arrow\"",
-                                      in_quotes(options.text)));
+                                      in_quotes(options.text))).about("text");
   }
   const std::size_t tokens = e.tokens.size();
   const auto [rows, width] = options.weights ? weights_shape(*options.weights, options.weights_name)
@@ -161,12 +148,10 @@ TokensRun run_tokens(const TokensLessonOptions& options) {
   Ids ids({1, tokens});  // (1,T)
   std::copy(e.ids.begin(), e.ids.end(), ids.begin());
   if (std::size_t at = 0; first_id_out_of_range(ids, rows, &at)) {
-    throw Error(
-        "--weights",
-        fmt::format("'{}' has {} rows, but the token '{}' has id {} in {}: the table needs a "
+    throw Error(ErrorKind::bad_value, "tokens_lesson", fmt::format("'{}' has {} rows, but the token '{}' has id {} in {}: the table needs a "
                     "row for every id, at least {} rows (this vocabulary has {} tokens)",
                     options.weights_name, rows, e.tokens[at], e.ids[at], vocab_name, e.ids[at] + 1,
-                    vocab.size()));
+                    vocab.size())).about("weights");
   }
 
   const Module model = describe_embedding(rows, width);
@@ -183,8 +168,9 @@ TokensRun run_tokens(const TokensLessonOptions& options) {
   const float factor = static_cast<float>(std::sqrt(static_cast<double>(width)));
   const Tensor3 output = options.scale_by_sqrt_d ? Tensor3(lookup * factor) : lookup;  // (1,T,D)
 
-  TokensRun out{LessonRun("tokens"), e.tokens, e.ids};
-  LessonRun& run = out.run;
+  LessonRun run("tokens");
+  run.listing("tokens", e.tokens);  // the WordPiece tokens and their ids, also in JSON
+  run.listing("ids", e.ids);
   run.setting("text", in_quotes(options.text));
   run.setting("vocab", options.vocab ? vocab_name : "lesson");  // the built-in lesson-vocab.txt
   run.setting("vocab-size", std::to_string(vocab.size()));
@@ -283,7 +269,7 @@ TokensRun run_tokens(const TokensLessonOptions& options) {
         {"BERT-base (seed 000's token_emb)", "30,522", "768",
          with_commas(count_parameters(describe_embedding(30522, 768)))}}});
   run.parameters = count;
-  return out;
+  return run;
 }
 
 }  // namespace attn::lessons

@@ -23,17 +23,8 @@ struct TokensLessonOptions {
   std::string weights_name;
 };
 
-struct TokensRun {
-  LessonRun run;
-  std::vector<std::string> tokens;  // the WordPiece tokens, for JSON's "tokens"
-  std::vector<std::int64_t> ids;    // for JSON's "ids"
-};
-
-// Lesson 00: text -> BERT's tokenizer -> ids -> nn.Embedding -> (1, T, D).
-TokensRun run_tokens(const TokensLessonOptions& options);
-
-// The built-in vocabulary: data/vocab/lesson-vocab.txt, compiled in.
-std::string_view lesson_vocabulary_text();
-const Vocabulary& lesson_vocabulary();
+// Lesson 00: text -> BERT's tokenizer -> ids -> nn.Embedding -> (1, T, D). The run lists the
+// WordPiece tokens and their ids as "tokens" and "ids".
+LessonRun run_tokens(const TokensLessonOptions& options);
 
 }  // namespace attn::lessons

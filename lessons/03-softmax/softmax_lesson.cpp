@@ -98,19 +98,19 @@ LessonRun run_softmax_lesson(const SoftmaxLessonOptions& options) {
   const auto [batch, tokens, keys] = sizes;
   check_budget("softmax", {{"S", {batch, tokens, keys}}, {"the steps", {6 * batch, tokens, keys}}});
   if (options.causal && tokens != keys) {
-    throw Error("--mask", fmt::format("a causal mask needs square scores (B, T, T); --input has shape ({}, {}, {}): "
-                                      "pass scores with as many keys as queries, or drop --mask causal",
-                                      batch, tokens, keys));
+    throw Error(ErrorKind::bad_value, "softmax_lesson", fmt::format("a causal mask needs square scores (B, T, T); the input has shape ({}, {}, {}): "
+                                      "pass scores with as many keys as queries, or drop <mask> causal",
+                                      batch, tokens, keys)).about("mask");
   }
   if (!(options.temperature > 0.0f) || !std::isfinite(options.temperature)) {
-    throw Error("--temperature", fmt::format("{} is not a temperature: use a positive number such as 0.5 or 2",
-                                             options.temperature));
+    throw Error(ErrorKind::bad_value, "softmax_lesson", fmt::format("{} is not a temperature: use a positive number such as 0.5 or 2",
+                                             options.temperature)).about("temperature");
   }
   // Outside this range S / τ overflows or the weights are one-hot or uniform to float precision.
   if (options.temperature < 1e-3f || options.temperature > 1e3f) {
-    throw Error("--temperature", fmt::format("{:g} is outside 0.001 to 1000: S / τ would overflow or flatten "
+    throw Error(ErrorKind::bad_value, "softmax_lesson", fmt::format("{:g} is outside 0.001 to 1000: S / τ would overflow or flatten "
                                              "to uniform; use a value such as 0.5 or 2",
-                                             options.temperature));
+                                             options.temperature)).about("temperature");
   }
   const Tensor3 scores = lesson_input(common, "(B, T, S)", sizes);  // (B,T,S)
 

@@ -42,10 +42,10 @@ LessonRun run_attention(const AttentionLessonOptions& options) {
   const auto [batch, tokens, width] = lesson_sizes(options.common);
   const bool head = options.variant == "head";
   if (!head && options.variant != "self-attention") {
-    throw Error("--variant", fmt::format("'{}' is not an attention variant: use self-attention or head", options.variant));
+    throw Error(ErrorKind::bad_value, "attention_lesson", fmt::format("'{}' is not an attention variant: use self-attention or head", options.variant)).about("variant");
   }
   if (!head && options.head_size) {
-    throw Error("--head-size", "only the head variant has a head size (SelfAttention's is D): add --variant head");
+    throw Error(ErrorKind::bad_value, "attention_lesson", "only the head variant has a head size (SelfAttention's is D): add <variant> head").about("head_size");
   }
   const std::size_t hs = head ? options.head_size.value_or(width) : width;
   check_budget("attention", {{"X", {batch, tokens, width}},

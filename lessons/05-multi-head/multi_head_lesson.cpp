@@ -21,7 +21,7 @@ constexpr MultiHeadVariant kVariants[] = {MultiHeadVariant::narrow, MultiHeadVar
 MultiHeadVariant parse_variant(const std::string& name) {
   for (MultiHeadVariant v : kVariants)
     if (variant_name(v) == name) return v;
-  throw Error("--variant", fmt::format("'{}' is not a multi-head variant: use narrow, wide, book, fused or compare", name));
+  throw Error(ErrorKind::bad_value, "multi_head_lesson", fmt::format("'{}' is not a multi-head variant: use narrow, wide, book, fused or compare", name)).about("variant");
 }
 
 // torchinfo's mult-adds: every Linear's parameters times the rows it is applied to.
@@ -175,7 +175,7 @@ LessonRun run_multi_head(const MultiHeadLessonOptions& options) {
   const bool compare = options.variant == "compare";
   const MultiHeadVariant variant = compare ? MultiHeadVariant::book : parse_variant(options.variant);
   if (compare && options.weights) {
-    throw Error("--weights", "weights belong to one variant: add --variant narrow, wide, book or fused");
+    throw Error(ErrorKind::bad_value, "multi_head_lesson", "weights belong to one variant: add <variant> narrow, wide, book or fused").about("weights");
   }
   for (MultiHeadVariant v : kVariants)
     if (compare || v == variant) head_size(v, width, options.heads);  // refuses D % H != 0 early

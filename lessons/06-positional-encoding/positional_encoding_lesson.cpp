@@ -89,14 +89,12 @@ LessonRun run_positional_encoding(const PositionalEncodingLessonOptions& options
   const auto [batch, tokens, width] = lesson_sizes(options.common);
   const bool learned = options.kind == "learned";
   if (!learned && options.kind != "sinusoidal") {
-    throw Error("--kind",
-                fmt::format("'{}' is not a kind of positional encoding: use sinusoidal or learned",
-                            options.kind));
+    throw Error(ErrorKind::bad_value, "positional_encoding_lesson", fmt::format("'{}' is not a kind of positional encoding: use sinusoidal or learned",
+                            options.kind)).about("kind");
   }
   if (!learned && options.weights) {
-    throw Error("--weights",
-                "the sinusoidal table is computed, not learned, so there are no weights to load: "
-                "add --kind learned");
+    throw Error(ErrorKind::bad_value, "positional_encoding_lesson", "the sinusoidal table is computed, not learned, so there are no weights to load: "
+                "add <kind> learned").about("weights");
   }
   // P: --max-positions, else the rows of --weights' table, else BERT's 512.
   std::size_t positions = options.max_positions.value_or(kDefaultMaxPositions);
@@ -107,16 +105,14 @@ LessonRun run_positional_encoding(const PositionalEncodingLessonOptions& options
   if (tokens > positions) {
     const std::string what = options.common.input
                                  ? fmt::format("the input has T={} tokens, more", tokens)
-                                 : fmt::format("--seq {} is more", tokens);
-    throw Error(
-        "--max-positions",
-        options.weights && !options.max_positions
-            ? fmt::format("{} than the {} rows of the table in --weights: use a table of at "
+                                 : fmt::format("<seq> {} is more", tokens);
+    throw Error(ErrorKind::bad_value, "positional_encoding_lesson", options.weights && !options.max_positions
+            ? fmt::format("{} than the {} rows of the table in <weights>: use a table of at "
                           "least {} rows, or fewer tokens",
                           what, positions, tokens)
-            : fmt::format("{} than the {} positions of the table: give --max-positions {} "
+            : fmt::format("{} than the {} positions of the table: give <max_positions> {} "
                           "or more, or fewer tokens",
-                          what, positions, tokens));
+                          what, positions, tokens)).about("max_positions");
   }
   check_budget("positional-encoding",
                {{"X, X + PE and their reorderings", {6 * batch, tokens, width}},

@@ -5,28 +5,15 @@
 
 #include <fmt/format.h>
 
-#include "00-tokens/tokens_lesson.hpp"
 #include "budget.hpp"
 #include "encoder.hpp"
 #include "random.hpp"
+#include "shipped.hpp"
 #include "state_dict.hpp"
 #include "summary.hpp"
 
 namespace attn::lessons {
 
-EncoderConfig tiny_config() {
-  EncoderConfig c;
-  c.hidden_size = 6;
-  c.num_attention_heads = 2;
-  c.intermediate_size = 24;
-  c.num_hidden_layers = 2;
-  c.vocab_size = lesson_vocabulary().size();
-  c.max_position_embeddings = 64;
-  c.hidden_dropout_prob = 0.1;
-  c.layer_norm_eps = 1e-12;
-  c.hidden_act = "gelu";
-  return c;
-}
 
 namespace {
 // Mean and largest L2 norm of the token vectors of x (B,T,D).
@@ -63,35 +50,35 @@ LessonRun run_encoder(const EncoderLessonOptions& o) {
   validate_config(c, o.config_name);
   const std::size_t d = c.hidden_size, layers = c.num_hidden_layers;
   if (o.show_layer >= layers) {
-    throw Error("--show-layer", fmt::format("layer {} does not exist: the encoder has {} layers, numbered 0 to {}",
-                                            o.show_layer, layers, layers - 1));
+    throw Error(ErrorKind::bad_value, "encoder_lesson", fmt::format("layer {} does not exist: the encoder has {} layers, numbered 0 to {}",
+                                            o.show_layer, layers, layers - 1)).about("show_layer");
   }
   std::size_t batch = 0, tokens = 0;
   if (o.embeddings) {
-    if (o.ids.empty() || o.ids.front().empty()) throw Error("encoder", "no tokens to encode: give --text or --ids");
+    if (o.ids.empty() || o.ids.front().empty()) throw Error("encoder", "no tokens to encode: give <text> or <ids>");
     batch = o.ids.size();
     tokens = o.ids.front().size();
     for (const auto& row : o.ids) {
-      if (row.size() != tokens) throw Error("--ids", "every sequence of ids must have the same length");
+      if (row.size() != tokens) throw Error(ErrorKind::bad_value, "encoder_lesson", "every sequence of ids must have the same length").about("ids");
       for (std::int64_t id : row)
         if (id < 0 || static_cast<std::size_t>(id) >= c.vocab_size) {
-          throw Error("--ids", fmt::format("id {} is outside the vocabulary (0 to {}): use ids below vocab_size {}",
-                                           id, c.vocab_size - 1, c.vocab_size));
+          throw Error(ErrorKind::bad_value, "encoder_lesson", fmt::format("id {} is outside the vocabulary (0 to {}): use ids below vocab_size {}",
+                                           id, c.vocab_size - 1, c.vocab_size)).about("ids");
         }
     }
   } else {
     const Sizes3 s = lesson_sizes(o.common);
     batch = s.batch, tokens = s.seq;
     if (o.common.input && s.d_model != d) {
-      throw Error("--input", fmt::format("the hidden states have width {}, the encoder {}: pass --d-model {} or a "
+      throw Error(ErrorKind::bad_value, "encoder_lesson", fmt::format("the hidden states have width {}, the encoder {}: pass <d_model> {} or a "
                                          "config with hidden_size {}",
-                                         s.d_model, d, s.d_model, s.d_model));
+                                         s.d_model, d, s.d_model, s.d_model)).about("input");
     }
   }
   if (tokens > c.max_position_embeddings) {
-    throw Error("--seq", fmt::format("{} tokens but the position table has {} (max_position_embeddings): use at most {} "
+    throw Error(ErrorKind::bad_value, "encoder_lesson", fmt::format("{} tokens but the position table has {} (max_position_embeddings): use at most {} "
                                      "tokens",
-                                     tokens, c.max_position_embeddings, c.max_position_embeddings));
+                                     tokens, c.max_position_embeddings, c.max_position_embeddings)).about("seq");
   }
   const Module model = describe_encoder(c, o.embeddings);
   check_budget("encoder", {{"the weights", {static_cast<std::size_t>(count_parameters(model))}},

@@ -25,10 +25,6 @@ struct EncoderLessonOptions {
   std::string weights_name;
 };
 
-// The lesson's default config: a readable toy encoder (D 6, H 2, F 24, 2 layers, 64 positions,
-// the lesson vocabulary), the same numbers as data/configs/tiny.json.
-EncoderConfig tiny_config();
-
 // Lesson 09: the book's encoder, embeddings and a stack of layers, one layer shown step by step.
 LessonRun run_encoder(const EncoderLessonOptions& options);
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -721,6 +722,49 @@ std::string show(const std::map<std::string, std::string>& entries) {
   return out;
 }
 
+// ATTN_UPDATE_CATALOGUE=1 rewrites the exit and stderr cells of every row whose run differs, as
+// ATTN_UPDATE_GOLDEN does for goldens: read the diff of docs/bad-input.md before committing it.
+struct Observed {
+  int exit_code;
+  std::string stderr_line;
+};
+std::map<std::size_t, Observed>& observed_rows() {
+  static std::map<std::size_t, Observed> rows;
+  return rows;
+}
+
+std::string stderr_cell(const std::string& line) {
+  if (line.empty()) return "(none)";
+  std::string escaped;
+  for (char c : line) escaped += c == '|' ? std::string("\\|") : std::string(1, c);
+  return escaped.find('`') == std::string::npos ? "`" + escaped + "`" : "`` " + escaped + " ``";
+}
+
+void update_catalogue() {
+  const std::string path = std::string(ATTN_SOURCE_DIR) + "/docs/bad-input.md";
+  std::ifstream in(path);
+  std::string text, line;
+  std::size_t number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (const auto it = observed_rows().find(number); it != observed_rows().end()) {
+      std::vector<std::string> cells = cells_of(line);
+      cells[2] = std::to_string(it->second.exit_code);
+      cells[3] = stderr_cell(it->second.stderr_line);
+      line = "|";
+      for (std::size_t i = 0; i < cells.size(); ++i) {
+        std::string cell;  // the stderr cell is escaped already
+        for (char c : cells[i]) cell += c == '|' && i != 3 ? std::string("\\|") : std::string(1, c);
+        line += " " + cell + " |";
+      }
+    }
+    text += line + "\n";
+  }
+  in.close();
+  std::ofstream(path, std::ios::binary) << text;
+  WARN("rewrote " << observed_rows().size() << " rows of " << path);
+}
+
 void run_row(Scratch& scratch, const Row& row) {
   INFO("docs/bad-input.md:" << row.line << ": " << row.command);
   // Under /proc root gets ENOENT where anyone else gets EACCES: the rows give root's line.
@@ -730,6 +774,11 @@ void run_row(Scratch& scratch, const Row& row) {
   const auto result = scratch.in_dir([&] { return run_attn(row.args); });
   INFO("actual exit: " << result.exit_code);
   INFO("actual stderr: " << result.err);
+  const std::string actual_line = result.err.ends_with("\n") ? result.err.substr(0, result.err.size() - 1) : result.err;
+  if (std::getenv("ATTN_UPDATE_CATALOGUE") != nullptr &&
+      (result.exit_code != row.exit_code || actual_line != row.stderr_line) && actual_line.find('\n') == std::string::npos) {
+    observed_rows()[row.line] = {result.exit_code, actual_line};
+  }
   CHECK(result.exit_code == row.exit_code);
   CHECK(result.err == (row.stderr_line.empty() ? std::string() : row.stderr_line + "\n"));
   if (row.exit_code == 2) CHECK(result.out.empty());
@@ -763,6 +812,7 @@ TEST_CASE("every row of docs/bad-input.md gives its exit code, its one stderr li
         run_row(scratch, row);
     }
   }
+  if (std::getenv("ATTN_UPDATE_CATALOGUE") != nullptr && !observed_rows().empty()) update_catalogue();
 }
 
 TEST_CASE("docs/bad-input.md has the catalogue's sections and every file it names can be made",

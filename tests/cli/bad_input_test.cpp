@@ -159,7 +159,7 @@ TEST_CASE("counts past 2^63-1 are refused, never printed wrapped around (W1)", "
   CHECK(wide.exit_code == 2);
   CHECK(wide.out.empty());
   CHECK(wide.err ==
-        "attn summary: describe_multi_head: the wide MultiHeadAttention with D = 1000000000 and H "
+        "attn summary: the wide MultiHeadAttention with D = 1000000000 and H "
         "= 1000000000 has "
         "more than 2^63-1 parameters\n");
   const std::vector<std::string> huge = {"--batch",    "1000000000", "--seq",
@@ -171,15 +171,15 @@ TEST_CASE("counts past 2^63-1 are refused, never printed wrapped around (W1)", "
                                        format,    "--format",   output};
       args.insert(args.end(), huge.begin(), huge.end());
       cases.push_back(
-          {args, {"attn summary: format_summary: MultiHeadAttention", "more than 2^63-1"}});
+          {args, {"attn summary: MultiHeadAttention", "more than 2^63-1"}});
       args[1] = "self-attention";
-      cases.push_back({args, {"attn summary: format_summary:", "more than 2^63-1"}});
+      cases.push_back({args, {"attn summary: SelfAttention", "more than 2^63-1"}});
     }
   }
   cases.push_back(
       {{"summary", "encoder", "--d-model", "1000000000", "--heads", "1", "--d-ff", "1000000000",
         "--layers", "2", "--no-embeddings"},
-       {"describe_encoder: the TransformerEncoder with L = 2", "more than 2^63-1 parameters"}});
+       {"attn summary: the TransformerEncoder with L = 2", "more than 2^63-1 parameters"}});
   check_all_refused(cases);
 }
 
@@ -220,7 +220,7 @@ TEST_CASE("bad output options list the values to use", "[cli][bad-input]") {
     }
     for (const std::string value : {"-1", "99", "17", "x", "2.5"}) {
       cases.push_back(
-          {{lesson, "--precision", value}, {"--precision", "is not a precision", "0 to 16"}});
+          {{lesson, "--precision", value}, {"--precision", "whole number", "0 to 16"}});
     }
   }
   check_all_refused(cases);
@@ -228,14 +228,32 @@ TEST_CASE("bad output options list the values to use", "[cli][bad-input]") {
 
 TEST_CASE("softmax refuses a bad temperature or mask", "[cli][bad-input]") {
   std::vector<Case> cases;
-  for (const std::string value : {"0", "-1", "nan", "inf", "-inf", "1e40"}) {
-    cases.push_back({{"softmax", "--temperature", value}, {"--temperature", "positive number"}});
+  for (const std::string value : {"0", "-1", "1e40", "1e-300", "1e-4", "1001"}) {
+    cases.push_back({{"softmax", "--temperature", value}, {"--temperature", "is outside 0.001 to 1000"}});
   }
-  cases.push_back(
-      {{"softmax", "--temperature", "abc"}, {"--temperature", "'abc' is not a number", "0.5"}});
+  // Decimal numbers only: no NaN, infinities, hex or blanks.
+  for (const std::string value : {"nan", "inf", "-inf", "abc", "0x10", " 2", "2 ", ""}) {
+    cases.push_back({{"softmax", "--temperature", value}, {"--temperature", "is not a temperature", "0.5"}});
+  }
   cases.push_back({{"softmax", "--mask", "diagonal"}, {"--mask", "'diagonal'", "none or causal"}});
   cases.push_back({{"softmax", "--mask", ""}, {"--mask", "none or causal"}});
   check_all_refused(cases);
+}
+
+TEST_CASE("sizes given beside --input are accepted when they are the array's", "[cli][bad-input]") {
+  Scratch scratch;
+  const std::string good = scratch.write_npy("good.npy", float32_ones({1, 2, 3}));
+  const auto alone = run_attn({"dot-product", "--input", good, "--quiet"});
+  REQUIRE(alone.exit_code == 0);
+  for (const std::vector<std::string>& sizes :
+       {std::vector<std::string>{"--seq", "2"}, {"--batch", "1", "--seq", "2", "--d-model", "3"}, {"--d-model", "3"}}) {
+    std::vector<std::string> args = {"dot-product", "--input", good, "--quiet"};
+    args.insert(args.end(), sizes.begin(), sizes.end());
+    const auto result = run_attn(args);
+    INFO(fmt::format("{}", fmt::join(args, " ")) << "\nstderr: " << result.err);
+    CHECK(result.exit_code == 0);
+    CHECK(result.out == alone.out);
+  }
 }
 
 TEST_CASE("bad --input files are refused with what to do instead", "[cli][bad-input]") {
@@ -293,14 +311,10 @@ TEST_CASE("bad --input files are refused with what to do instead", "[cli][bad-in
       {{"softmax", "--input", huge}, {"--input", "GiB", "pass a smaller array"}},
       {{"dot-product", "--input", hollow}, {"--input", "truncated"}},
       {{"dot-product", "--input", ""}, {"--input", "empty", "--input x.npy"}},
-      {{"dot-product", "--input", good, "--seq", "3"},
-       {"--seq and --input exclude each other", "drop --seq"}},
-      {{"dot-product", "--seq", "3", "--input", good},
-       {"--seq and --input exclude each other", "drop --seq"}},
-      {{"scaling", "--input", good, "--d-model", "4"},
-       {"--d-model and --input exclude each other", "drop --d-model"}},
-      {{"softmax", "--input", good, "--batch", "2"},
-       {"--batch and --input exclude each other", "drop --batch"}},
+      {{"dot-product", "--input", good, "--seq", "3"}, {"--seq: the --input array", "T = 2, not 3", "drop --seq"}},
+      {{"dot-product", "--seq", "3", "--input", good}, {"--seq: the --input array", "T = 2, not 3", "drop --seq"}},
+      {{"scaling", "--input", good, "--d-model", "4"}, {"--d-model: the --input array", "D = 3, not 4", "drop --d-model"}},
+      {{"softmax", "--input", good, "--batch", "2"}, {"--batch: the --input array", "B = 1, not 2", "drop --batch"}},
       // (1, 2, 3) scores are not square: a causal mask needs (B, T, T).
       {{"softmax", "--input", good, "--mask", "causal"}, {"--mask", "square"}},
   };
@@ -354,7 +368,7 @@ TEST_CASE("bad input with --save leaves no directory", "[cli][bad-input]") {
       {{"dot-product", "--save", out, "--format", "yaml"}, {"--format", "text or json"}, out},
       {{"dot-product", "--input", text, "--save", out}, {"--input", "not a .npy file"}, out},
       {{"scaling", "--seq", "100000000", "--save", out}, {"memory limit of 1 GiB (set by ATTN_MAX_MEMORY)", "lower --seq"}, out},
-      {{"softmax", "--temperature", "0", "--save", out}, {"--temperature", "positive number"}, out},
+      {{"softmax", "--temperature", "0", "--save", out}, {"--temperature", "outside 0.001 to 1000"}, out},
       {{"softmax", "--mask", "diagonal", "--save", out}, {"--mask", "none or causal"}, out},
   });
   CHECK(scratch.entries_containing("attn-tmp").empty());

@@ -6,8 +6,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "00-tokens/tokens_lesson.hpp"
 #include "09-encoder/encoder_lesson.hpp"
+#include "shipped.hpp"
 #include "allclose.hpp"
 #include "encoder.hpp"
 #include "fixtures.hpp"
@@ -72,14 +72,14 @@ TEST_CASE("the encoder equals the book's PyTorch encoder with the same weights",
 
 TEST_CASE("the shipped tiny config is the encoder lesson's default", "[encoder][config]") {
   const attn::EncoderConfig file = attn::load_config(std::string(ATTN_SOURCE_DIR) + "/data/configs/tiny.json");
-  const attn::EncoderConfig built_in = attn::lessons::tiny_config();
+  const attn::EncoderConfig built_in = attn::tiny_config();
   CHECK(file.hidden_size == built_in.hidden_size);
   CHECK(file.num_attention_heads == built_in.num_attention_heads);
   CHECK(file.intermediate_size == built_in.intermediate_size);
   CHECK(file.num_hidden_layers == built_in.num_hidden_layers);
   CHECK(file.vocab_size == built_in.vocab_size);
   CHECK(file.max_position_embeddings == built_in.max_position_embeddings);
-  CHECK(file.vocab_size == attn::lessons::lesson_vocabulary().size());
+  CHECK(file.vocab_size == attn::lesson_vocabulary().size());
   const std::string config = std::string(ATTN_SOURCE_DIR) + "/data/configs/tiny.json";
   CHECK(run_attn({"encoder", "--config", config, "--quiet"}).out == run_attn({"encoder", "--quiet"}).out);
 }

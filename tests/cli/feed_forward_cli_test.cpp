@@ -233,7 +233,7 @@ TEST_CASE("bad input to feed-forward: one line on stderr, exit 2, nothing on std
       {{"feed-forward", "--weights", corrupt}, "--weights"},
       {{"feed-forward", "--weights", (scratch.path / "missing.npz").string()}, "does not exist"},
       {{"feed-forward", "--input", rank2}, "add a batch axis"},
-      {{"feed-forward", "--input", rank2, "--d-model", "6"}, "--d-model"},
+      {{"feed-forward", "--input", rank2, "--d-model", "6"}, "add a batch axis"},
       {{"feed-forward", "--d-ff", "0", "--save", save.string()}, "--d-ff"},
       {{"feed-forward", "--variant", "wide", "--save", save.string()}, "--variant"},
       {{"summary", "feed-forward", "--d-ff", "0"}, "--d-ff"},

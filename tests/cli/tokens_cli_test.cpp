@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "00-tokens/tokens_lesson.hpp"
+#include "shipped.hpp"
 #include "allclose.hpp"
 #include "fixtures.hpp"
 #include "npy.hpp"
@@ -62,7 +63,7 @@ TEST_CASE("json: the usual document plus top-level tokens and ids", "[cli][json]
   const auto doc = nlohmann::json::parse(result.out);
   CHECK(doc["lesson"] == "tokens");
   CHECK(doc["tokens"] == std::vector<std::string>{"time", "flies", ",", "time", "flies"});
-  const auto vocab = attn::lessons::lesson_vocabulary();
+  const auto vocab = attn::lesson_vocabulary();
   const auto ids = doc["ids"].get<std::vector<std::int64_t>>();
   REQUIRE(ids.size() == 5);
   CHECK(ids[0] == *vocab.find("time"));
@@ -211,8 +212,8 @@ TEST_CASE("bert-base-uncased's vocab.txt: seed 000's ids and BERT-base's paramet
 TEST_CASE("the built-in vocabulary is data/vocab/lesson-vocab.txt", "[cli][vocab]") {
   const std::string file =
       attn::testing::read_text(std::string(ATTN_SOURCE_DIR) + "/data/vocab/lesson-vocab.txt");
-  CHECK(attn::lessons::lesson_vocabulary_text() == file);
-  const auto& vocab = attn::lessons::lesson_vocabulary();
+  CHECK(attn::shipped_file("vocab/lesson-vocab.txt") == file);
+  const auto& vocab = attn::lesson_vocabulary();
   CHECK(vocab.size() > 400);
   for (const char* token : {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "time", "flies", "like",
                             "an", "arrow", "fruit", "banana", "##s"})
@@ -235,7 +236,7 @@ TEST_CASE("saved weights read back through --weights in both formats", "[cli][we
       REQUIRE(first.exit_code == 0);
       const attn::StateDict saved = attn::read_weights(path);
       REQUIRE(saved.size() == 1);
-      CHECK(saved.at("weight").shape == attn::Shape{attn::lessons::lesson_vocabulary().size(), 7});
+      CHECK(saved.at("weight").shape == attn::Shape{attn::lesson_vocabulary().size(), 7});
       const auto again = run_attn({"tokens", "--weights", path, "--quiet"});
       REQUIRE(again.exit_code == 0);
       CHECK(again.out == first.out);

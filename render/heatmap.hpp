@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace attn::cli {
+namespace attn::render {
 
 enum class Palette { truecolor, color256, shades, ascii };
 
@@ -52,4 +52,4 @@ bool locale_is_utf8(const TerminalEnvironment& env);
 Palette choose_palette(bool colour_allowed, const TerminalEnvironment& env);
 Palette choose_palette(bool colour_allowed);
 
-}  // namespace attn::cli
+}  // namespace attn::render

@@ -1,6 +1,6 @@
 // The terminal heatmap: exact text in shades and ascii, escapes only in colour, masked zeros,
 // degenerate sizes, narrow cells past 100 columns, labels, and the palette choice.
-#include "../../cli/heatmap.hpp"
+#include "heatmap.hpp"
 
 #include <cmath>
 #include <limits>
@@ -12,11 +12,11 @@
 
 #include "error.hpp"
 
-using attn::cli::choose_palette;
-using attn::cli::HeatmapOptions;
-using attn::cli::Palette;
-using attn::cli::render_heatmap;
-using attn::cli::TerminalEnvironment;
+using attn::render::choose_palette;
+using attn::render::HeatmapOptions;
+using attn::render::Palette;
+using attn::render::render_heatmap;
+using attn::render::TerminalEnvironment;
 
 namespace {
 
@@ -208,7 +208,7 @@ TEST_CASE("past 100 columns the values go and the cells narrow", "[heatmap]") {
     for (std::size_t i = 6; i < 6 + n; ++i) {
       CHECK(lines[i].find("0.") == std::string::npos);  // no values in the rows
       if (palette == Palette::shades || palette == Palette::ascii)
-        CHECK(display_width(lines[i]) <= attn::cli::kHeatmapMaxWidth);
+        CHECK(display_width(lines[i]) <= attn::render::kHeatmapMaxWidth);
     }
   }
   // Shades: each cell two glyphs wide; masked cells keep their dot.
@@ -344,5 +344,5 @@ TEST_CASE(
   env.lc_ctype = "de_DE.utf8";
   env.lang = "C";
   CHECK(choose_palette(true, env) == Palette::truecolor);
-  CHECK(attn::cli::locale_is_utf8(TerminalEnvironment{}) == false);
+  CHECK(attn::render::locale_is_utf8(TerminalEnvironment{}) == false);
 }

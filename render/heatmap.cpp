@@ -14,7 +14,7 @@
 
 #include "error.hpp"
 
-namespace attn::cli {
+namespace attn::render {
 
 namespace {
 
@@ -551,4 +551,4 @@ Palette choose_palette(bool colour_allowed) {
   return choose_palette(colour_allowed, TerminalEnvironment::from_process());
 }
 
-}  // namespace attn::cli
+}  // namespace attn::render

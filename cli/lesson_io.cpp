@@ -1,0 +1,133 @@
+#include "lesson_io.hpp"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "error.hpp"
+#include "file_io.hpp"
+#include "npy.hpp"
+#include "save.hpp"
+#include "shipped.hpp"
+
+namespace attn::cli {
+
+namespace {
+
+// "holds 1 NaN and 2 infinities (the first at [0, 1, 2])", or "" when every value is finite.
+// NaN and infinities are valid float32 and the lessons show what they do, so they are announced,
+// not refused.
+std::string non_finite_summary(const Array& array) {
+  if (!is_floating(array.dtype)) return {};
+  std::size_t nans = 0, infinities = 0, first = 0;
+  const std::size_t n = array.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const double v = array.real(i);
+    if (std::isfinite(v)) continue;
+    if (nans + infinities == 0) first = i;
+    (std::isnan(v) ? nans : infinities) += 1;
+  }
+  if (nans + infinities == 0) return {};
+  std::vector<std::size_t> index(array.rank());
+  for (std::size_t k = array.rank(); k-- > 0;) {
+    index[k] = first % array.shape[k];
+    first /= array.shape[k];
+  }
+  std::vector<std::string> parts;
+  if (nans > 0) parts.push_back(fmt::format("{} NaN", nans));
+  if (infinities > 0) parts.push_back(fmt::format("{} {}", infinities, infinities == 1 ? "infinity" : "infinities"));
+  return fmt::format("holds {} (the first at [{}])", fmt::join(parts, " and "), fmt::join(index, ", "));
+}
+
+// A size given beside --input must be the array's.
+void check_given_size(const CLI::Option* option, std::size_t given, std::size_t actual, const char* letter,
+                      const LessonCliOptions& o) {
+  if (option == nullptr || option->count() == 0 || given == actual) return;
+  throw Error(ErrorKind::bad_size, "load_lesson_input",
+              fmt::format("the --input array '{}' has {} = {}, not {} (shape {}): drop {}, the array sets it",
+                          printable(o.input_path), letter, actual, given, shape_string(o.lesson.input->shape),
+                          option->get_name()))
+      .about(option->get_name().substr(2));
+}
+
+}  // namespace
+
+void load_lesson_input(LessonCliOptions& o, Context& context) {
+  if (o.input_path.empty()) return;
+  const std::string& path = o.input_path;
+  try {
+    if (path.ends_with(".pt") || path.ends_with(".pth")) {
+      const InputFile file(path, "a .npy file written by numpy.save(path, array)");
+      throw Error(ErrorKind::bad_file, "load_lesson_input",
+                  fmt::format("'{}' is a PyTorch pickle, which attn does not read: save the tensor with "
+                              "numpy.save('x.npy', t.numpy()) and pass x.npy",
+                              printable(path)));
+    }
+    o.lesson.input = read_npy(path);
+  } catch (const Error& e) {
+    throw Error(e.kind(), e.function(), e.detail()).about("input");
+  }
+  o.lesson.input_name = path;
+  if (const std::string summary = non_finite_summary(*o.lesson.input); !summary.empty()) {
+    context.warnings.push_back(fmt::format("--input '{}' {}", printable(path), summary));
+  }
+  const Shape& shape = o.lesson.input->shape;
+  if (shape.size() == 3) {
+    check_given_size(o.batch_option, o.lesson.batch, shape[0], "B", o);
+    check_given_size(o.seq_option, o.lesson.seq, shape[1], "T", o);
+    check_given_size(o.width_option, o.lesson.d_model, shape[2], "D", o);
+  }
+}
+
+StateDict load_weights_file(const std::string& path, Context& context) {
+  StateDict weights;
+  try {
+    weights = read_weights(path);
+  } catch (const Error& e) {
+    throw Error(e.kind(), e.function(), e.detail()).about("weights");
+  }
+  for (const auto& [key, array] : weights) {
+    const std::string summary = non_finite_summary(array);
+    if (summary.empty()) continue;
+    context.warnings.push_back(fmt::format("--weights '{}' ({}) {}", printable(path), printable(key), summary));
+    break;
+  }
+  return weights;
+}
+
+EncoderConfig resolve_config(const std::string& path) {
+  try {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 && errno == ENOENT) {
+      if (const auto shipped = shipped_config(std::filesystem::path(path).filename().string())) return *shipped;
+      throw Error(ErrorKind::bad_file, "resolve_config",
+                  fmt::format("'{}' does not exist: give a config.json, or the name of a shipped one: {}",
+                              printable(path), fmt::join(shipped_config_names(), ", ")));
+    }
+    return load_config(path);
+  } catch (const Error& e) {
+    throw Error(e.kind(), e.function(), e.detail()).about("config");
+  }
+}
+
+void check_outputs(const render::OutputOptions& output) { render::check_outputs(output); }
+
+int publish(const lessons::LessonRun& run, const render::OutputOptions& output, const Context& context) {
+  render::write_outputs(run, output, stdout);
+  if (!context.warnings.empty()) {
+    const std::string line = printable(fmt::format("attn {}: warning: {}: the run goes on as PyTorch's would, and "
+                                                   "checks may fail; numpy.nan_to_num replaces non-finite values",
+                                                   run.lesson(), fmt::join(context.warnings, "; ")),
+                                       std::string::npos) +
+                             "\n";
+    std::fwrite(line.data(), 1, line.size(), stderr);
+  }
+  return run.all_checks_passed() ? kExitOk : kExitCheckFailed;
+}
+
+}  // namespace attn::cli

@@ -1,0 +1,27 @@
+// The output options of a lesson run, and the decision whether a terminal gets colour. The CLI
+// fills OutputOptions from its flags; render/ turns a LessonRun into text or JSON (text.hpp,
+// json.hpp) and writes every output of one run, all or nothing (save.hpp).
+#pragma once
+
+#include <string>
+
+namespace attn::render {
+
+enum class Format { text, json };
+enum class ColorMode { automatic, always, never };
+
+struct OutputOptions {
+  Format format = Format::text;
+  std::string save_dir;      // a directory for every step as .npy plus manifest.json; empty: none
+  std::string save_weights;  // a .safetensors or .npz for the run's weights; empty: none
+  int precision = 4;         // digits after the point when printing tensors
+  bool full = false;         // print whole tensors, never summarised with ...
+  ColorMode color = ColorMode::automatic;
+  bool quiet = false;        // only the final result and the parameter count
+};
+
+// Whether stdout gets ANSI colours under `mode`: automatic is off under NO_COLOR, TERM=dumb and
+// when stdout is not a terminal.
+bool use_color(ColorMode mode);
+
+}  // namespace attn::render
