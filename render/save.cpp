@@ -217,7 +217,7 @@ void check_weights_target(const OutputOptions& o) {
     throw weights_error(fmt::format("'{}' exists and is not a regular file: choose another name", printable(path)));
   }
   if (weights_into_save(o)) return;  // the save directory's checks cover its folder
-  const fs::path parent = parent_of(fs::path(path));
+  const fs::path parent = parent_of(fs::path(path).lexically_normal());
   const fs::file_status parent_status = fs::status(parent, ec);
   if (!fs::exists(parent_status)) {
     throw weights_error(fmt::format("cannot write '{}': the directory '{}' does not exist; create it first or "
