@@ -61,17 +61,23 @@ void check_rows_sum_to_one(LessonRun& run, const Tensor4& weights) {
   run.check("every head's rows of weights sum to 1", worst <= allowed, roundoff_evidence("max |sum - 1|", worst, allowed));
 }
 
+// Each variant's weights come from the seed and the variant alone, so that the compare view and
+// `--variant NAME` (and every section below) use the same layer.
+MultiHeadAttention seeded_layer(std::uint64_t seed, MultiHeadVariant v, std::size_t width, std::size_t heads) {
+  Rng rng(seed ^ 0x3a17ULL ^ ((static_cast<std::uint64_t>(v) + 1) * 0x9e3779b97f4a7c15ULL));
+  return init_multi_head(rng, v, width, heads);
+}
+
 void run_compare(LessonRun& run, const MultiHeadLessonOptions& o, const Tensor3& x, const Tensor3* mask) {
   const std::size_t batch = x.shape(0), tokens = x.shape(1), width = x.shape(2), heads = o.heads;
   run.section("compare");
   Table t{fmt::format("Every variant at D = {}, H = {} on X {}", width, heads, shape_string_of(x)),
           {"variant", "hs", "Q, K, V", "parameters", "formula", "mult-adds"},
           {}};
-  Rng rng(o.common.seed ^ 0x3a17ULL);
   Tensor3 book_output;
   for (MultiHeadVariant v : kVariants) {
     const std::size_t hs = head_size(v, width, heads);
-    const MultiHeadAttention layer = init_multi_head(rng, v, width, heads);
+    const MultiHeadAttention layer = seeded_layer(o.common.seed, v, width, heads);
     const MultiHeadSteps s = forward(layer, x, mask);
     const Module model = describe_multi_head(v, width, heads);
     const Count attention_mult_adds = Count(2) * Count(batch) * Count(heads) * Count(tokens) *
@@ -105,7 +111,7 @@ void run_compare(LessonRun& run, const MultiHeadLessonOptions& o, const Tensor3&
   run.check("narrow has 262,400 parameters at k = 256 for every H", narrow_constant, "H = 1, 2, 4, 8, 16");
 
   run.section("book_fused");
-  MultiHeadAttention book = init_multi_head(rng, MultiHeadVariant::book, width, heads);
+  MultiHeadAttention book = seeded_layer(o.common.seed, MultiHeadVariant::book, width, heads);
   for (AttentionHead& h : book.head_list) h.q.bias.fill(0.0f), h.k.bias.fill(0.0f), h.v.bias.fill(0.0f);
   book.output_linear.bias.fill(0.0f);
   const MultiHeadAttention stacked = stack_book_heads(book);
@@ -115,7 +121,7 @@ void run_compare(LessonRun& run, const MultiHeadLessonOptions& o, const Tensor3&
                             max_difference(fused_y, forward_float64(stacked, x, mask)));
 
   run.section("seed001_bug");
-  const MultiHeadAttention fused = init_multi_head(rng, MultiHeadVariant::fused, width, heads);
+  const MultiHeadAttention fused = seeded_layer(o.common.seed, MultiHeadVariant::fused, width, heads);
   const float bug = max_difference(forward(fused, x, mask).output, forward_with_seed001_bug(fused, x, mask));
   run.check("seed 001's `@ key` computes something else than `@ value`", bug > 1e-4f,
             fmt::format("max |right - wrong| = {:.3g}", bug));
@@ -127,8 +133,7 @@ void run_variant(LessonRun& run, const MultiHeadLessonOptions& o, MultiHeadVaria
                  const Tensor3* mask) {
   const std::size_t width = x.shape(2), heads = o.heads, tokens = x.shape(1);
   const Module model = describe_multi_head(v, width, heads);
-  Rng rng(o.common.seed ^ 0x3a17ULL);
-  MultiHeadAttention layer = init_multi_head(rng, v, width, heads);
+  MultiHeadAttention layer = seeded_layer(o.common.seed, v, width, heads);
   if (o.weights) load_state_dict(layer, model, *o.weights, o.weights_name);
   run.state_dict = collect_state_dict(layer);
   const MultiHeadSteps s = forward(layer, x, mask);

@@ -2,6 +2,7 @@
 // weights (--weights/--input/--save), --save-weights round trips, torchinfo tables, bad input.
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -183,4 +184,26 @@ TEST_CASE("bad input to attention, multi-head and summary: one line, exit 2", "[
   const auto refused = run_attn({"attention", "--weights", pickle});
   CHECK(refused.exit_code == 2);
   CHECK(refused.err.find("safetensors") != std::string::npos);
+}
+
+TEST_CASE("multi-head's compare view and --variant NAME use the same weights for a seed", "[cli][multi-head]") {
+  for (const std::string seed : {"0", "5"}) {
+    const auto output_of = [&](const std::vector<std::string>& extra) {
+      std::vector<std::string> args = {"multi-head", "--seed", seed, "--seq", "4", "--format", "json"};
+      args.insert(args.end(), extra.begin(), extra.end());
+      const auto run = run_attn(args);
+      REQUIRE(run.exit_code == 0);
+      std::map<std::string, nlohmann::json> steps;
+      const auto doc = nlohmann::json::parse(run.out);
+      for (const auto& step : doc["steps"]) steps[step["name"].get<std::string>()] = step["values"];
+      return steps;
+    };
+    const auto compare = output_of({});
+    INFO("seed " << seed);
+    // The compare view's last step is the book variant's output.
+    CHECK(compare.at("output") == output_of({"--variant", "book"}).at("output"));
+    for (const std::string variant : {"narrow", "wide", "fused"}) {
+      CHECK(compare.at(variant + "_output") == output_of({"--variant", variant}).at("output"));
+    }
+  }
 }
