@@ -21,7 +21,7 @@ struct AttentionCliOptions {
 
 void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<AttentionCliOptions>();
-  CLI::App* sub = app.add_subcommand("attention", std::string(lessons::lesson_info("attention").summary));
+  CLI::App* sub = add_lesson_command(app, "attention");
   add_lesson_options(*sub, o->cli);
   sub->add_option("--variant", o->lesson.variant,
                   "self-attention (seed 004's SelfAttention, default) or head (seed 000's AttentionHead)")

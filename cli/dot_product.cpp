@@ -12,7 +12,7 @@ namespace {
 
 void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<LessonCliOptions>();
-  CLI::App* sub = app.add_subcommand("dot-product", std::string(lessons::lesson_info("dot-product").summary));
+  CLI::App* sub = add_lesson_command(app, "dot-product");
   add_lesson_options(*sub, *o);
   sub->callback([o, &context] {
     check_outputs(o->output);

@@ -205,7 +205,7 @@ void run(EncoderCliOptions& o, Context& context) {
 }
 void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<EncoderCliOptions>();
-  CLI::App* sub = app.add_subcommand("encoder", std::string(lessons::lesson_info("encoder").summary));
+  CLI::App* sub = add_lesson_command(app, "encoder");
   sub->add_option("--config", o->config, "a Hugging Face config.json (data/configs/bert-base.json, tiny.json); "
                                          "default: the built-in tiny config")
       ->check(not_empty_validator("--config", "bert-base"))

@@ -20,7 +20,7 @@ struct FeedForwardCliOptions {
 
 void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<FeedForwardCliOptions>();
-  CLI::App* sub = app.add_subcommand("feed-forward", std::string(lessons::lesson_info("feed-forward").summary));
+  CLI::App* sub = add_lesson_command(app, "feed-forward");
   add_lesson_options(*sub, o->cli);
   sub->add_option("--d-ff", o->d_ff, "F, the hidden width (default 4 x D, or the --weights' F)")
       ->check(size_validator())

@@ -21,7 +21,7 @@ struct LayerNormCliOptions {
 
 void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<LayerNormCliOptions>();
-  CLI::App* sub = app.add_subcommand("layer-norm", std::string(lessons::lesson_info("layer-norm").summary));
+  CLI::App* sub = add_lesson_command(app, "layer-norm");
   add_lesson_options(*sub, o->cli);
   sub->add_option("--variant", o->lesson.variant, "torch (nn.LayerNorm, default) or seed001 (seed 001's LayerNormalization)")
       ->check(choice_validator("a LayerNorm variant", {"torch", "seed001"}))

@@ -21,7 +21,7 @@ struct MultiHeadCliOptions {
 
 void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<MultiHeadCliOptions>();
-  CLI::App* sub = app.add_subcommand("multi-head", std::string(lessons::lesson_info("multi-head").summary));
+  CLI::App* sub = add_lesson_command(app, "multi-head");
   add_lesson_options(*sub, o->cli);
   sub->add_option("--variant", o->lesson.variant, "compare (default: all four side by side), narrow, wide, book or fused")
       ->check(choice_validator("a multi-head variant", {"compare", "narrow", "wide", "book", "fused"}))

@@ -111,6 +111,21 @@ CLI::Validator not_empty_validator(std::string option, std::string example) {
       "");
 }
 
+CLI::App* add_lesson_command(CLI::App& app, std::string_view name) {
+  const lessons::LessonInfo& info = lessons::lesson_info(name);
+  CLI::App* sub = app.add_subcommand(std::string(name), std::string(info.summary));
+  std::string footer = "Examples:";
+  for (const auto& example : info.examples) {
+    footer += fmt::format("\n  attn {}", name);
+    for (std::string_view word : example) {
+      const bool quote = word.find(' ') != std::string_view::npos;
+      footer += quote ? fmt::format(" '{}'", word) : fmt::format(" {}", word);
+    }
+  }
+  sub->footer(footer);
+  return sub;
+}
+
 void add_memory_option(CLI::App& app) {
   app.add_option_function<std::string>(
          "--max-memory",

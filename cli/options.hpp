@@ -25,6 +25,9 @@ struct LessonCliOptions {
   const CLI::Option* width_option = nullptr;
 };
 
+// A lesson's subcommand: the catalog's summary as its help, and its examples in the help's footer.
+CLI::App* add_lesson_command(CLI::App& app, std::string_view name);
+
 // --seed --batch --seq [--d-model] --input and the output options, on a lesson's subcommand.
 // `input_shape` describes --input's axes in the help, e.g. "(B, T, D)". --input and a size it
 // fixes may be given together when they agree (see check_input_sizes).

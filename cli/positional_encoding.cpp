@@ -43,8 +43,7 @@ void run(PositionalEncodingCliOptions& o, Context& context) {
 
 void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<PositionalEncodingCliOptions>();
-  CLI::App* sub = app.add_subcommand("positional-encoding",
-                                     std::string(lessons::lesson_info("positional-encoding").summary));
+  CLI::App* sub = add_lesson_command(app, "positional-encoding");
   add_lesson_options(*sub, o->cli);
   sub->add_option("--kind", o->lesson.kind,
                   "sinusoidal (seed 001 and the paper, default) or learned (the book's nn.Embedding)")

@@ -12,7 +12,7 @@ namespace {
 
 void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<LessonCliOptions>();
-  CLI::App* sub = app.add_subcommand("scaling", std::string(lessons::lesson_info("scaling").summary));
+  CLI::App* sub = add_lesson_command(app, "scaling");
   add_lesson_options(*sub, *o);
   sub->callback([o, &context] {
     check_outputs(o->output);

@@ -42,7 +42,7 @@ void run(TokensCliOptions& o, Context& context) {
 
 void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<TokensCliOptions>();
-  CLI::App* sub = app.add_subcommand("tokens", std::string(lessons::lesson_info("tokens").summary));
+  CLI::App* sub = add_lesson_command(app, "tokens");
   sub->add_option("--text", o->lesson.text, "the sentence to tokenize (default \"time flies like an arrow\")")
       ->option_text("TEXT");
   sub->add_option("--vocab", o->vocab,

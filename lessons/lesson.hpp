@@ -132,6 +132,10 @@ struct LessonInfo {
   int number;
   std::string_view name;     // subcommand: "dot-product"
   std::string_view summary;  // one line for `attn --help` and `attn list`
+  // Command lines (the words after `attn <name>`) that show the lesson beyond its defaults, at
+  // sizes where OpenBLAS splits its products: `attn <name> --help` shows them, and the tests run
+  // every one.
+  std::vector<std::vector<std::string_view>> examples;
 };
 
 // Every lesson, in course order.

@@ -13,6 +13,7 @@
 
 #include "array.hpp"
 #include "npy.hpp"
+#include "lesson.hpp"
 #include "run_attn.hpp"
 #include "scratch.hpp"
 
@@ -208,7 +209,8 @@ TEST_CASE("unknown commands, unknown options and missing values are named", "[cl
 
 TEST_CASE("bad output options list the values to use", "[cli][bad-input]") {
   std::vector<Case> cases;
-  for (const std::string lesson : {"dot-product", "scaling", "softmax"}) {
+  for (const attn::lessons::LessonInfo& info : attn::lessons::catalog()) {
+    const std::string lesson(info.name);
     for (const std::string value : {"yaml", "JSON", "1", ""}) {
       cases.push_back(
           {{lesson, "--format", value}, {"--format", "is not a format", "text or json"}});

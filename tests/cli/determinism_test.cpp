@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "allclose.hpp"
+#include "lesson.hpp"
 #include "npy.hpp"
 #include "run_attn.hpp"
 #include "scratch.hpp"
@@ -55,19 +56,20 @@ std::string folder_bytes(const fs::path& dir) {
   return all;
 }
 
-// Sizes large enough that OpenBLAS splits its products over two threads.
-const std::vector<std::vector<std::string>> kCommands = {
-    {"dot-product", "--seed", "3", "--batch", "2", "--seq", "7", "--d-model", "12"},
-    {"softmax", "--seed", "4", "--mask", "causal", "--seq", "9"},
-    {"attention", "--seed", "5", "--seq", "64", "--d-model", "96", "--mask", "causal"},
-    {"multi-head", "--seed", "6", "--seq", "48", "--d-model", "96", "--heads", "4"},
-    {"positional-encoding", "--seed", "7", "--seq", "33", "--d-model", "17"},
-    {"layer-norm", "--seed", "8", "--batch", "3", "--seq", "5", "--d-model", "40"},
-    {"feed-forward", "--seed", "9", "--seq", "64", "--d-model", "96", "--d-ff", "384"},
-    {"encoder", "--seed", "10", "--no-embeddings", "--batch", "2", "--seq", "128", "--max-positions", "128",
-     "--d-model", "192", "--heads", "4", "--d-ff", "768", "--layers", "2"},
-    {"encoder", "--seed", "11", "--text", "time flies like an arrow", "--add-special-tokens"},
-};
+// Every example of every lesson in the catalog: sizes large enough that OpenBLAS splits its
+// products over two threads.
+std::vector<std::vector<std::string>> example_commands() {
+  std::vector<std::vector<std::string>> commands;
+  for (const attn::lessons::LessonInfo& lesson : attn::lessons::catalog()) {
+    for (const auto& example : lesson.examples) {
+      std::vector<std::string> command = {std::string(lesson.name)};
+      command.insert(command.end(), example.begin(), example.end());
+      commands.push_back(command);
+    }
+  }
+  return commands;
+}
+const std::vector<std::vector<std::string>> kCommands = example_commands();
 
 }  // namespace
 

@@ -12,6 +12,7 @@
 #include "npy.hpp"
 #include "run_attn.hpp"
 #include "golden.hpp"
+#include "lesson.hpp"
 #include "scratch.hpp"
 
 namespace fs = std::filesystem;
@@ -20,12 +21,21 @@ using attn::testing::check_golden;
 using attn::testing::ScratchDir;
 
 namespace {
-const std::vector<std::string> kLessons = {"dot-product", "scaling",    "softmax",     "attention",
-                                           "multi-head",  "positional-encoding", "layer-norm", "feed-forward"};
+// Every lesson of the catalog, and those that take the common options (--batch, --seq, --input).
+std::vector<std::string> lesson_names(bool only_common_options) {
+  std::vector<std::string> names;
+  for (const attn::lessons::LessonInfo& lesson : attn::lessons::catalog()) {
+    const bool common = lesson.name != "tokens" && lesson.name != "encoder";
+    if (!only_common_options || common) names.emplace_back(lesson.name);
+  }
+  return names;
+}
+const std::vector<std::string> kAllLessons = lesson_names(false);
+const std::vector<std::string> kLessons = lesson_names(true);
 }  // namespace
 
 TEST_CASE("golden stdout: each lesson at its defaults", "[cli][golden]") {
-  for (const std::string& lesson : kLessons) {
+  for (const std::string& lesson : kAllLessons) {
     DYNAMIC_SECTION(lesson) { check_golden(lesson, {lesson}); }
   }
 }
@@ -178,17 +188,25 @@ TEST_CASE("colour: on with --color always, off under NO_COLOR and when piped", "
   CHECK(stripped == never.out);
 }
 
-TEST_CASE("attn list and attn --help name every lesson in order", "[cli]") {
+TEST_CASE("attn list and attn --help name every lesson of the catalog in order", "[cli]") {
   const auto list = run_attn({"list"});
   REQUIRE(list.exit_code == 0);
-  std::size_t last = 0;
-  for (std::size_t i = 0; i < kLessons.size(); ++i) {
-    const std::size_t at = list.out.find(fmt::format("{:02}  {} ", i + 1, kLessons[i]));
-    REQUIRE(at != std::string::npos);
-    CHECK(at >= last);
-    last = at;
-  }
   const auto help = run_attn({"--help"});
   REQUIRE(help.exit_code == 0);
-  for (const std::string& lesson : kLessons) CHECK(help.out.find(lesson) != std::string::npos);
+  std::size_t last_in_list = 0, last_in_help = 0;
+  for (const attn::lessons::LessonInfo& lesson : attn::lessons::catalog()) {
+    INFO(lesson.name);
+    const std::size_t in_list = list.out.find(fmt::format("{:02}  {} ", lesson.number, lesson.name));
+    REQUIRE(in_list != std::string::npos);
+    CHECK(in_list >= last_in_list);
+    last_in_list = in_list;
+    const std::size_t in_help = help.out.find(fmt::format("  {} ", lesson.name));
+    REQUIRE(in_help != std::string::npos);
+    CHECK(in_help >= last_in_help);
+    last_in_help = in_help;
+    // A lesson's help ends with its examples, which the determinism tests run.
+    const auto own = run_attn({std::string(lesson.name), "--help"});
+    CHECK(own.exit_code == 0);
+    CHECK(own.out.find(fmt::format("Examples:\n  attn {} ", lesson.name)) != std::string::npos);
+  }
 }
