@@ -274,6 +274,12 @@ ReleaseSummary release_tree(const fs::path& tree, const fs::path& out, bool keep
     throw Error(ErrorKind::bad_value, "assignments", fmt::format("'{}' already exists: give a new folder (nothing is overwritten)", out.string())).about("out");
   }
   const fs::path parent = fs::absolute(out, ec).parent_path();
+  if (fs::exists(parent, ec) && !fs::is_directory(parent, ec)) {
+    const fs::path shown = out.parent_path().empty() ? parent : out.parent_path();
+    throw Error(ErrorKind::bad_value, "assignments",
+                fmt::format("'{}' is a file, not a folder: give --out a path inside a folder", printable(shown.string())))
+        .about("out");
+  }
   if (!fs::is_directory(parent, ec)) {
     throw Error(ErrorKind::bad_value, "assignments", fmt::format("'{}' does not exist: create it first, or give --out inside an existing folder",
                                      parent.string())).about("out");

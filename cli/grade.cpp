@@ -304,7 +304,10 @@ void setup(CLI::App& app, Context& context) {
     }
   });
   CLI::App* release = assignments->add_subcommand("release", "write the student tree: solutions replaced by stubs");
-  release->add_option("--out", *out_dir, "the new folder to write (must not exist yet)")->required()->option_text("DIR");
+  release->add_option("--out", *out_dir, "the new folder to write (must not exist yet)")
+      ->required()
+      ->check(not_empty_validator("--out", "~/course"))
+      ->option_text("DIR");
   release->add_flag("--keep-hidden", *keep_hidden,
                     "keep the [.hidden] tests (for an autograder's copy; students' copies leave them out)");
   release->add_option("--dir", *source_dir, "the tree to release (default: this checkout)")->option_text("DIR");

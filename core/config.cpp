@@ -54,8 +54,12 @@ void validate_config(const EncoderConfig& c, const std::string& name) {
                                         "hidden_size / heads numbers",
                                         name, c.hidden_size, c.num_attention_heads)).about("config");
   }
-  if (!(c.hidden_dropout_prob >= 0.0 && c.hidden_dropout_prob < 1.0)) {
-    throw Error(ErrorKind::bad_file, "load_config", fmt::format("{}: hidden_dropout_prob {} is outside [0, 1)", name, c.hidden_dropout_prob)).about("config");
+  for (const auto& [key, p] : {std::pair{"hidden_dropout_prob", c.hidden_dropout_prob},
+                               std::pair{"attention_probs_dropout_prob", c.attention_probs_dropout_prob}}) {
+    if (!(p >= 0.0 && p < 1.0)) {
+      throw Error(ErrorKind::bad_file, "load_config", fmt::format("{}: {} {} is outside [0, 1)", name, key, p))
+          .about("config");
+    }
   }
   if (!(c.layer_norm_eps > 0.0) || !std::isfinite(c.layer_norm_eps)) {
     throw Error(ErrorKind::bad_file, "load_config", fmt::format("{}: layer_norm_eps {} must be a positive number such as 1e-12", name,
@@ -103,6 +107,8 @@ EncoderConfig parse_config(const std::string& text, const std::string& name) {
   c.vocab_size = size_field(doc, "vocab_size", c.vocab_size, name);
   c.max_position_embeddings = size_field(doc, "max_position_embeddings", c.max_position_embeddings, name);
   c.hidden_dropout_prob = real_field(doc, "hidden_dropout_prob", c.hidden_dropout_prob, name);
+  c.attention_probs_dropout_prob =
+      real_field(doc, "attention_probs_dropout_prob", c.attention_probs_dropout_prob, name);
   c.layer_norm_eps = real_field(doc, "layer_norm_eps", c.layer_norm_eps, name);
   if (doc.contains("hidden_act")) {
     if (!doc["hidden_act"].is_string()) {

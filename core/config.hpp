@@ -14,6 +14,7 @@ struct EncoderConfig {
   std::size_t vocab_size = 30522;             // V
   std::size_t max_position_embeddings = 512;  // P
   double hidden_dropout_prob = 0.1;
+  double attention_probs_dropout_prob = 0.1;
   double layer_norm_eps = 1e-12;
   std::string hidden_act = "gelu";  // gelu (erf), gelu_new / gelu_pytorch_tanh (tanh)
 };

@@ -683,6 +683,7 @@ const std::map<std::string, Maker>& makers() {
       {"config_indivisible.json", bytes(R"({"hidden_size": 10, "num_attention_heads": 4})")},
       {"config_eps.json", bytes(R"({"layer_norm_eps": -1e-12})")},
       {"config_dropout.json", bytes(R"({"hidden_dropout_prob": 1.5})")},
+      {"config_attention_dropout.json", bytes(R"({"attention_probs_dropout_prob": 1.0})")},
       {"config_act.json", bytes(R"({"hidden_act": "relu"})")},
       {"configs", [](Scratch&, const fs::path& path) { fs::create_directory(path); }},
       // --- vocab.txt
@@ -694,6 +695,17 @@ const std::map<std::string, Maker>& makers() {
       // --- output targets
       {"a-file", bytes("keep me\n")},
       {"a-folder", [](Scratch&, const fs::path& path) { fs::create_directory(path); }},
+      {"a-project",
+       [](Scratch&, const fs::path& path) {
+         fs::create_directories(path / "src");
+         std::ofstream(path / "manifest.json") << "{\"name\": \"my-web-app\"}\n";
+         std::ofstream(path / "thesis.tex") << "\\documentclass{article}\n";
+       }},
+      {"link-to-folder",
+       [](Scratch& scratch, const fs::path& path) {
+         scratch.ensure("a-folder");
+         fs::create_directory_symlink("a-folder", path);
+       }},
       {"not-a-save",
        [](Scratch&, const fs::path& path) {
          fs::create_directory(path);
