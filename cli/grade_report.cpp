@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "utf8.hpp"
+
 namespace attn::cli {
 
 namespace {
@@ -17,10 +19,8 @@ std::string clean_text(const std::string& text) {
   std::string out;
   for (std::size_t i = 0; i < text.size();) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
-    std::size_t length = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    bool valid = length > 0 && i + length <= text.size();
-    for (std::size_t k = 1; valid && k < length; ++k) valid = (static_cast<unsigned char>(text[i + k]) >> 6) == 0x2;
-    if (!valid) {
+    const std::size_t length = utf8_sequence_length(text, i);
+    if (length == 0) {
       out += "\xEF\xBF\xBD";  // U+FFFD
       ++i;
       continue;
@@ -51,13 +51,6 @@ std::string xml_escape(const std::string& raw) {
   return out;
 }
 
-// Terminal cells: code points (the names are ASCII; the marks are single-cell symbols).
-std::size_t display_width(const std::string& text) {
-  std::size_t cells = 0;
-  for (unsigned char c : text) cells += (c & 0xC0) != 0x80 ? 1 : 0;
-  return cells;
-}
-
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
 }  // namespace
@@ -86,12 +79,12 @@ std::string text_report(const std::vector<LessonOutcome>& outcomes, bool color) 
   std::size_t width = 20;
   for (const LessonOutcome& lesson : outcomes) {
     for (const TestOutcome& test : lesson.tests) {
-      width = std::max(width, display_width(test.info.name + (test.info.hidden ? " (hidden)" : "")));
+      width = std::max(width, column_width(test.info.name + (test.info.hidden ? " (hidden)" : "")));
     }
   }
   width = std::min<std::size_t>(width, 72);
   const auto padded = [](const std::string& text, std::size_t cells) {
-    const std::size_t used = display_width(text);
+    const std::size_t used = column_width(text);
     return used >= cells ? text : text + std::string(cells - used, ' ');
   };
   std::string out;

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "utf8.hpp"
+
 namespace attn {
 
 std::string_view kind_name(ErrorKind kind) {
@@ -23,23 +25,7 @@ std::string printable(std::string_view text, std::size_t limit) {
   std::size_t i = 0;
   while (i < text.size() && i < limit) {
     const auto lead = static_cast<unsigned char>(text[i]);
-    // The length of a well-formed UTF-8 sequence starting here, or 0.
-    std::size_t length = lead < 0x80                    ? 1
-                         : lead >= 0xc2 && lead <= 0xdf ? 2
-                         : lead >= 0xe0 && lead <= 0xef ? 3
-                         : lead >= 0xf0 && lead <= 0xf4 ? 4
-                                                        : 0;
-    if (length > text.size() - i) length = 0;
-    for (std::size_t k = 1; k < length; ++k) {
-      if ((static_cast<unsigned char>(text[i + k]) & 0xc0) != 0x80) length = 0;
-    }
-    if (length >= 3) {  // overlong forms, surrogates and code points past U+10FFFF
-      const auto second = static_cast<unsigned char>(text[i + 1]);
-      if ((lead == 0xe0 && second < 0xa0) || (lead == 0xed && second >= 0xa0) ||
-          (lead == 0xf0 && second < 0x90) || (lead == 0xf4 && second >= 0x90)) {
-        length = 0;
-      }
-    }
+    const std::size_t length = utf8_sequence_length(text, i);
     const bool control =
         length == 1 ? lead < 0x20 || lead == 0x7f
                     : length == 2 && lead == 0xc2 && static_cast<unsigned char>(text[i + 1]) < 0xa0;

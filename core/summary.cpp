@@ -9,6 +9,7 @@
 // Parameters and outputs are float32 (4 bytes an element): LayerInfo carries no dtype. Counts
 // and sizes are int64, as torch's; past 2^63-1 the table is refused (Error kind too_large).
 #include "summary.hpp"
+#include "utf8.hpp"
 
 #include <algorithm>
 #include <array>
@@ -47,14 +48,6 @@ constexpr std::array kColumns = {
 
 // ---------------------------------------------------------------------------------------------
 // Python's str() and format() for the values in the table.
-
-// len() of a Python str: code points, not UTF-8 bytes ("├─" is 2, not 6).
-std::size_t code_points(std::string_view text) {
-  std::size_t count = 0;
-  for (const char c : text)
-    count += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-  return count;
-}
 
 // f"{text:<{width}}": left-aligned, padded with spaces to width code points, never cut.
 void append_padded(std::string& out, std::string_view text, std::size_t width) {

@@ -1,4 +1,5 @@
 #include "tokenizer.hpp"
+#include "utf8.hpp"
 
 #include <utf8proc.h>
 
@@ -238,18 +239,9 @@ bool is_special_token(std::string_view token) {
 }
 
 bool is_valid_utf8(std::string_view text, std::size_t* bad_offset) {
-  std::size_t i = 0;
-  while (i < text.size()) {
-    utf8proc_int32_t cp = -1;
-    const auto n = utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(text.data() + i),
-                                    static_cast<utf8proc_ssize_t>(text.size() - i), &cp);
-    if (n <= 0 || cp < 0) {
-      if (bad_offset != nullptr) *bad_offset = i;
-      return false;
-    }
-    i += static_cast<std::size_t>(n);
-  }
-  return true;
+  const std::size_t bad = utf8_error(text);
+  if (bad != std::string_view::npos && bad_offset != nullptr) *bad_offset = bad;
+  return bad == std::string_view::npos;
 }
 
 std::string escape_invisible(std::string_view text) {

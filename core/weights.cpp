@@ -25,6 +25,7 @@
 #include "error.hpp"
 #include "file_io.hpp"
 #include "npy.hpp"
+#include "utf8.hpp"
 
 static_assert(std::endian::native == std::endian::little, "attn assumes a little-endian host");
 
@@ -57,38 +58,6 @@ void put(std::vector<unsigned char>& out, std::uint64_t value, std::size_t width
 
 void put(std::vector<unsigned char>& out, std::string_view text) {
   out.insert(out.end(), text.begin(), text.end());
-}
-
-// Offset of the first byte that is not strict UTF-8 (overlong forms, surrogates and code points
-// past U+10FFFF are refused), or npos.
-std::size_t utf8_error(std::string_view text) {
-  std::size_t i = 0;
-  while (i < text.size()) {
-    const auto lead = static_cast<unsigned char>(text[i]);
-    std::size_t length = 1;
-    std::uint32_t code = lead;
-    if (lead >= 0xc2 && lead <= 0xdf) {
-      length = 2, code = lead & 0x1fu;
-    } else if (lead >= 0xe0 && lead <= 0xef) {
-      length = 3, code = lead & 0x0fu;
-    } else if (lead >= 0xf0 && lead <= 0xf4) {
-      length = 4, code = lead & 0x07u;
-    } else if (lead >= 0x80) {
-      return i;
-    }
-    if (text.size() - i < length) return i;
-    for (std::size_t k = 1; k < length; ++k) {
-      const auto next = static_cast<unsigned char>(text[i + k]);
-      if ((next & 0xc0) != 0x80) return i;
-      code = (code << 6) | (next & 0x3fu);
-    }
-    if ((length == 3 && (code < 0x800 || (code >= 0xd800 && code <= 0xdfff))) ||
-        (length == 4 && (code < 0x10000 || code > 0x10ffff))) {
-      return i;
-    }
-    i += length;
-  }
-  return std::string_view::npos;
 }
 
 [[noreturn]] void refuse_pickle(std::string_view function, std::string_view path,

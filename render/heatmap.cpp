@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "error.hpp"
+#include "utf8.hpp"
 
 namespace attn::render {
 
@@ -31,80 +32,22 @@ struct Glyph {
   std::size_t width;
 };
 
-// Display columns of a code point: 0 for combining marks, 2 for East Asian wide and fullwidth
-// characters and emoji (the common ranges of wcwidth, not the full Unicode tables), else 1.
-std::size_t codepoint_width(char32_t c) {
-  if ((c >= 0x0300 && c <= 0x036F) || (c >= 0x1AB0 && c <= 0x1AFF) ||
-      (c >= 0x1DC0 && c <= 0x1DFF) || (c >= 0x200B && c <= 0x200F) ||
-      (c >= 0x20D0 && c <= 0x20FF) || (c >= 0xFE00 && c <= 0xFE0F) || (c >= 0xFE20 && c <= 0xFE2F))
-    return 0;
-  if ((c >= 0x1100 && c <= 0x115F) || (c >= 0x2E80 && c <= 0x303E) ||
-      (c >= 0x3041 && c <= 0x33FF) || (c >= 0x3400 && c <= 0x4DBF) ||
-      (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0xA000 && c <= 0xA4CF) ||
-      (c >= 0xAC00 && c <= 0xD7A3) || (c >= 0xF900 && c <= 0xFAFF) ||
-      (c >= 0xFE30 && c <= 0xFE4F) || (c >= 0xFF00 && c <= 0xFF60) ||
-      (c >= 0xFFE0 && c <= 0xFFE6) || (c >= 0x1F300 && c <= 0x1F64F) ||
-      (c >= 0x1F900 && c <= 0x1F9FF) || (c >= 0x20000 && c <= 0x3FFFD))
-    return 2;
-  return 1;
-}
-
-void append_utf8(std::string& out, char32_t c) {
-  if (c < 0x80) {
-    out += static_cast<char>(c);
-  } else if (c < 0x800) {
-    out += static_cast<char>(0xC0 | (c >> 6));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    out += static_cast<char>(0xE0 | (c >> 12));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (c >> 18));
-    out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  }
-}
-
 // Splits UTF-8 into printable glyphs. Invalid bytes, control characters (which could move the
 // cursor or start an escape) and, when `ascii`, anything outside ASCII become '?'.
 std::vector<Glyph> split_glyphs(std::string_view s, bool ascii) {
   std::vector<Glyph> glyphs;
   std::size_t i = 0;
   while (i < s.size()) {
-    const auto lead = static_cast<unsigned char>(s[i]);
-    const std::size_t length = lead < 0x80           ? 1
-                               : (lead >> 5) == 0x6  ? 2
-                               : (lead >> 4) == 0xE  ? 3
-                               : (lead >> 3) == 0x1E ? 4
-                                                     : 0;
-    char32_t c = 0xFFFD;
-    std::size_t used = 1;
-    if (length == 1) {
-      c = lead;
-    } else if (length > 1 && i + length <= s.size()) {
-      char32_t value = lead & (0x7F >> length);
-      bool valid = true;
-      for (std::size_t k = 1; k < length; ++k) {
-        const auto byte = static_cast<unsigned char>(s[i + k]);
-        valid = valid && (byte & 0xC0) == 0x80;
-        value = (value << 6) | (byte & 0x3F);
-      }
-      static constexpr std::array<char32_t, 5> kMinimum = {0, 0, 0x80, 0x800, 0x10000};
-      if (valid && value >= kMinimum[length] && value <= 0x10FFFF &&
-          (value < 0xD800 || value > 0xDFFF)) {
-        c = value;
-        used = length;
-      }
-    }
+    const std::size_t length = utf8_sequence_length(s, i);
+    const char32_t c = length == 0 ? 0xFFFD : utf8_code_point(s, i, length);
+    const std::size_t used = length == 0 ? 1 : length;
     i += used;
     const bool control = c < 0x20 || (c >= 0x7F && c < 0xA0) || c == 0xFFFD;
     if (control || (ascii && c >= 0x80)) {
       glyphs.push_back({"?", 1});
       continue;
     }
-    const std::size_t width = codepoint_width(c);
+    const std::size_t width = column_width(c);
     if (width == 0 && !glyphs.empty()) {
       append_utf8(glyphs.back().text, c);  // a combining mark joins the character before it
     } else {

@@ -7,6 +7,7 @@
 
 #include "heatmap.hpp"
 #include "text.hpp"
+#include "utf8.hpp"
 #include "print.hpp"
 #include "summary.hpp"
 
@@ -35,15 +36,8 @@ PrintOptions print_options(const OutputOptions& o) {
   return p;
 }
 
-// Display width in terminal cells: code points, not bytes (the text uses ᵀ, ·, Σ, ✓).
-std::size_t display_width(std::string_view s) {
-  std::size_t n = 0;
-  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
-  return n;
-}
-
 std::string pad(std::string_view s, std::size_t width, bool right) {
-  const std::size_t w = display_width(s);
+  const std::size_t w = column_width(s);
   const std::string fill(w < width ? width - w : 0, ' ');
   return right ? fill + std::string(s) : std::string(s) + fill;
 }
@@ -81,9 +75,9 @@ std::string render_table(const Table& table, const Style& style) {
   for (const auto& row : table.rows)
     for (std::size_t c = 0; c < row.size() && c < numeric.size(); ++c) numeric[c] = numeric[c] && is_number(row[c]);
   std::vector<std::size_t> widths(table.header.size(), 0);
-  for (std::size_t c = 0; c < table.header.size(); ++c) widths[c] = display_width(table.header[c]);
+  for (std::size_t c = 0; c < table.header.size(); ++c) widths[c] = column_width(table.header[c]);
   for (const auto& row : table.rows)
-    for (std::size_t c = 0; c < row.size() && c < widths.size(); ++c) widths[c] = std::max(widths[c], display_width(row[c]));
+    for (std::size_t c = 0; c < row.size() && c < widths.size(); ++c) widths[c] = std::max(widths[c], column_width(row[c]));
   auto line = [&](const std::vector<std::string>& cells) {
     std::string s = "  ";
     for (std::size_t c = 0; c < cells.size() && c < widths.size(); ++c) {
