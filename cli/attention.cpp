@@ -39,10 +39,7 @@ void setup(CLI::App& app, Context& context) {
     if (o->head_size != 0) o->lesson.head_size = o->head_size;
     o->lesson.causal = o->mask.mask == "causal";
     o->lesson.lengths = mask_lengths(o->mask);
-    if (!o->weights.empty()) {
-      o->lesson.weights = load_weights_file(o->weights, context);
-      o->lesson.weights_name = o->weights;
-    }
+    load_weights_option(o->lesson, o->weights, context);
     context.exit_code = publish(lessons::run_attention(o->lesson), o->cli.output, context);
   });
 }

@@ -197,10 +197,7 @@ void run(EncoderCliOptions& o, Context& context) {
       l.tokens = encoding.tokens;
     }
   }
-  if (!o.weights.empty()) {
-    l.weights = load_weights_file(o.weights, context);
-    l.weights_name = o.weights;
-  }
+  load_weights_option(l, o.weights, context);
   context.exit_code = publish(lessons::run_encoder(l), o.output, context);
 }
 void setup(CLI::App& app, Context& context) {

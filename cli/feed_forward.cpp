@@ -39,10 +39,7 @@ void setup(CLI::App& app, Context& context) {
     o->lesson.common = o->cli.lesson;
     if (o->d_ff != 0) o->lesson.d_ff = o->d_ff;
     if (!o->gelu.empty()) o->lesson.gelu = o->gelu;
-    if (!o->weights.empty()) {
-      o->lesson.weights = load_weights_file(o->weights, context);
-      o->lesson.weights_name = o->weights;
-    }
+    load_weights_option(o->lesson, o->weights, context);
     context.exit_code = publish(lessons::run_feed_forward(o->lesson), o->cli.output, context);
   });
 }

@@ -38,10 +38,7 @@ void setup(CLI::App& app, Context& context) {
     load_lesson_input(o->cli, context);
     o->lesson.common = o->cli.lesson;
     if (o->eps_option->count() > 0) o->lesson.eps = o->eps;
-    if (!o->weights.empty()) {
-      o->lesson.weights = load_weights_file(o->weights, context);
-      o->lesson.weights_name = o->weights;
-    }
+    load_weights_option(o->lesson, o->weights, context);
     context.exit_code = publish(lessons::run_layer_norm(o->lesson), o->cli.output, context);
   });
 }

@@ -22,6 +22,14 @@ void load_lesson_input(LessonCliOptions& options, Context& context);
 // Reads --weights (.safetensors or .npz; pickles refused); errors are about "weights".
 StateDict load_weights_file(const std::string& path, Context& context);
 
+// Reads --weights, when given, into a lesson's options (their `weights` and `weights_name`).
+template <class LessonOptions>
+void load_weights_option(LessonOptions& lesson, const std::string& path, Context& context) {
+  if (path.empty()) return;
+  lesson.weights = load_weights_file(path, context);
+  lesson.weights_name = path;
+}
+
 // --config: a file, or the name of a shipped config (bert-base, tiny, with or without .json) when
 // no such file exists. Errors are about "config".
 EncoderConfig resolve_config(const std::string& path);

@@ -34,10 +34,7 @@ void run(PositionalEncodingCliOptions& o, Context& context) {
   load_lesson_input(o.cli, context);
   o.lesson.common = o.cli.lesson;
   if (o.max_positions != 0) o.lesson.max_positions = o.max_positions;
-  if (!o.weights.empty()) {
-    o.lesson.weights = load_weights_file(o.weights, context);
-    o.lesson.weights_name = o.weights;
-  }
+  load_weights_option(o.lesson, o.weights, context);
   context.exit_code = publish(lessons::run_positional_encoding(o.lesson), o.cli.output, context);
 }
 

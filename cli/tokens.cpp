@@ -33,10 +33,7 @@ void run(TokensCliOptions& o, Context& context) {
     }
     o.lesson.vocab_name = o.vocab;
   }
-  if (!o.weights.empty()) {
-    o.lesson.weights = load_weights_file(o.weights, context);
-    o.lesson.weights_name = o.weights;
-  }
+  load_weights_option(o.lesson, o.weights, context);
   context.exit_code = publish(lessons::run_tokens(o.lesson), o.output, context);
 }
 

@@ -145,30 +145,35 @@ std::set<std::string> files_of_save(const fs::path& dir, const std::string& show
   return allowed;
 }
 
+// Refuses, with `error`, a folder that `target` (as the user wrote it) cannot be made in.
+void check_folder(const fs::path& folder, const std::string& target, Error (*error)(std::string_view)) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(folder, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) {
+    throw error(fmt::format("cannot write '{}': its folder '{}': {}", printable(target), printable(folder.string()),
+                            ec.message()));
+  }
+  if (!fs::exists(status)) {
+    throw error(fmt::format("cannot write '{}': its folder '{}' does not exist; create it first or choose another "
+                            "path",
+                            printable(target), printable(folder.string())));
+  }
+  if (!fs::is_directory(status)) {
+    throw error(fmt::format("cannot write '{}': '{}' is a file, not a directory; choose another path",
+                            printable(target), printable(folder.string())));
+  }
+  if (::access(folder.c_str(), W_OK) != 0) {
+    throw error(fmt::format("cannot write '{}' in '{}': {}; choose a writable directory", printable(target),
+                            printable(folder.string()), std::strerror(errno)));
+  }
+}
+
 // Checks that the save directory may be written, and returns what it is now.
 Identity check_save_target(const std::string& text) {
   if (text.empty()) throw save_error("the directory name is empty: give a path, e.g. --save out");
   const fs::path dir = save_target(text);
+  check_folder(parent_of(dir), text, save_error);
   std::error_code ec;
-  const fs::path parent = parent_of(dir);
-  const fs::file_status parent_status = fs::status(parent, ec);
-  if (ec && ec != std::errc::no_such_file_or_directory) {
-    throw save_error(fmt::format("cannot create '{}': its folder '{}': {}", printable(text),
-                                 printable(parent.string()), ec.message()));
-  }
-  if (!fs::exists(parent_status)) {
-    throw save_error(fmt::format("cannot create '{}': its folder '{}' does not exist; create it first or choose "
-                                 "another path",
-                                 printable(text), printable(parent.string())));
-  }
-  if (!fs::is_directory(parent_status)) {
-    throw save_error(fmt::format("cannot create '{}': '{}' is a file, not a directory; choose another path",
-                                 printable(text), printable(parent.string())));
-  }
-  if (::access(parent.c_str(), W_OK) != 0) {
-    throw save_error(fmt::format("cannot create '{}' in '{}': {}; choose a writable directory", printable(text),
-                                 printable(parent.string()), std::strerror(errno)));
-  }
   const fs::file_status status = fs::symlink_status(dir, ec);
   if (ec && ec != std::errc::no_such_file_or_directory) {
     throw save_error(fmt::format("cannot use '{}': {}", printable(text), ec.message()));
@@ -217,21 +222,7 @@ void check_weights_target(const OutputOptions& o) {
     throw weights_error(fmt::format("'{}' exists and is not a regular file: choose another name", printable(path)));
   }
   if (weights_into_save(o)) return;  // the save directory's checks cover its folder
-  const fs::path parent = parent_of(fs::path(path).lexically_normal());
-  const fs::file_status parent_status = fs::status(parent, ec);
-  if (!fs::exists(parent_status)) {
-    throw weights_error(fmt::format("cannot write '{}': the directory '{}' does not exist; create it first or "
-                                    "choose another path",
-                                    printable(path), printable(parent.string())));
-  }
-  if (!fs::is_directory(parent_status)) {
-    throw weights_error(fmt::format("cannot write '{}': '{}' is a file, not a directory; choose another path",
-                                    printable(path), printable(parent.string())));
-  }
-  if (::access(parent.c_str(), W_OK) != 0) {
-    throw weights_error(fmt::format("cannot write '{}': {}; choose a writable directory", printable(path),
-                                    std::strerror(errno)));
-  }
+  check_folder(parent_of(fs::path(path).lexically_normal()), path, weights_error);
 }
 
 // ---- The transaction's state, shared with the signal handler. It is changed only while the
