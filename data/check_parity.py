@@ -1,6 +1,10 @@
 #!/usr/bin/python3
 """Checks attn against PyTorch at many random seeds and sizes (needs python3-torch; not a ctest).
 
+Bit-identity is a claim about one machine: attn and torch on the same CPU and OpenBLAS kernel.
+This script is how to check it on any machine with torch; it prints the CPU and the kernel
+setting it ran under. The tests hold attn to the committed fixtures within a tolerance instead.
+
 For each run: `attn <lesson> --seed S --batch B --seq T [--d-model D] --save DIR`, then PyTorch
 recomputes the output from DIR/input.npy. The run passes when the saved output equals PyTorch's
 within atol 1e-5 + rtol 1e-4 and stdout contains repr(torch.from_numpy(output)) verbatim.
@@ -8,6 +12,7 @@ within atol 1e-5 + rtol 1e-4 and stdout contains repr(torch.from_numpy(output)) 
     /usr/bin/python3 data/check_parity.py [--runs 200] [--attn build/attn]
 """
 import argparse
+import os
 import pathlib
 import random
 import subprocess
@@ -46,6 +51,9 @@ def main():
     parser.add_argument("--runs", type=int, default=200, help="runs per lesson")
     parser.add_argument("--attn", default=str(pathlib.Path(__file__).resolve().parents[1] / "build" / "attn"))
     options = parser.parse_args()
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
+               "unknown CPU")
+    print(f"{cpu}, OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')}, torch {torch.__version__}")
     rng = random.Random(20261122)
     failures = 0
     with tempfile.TemporaryDirectory() as scratch:
