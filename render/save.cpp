@@ -237,6 +237,9 @@ struct Swap {
   bool staged = false;     // something exists at `temporary`
   bool committed = false;  // moved into place
   bool exchanged = false;  // committed by exchange: the old one is at `temporary`
+  // On a filesystem without RENAME_EXCHANGE (NFS), the old output steps aside to here first.
+  std::string aside;
+  bool stepped_aside = false;
 };
 
 struct Transaction {
@@ -284,8 +287,9 @@ void undo(Swap& s) {
       ::renameat2(AT_FDCWD, s.temporary.c_str(), AT_FDCWD, s.target.c_str(), RENAME_EXCHANGE);
     } else {
       ::rename(s.target.c_str(), s.temporary.c_str());
+      if (s.stepped_aside) ::rename(s.aside.c_str(), s.target.c_str());
     }
-    s.committed = s.exchanged = false;
+    s.committed = s.exchanged = s.stepped_aside = false;
   }
   if (s.staged) remove_staged(s.temporary, s.files, s.directory);
   s.staged = false;
@@ -294,7 +298,8 @@ void undo(Swap& s) {
 // After success: the old outputs, now at the temporary names, go.
 void finish(Swap& s) {
   if (s.exchanged) remove_staged(s.temporary, s.old_files, s.directory);
-  s.staged = s.exchanged = false;
+  if (s.stepped_aside) remove_staged(s.aside, s.old_files, s.directory);
+  s.staged = s.exchanged = s.stepped_aside = false;
 }
 
 extern "C" void on_signal(int signal) {
@@ -393,9 +398,10 @@ void stage_save(const lessons::LessonRun& run, const OutputOptions& o, Swap& s) 
   for (const auto& [name, value] : run.settings()) manifest["settings"][name] = value;
   manifest["steps"] = nlohmann::ordered_json::array();
   auto write = [&](const std::string& name, const std::vector<unsigned char>& bytes) {
-    SignalsBlocked blocked;
-    if (interrupted()) return;  // the handler undoes the rest once the signals are unblocked
-    s.files.push_back(name);
+    {
+      SignalsBlocked blocked;  // the handler reads s.files
+      s.files.push_back(name);
+    }
     try {
       write_bytes((fs::path(s.temporary) / name).string(), bytes);
     } catch (const std::system_error& e) {
@@ -452,18 +458,41 @@ void stage_weights(const lessons::LessonRun& run, const OutputOptions& o, Swap& 
 void commit(Swap& s, bool target_exists, std::string_view subject, const std::string& shown) {
   SignalsBlocked blocked;
   if (interrupted()) return;
+  const auto changed = [&] {
+    return write_error(subject, fmt::format("'{}' was changed by another program while this run was writing it: "
+                                            "nothing was written; run again",
+                                            printable(shown)));
+  };
+  const auto failed = [&](int error) {
+    return write_error(subject, fmt::format("cannot write '{}': {}", printable(shown), std::strerror(error)));
+  };
   const unsigned flags = target_exists ? RENAME_EXCHANGE : RENAME_NOREPLACE;
-  if (::renameat2(AT_FDCWD, s.temporary.c_str(), AT_FDCWD, s.target.c_str(), flags) != 0) {
-    const int error = errno;
-    if (error == EEXIST || (target_exists && error == ENOENT)) {
-      throw write_error(subject, fmt::format("'{}' was changed by another program while this run was writing it: "
-                                             "nothing was written; run again",
-                                             printable(shown)));
-    }
-    throw write_error(subject, fmt::format("cannot write '{}': {}", printable(shown), std::strerror(error)));
+  if (::renameat2(AT_FDCWD, s.temporary.c_str(), AT_FDCWD, s.target.c_str(), flags) == 0) {
+    s.committed = true;
+    s.exchanged = target_exists;
+    return;
+  }
+  const int error = errno;
+  if (error == EEXIST || (target_exists && error == ENOENT)) throw changed();
+  if (error != EINVAL && error != ENOSYS) throw failed(error);
+  // A filesystem without renameat2's flags (NFS): the same moves, one at a time.
+  struct stat st {};
+  if (!target_exists) {
+    if (::lstat(s.target.c_str(), &st) == 0) throw changed();
+    if (::rename(s.temporary.c_str(), s.target.c_str()) != 0) throw failed(errno);
+    s.committed = true;
+    return;
+  }
+  s.aside = s.temporary + "-old";
+  if (::rename(s.target.c_str(), s.aside.c_str()) != 0) throw failed(errno);
+  s.stepped_aside = true;
+  if (::rename(s.temporary.c_str(), s.target.c_str()) != 0) {
+    const int rename_error = errno;
+    ::rename(s.aside.c_str(), s.target.c_str());
+    s.stepped_aside = false;
+    throw failed(rename_error);
   }
   s.committed = true;
-  s.exchanged = target_exists;
 }
 
 // Holds an exclusive lock on a folder while the outputs move into place, so that two runs
