@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "catalog.hpp"
 #include "command.hpp"
 #include "error.hpp"
 #include "errors.hpp"

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "catalog.hpp"
 #include "error.hpp"
 #include "file_io.hpp"
 #include "grade_toolchain.hpp"

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "catalog.hpp"
 #include "assignments.hpp"
 #include "command.hpp"
 #include "lesson.hpp"

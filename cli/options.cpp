@@ -6,16 +6,17 @@
 
 #include <fmt/format.h>
 
+#include "catalog.hpp"
 #include "budget.hpp"
 #include "error.hpp"
 #include "matmul.hpp"
 
 namespace attn::cli {
 
-std::string or_list(const std::vector<std::string>& words) {
+std::string or_list(const std::vector<std::string>& words, std::string_view conjunction) {
   std::string out;
   for (std::size_t i = 0; i < words.size(); ++i) {
-    if (i > 0) out += i + 1 == words.size() ? " or " : ", ";
+    if (i > 0) out += i + 1 == words.size() ? fmt::format(" {} ", conjunction) : std::string(", ");
     out += words[i];
   }
   return out;

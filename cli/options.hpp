@@ -85,8 +85,8 @@ CLI::Validator enum_validator(std::string what, std::vector<std::pair<std::strin
       "");
 }
 
-// "a", "a or b", "a, b or c".
-std::string or_list(const std::vector<std::string>& words);
+// "a", "a or b", "a, b or c" (or with another conjunction: "a, b and c").
+std::string or_list(const std::vector<std::string>& words, std::string_view conjunction = "or");
 
 // "3,5" -> {3, 5}: whole numbers of at least 1, comma-separated; the error is about `subject`
 // and names `option` in its example.

@@ -255,6 +255,20 @@ void visit_parameters(PositionEmbedding& embedding, const ParameterVisitor& visi
   visit("weight", embedding.weight.data(), shape_of(embedding.weight));
 }
 
+Module describe_sinusoidal_encoding() {
+  return Module{"PositionalEncoding", "", {}, {leaf_module("Dropout", "dropout")}};
+}
+
+std::vector<LayerInfo> trace_sinusoidal_encoding(const Shape& shape) {
+  const Module m = describe_sinusoidal_encoding();
+  Trace trace;
+  trace.call(m, shape, shape);  // x + pe[:, :T]: the buffer is not a call
+  trace.enter();
+  trace.call(child(m, "dropout"), shape, shape);
+  trace.leave();
+  return trace.layers();
+}
+
 std::vector<LayerInfo> trace_position_embedding(std::size_t positions, std::size_t width,
                                                 const Shape& shape) {
   Trace trace;

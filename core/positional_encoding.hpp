@@ -40,6 +40,12 @@ void torch_cos(const float* in, float* out, std::size_t n);
 float sleef_sin_u10(float x, bool wide);
 float sleef_cos_u10(float x, bool wide);
 
+// Seed 001: PositionalEncoding(d_model, seq_len, dropout): the table is a buffer, not a parameter,
+// and the module's one child is its dropout.
+Module describe_sinusoidal_encoding();
+// torchinfo's rows for seed 001's PositionalEncoding called on x of `shape` (B,T,D).
+std::vector<LayerInfo> trace_sinusoidal_encoding(const Shape& shape);
+
 // The book: Embeddings.position_embeddings = nn.Embedding(P, D).
 struct PositionEmbedding {
   Tensor2 weight;  // (P,D), one learned row per position

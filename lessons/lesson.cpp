@@ -144,39 +144,4 @@ std::vector<std::pair<std::string, std::string>> markdown_sections(std::string_v
   return sections;
 }
 
-const std::vector<LessonInfo>& catalog() {
-  static const std::vector<LessonInfo> lessons = {
-      {0, "tokens", "text to ids with BERT's tokenizer, ids to vectors with nn.Embedding",
-       {{"--text", "fruit flies like a banana", "--add-special-tokens", "--d-model", "16"}}},
-      {1, "dot-product", "self-attention with no parameters: W = softmax(X Xᵀ), Y = W X",
-       {{"--seed", "3", "--batch", "2", "--seq", "7", "--d-model", "12"}}},
-      {2, "scaling", "why scores are divided by sqrt(D): variance, peaky softmax, and the fix",
-       {{"--seed", "3", "--seq", "4", "--d-model", "64"}}},
-      {3, "softmax", "scores to weights: exp and normalise, overflow, masks, temperature",
-       {{"--seed", "4", "--mask", "causal", "--seq", "9", "--temperature", "0.5"}}},
-      {4, "attention", "one head with learned queries, keys and values, masks, a heatmap",
-       {{"--seed", "5", "--seq", "64", "--d-model", "96", "--mask", "causal"},
-        {"--variant", "head", "--head-size", "4", "--batch", "2", "--lengths", "5,3"}}},
-      {5, "multi-head", "several heads: the narrow, wide, book and fused forms side by side",
-       {{"--seed", "6", "--seq", "48", "--d-model", "96", "--heads", "4"}, {"--variant", "fused", "--heads", "3"}}},
-      {6, "positional-encoding", "where each token is: sinusoids or a learned table, added to X; a heatmap",
-       {{"--seed", "7", "--seq", "33", "--d-model", "17"}, {"--kind", "learned", "--seq", "8"}}},
-      {7, "layer-norm", "each token to mean 0 and variance 1; seed 001's variant; pre-LN vs post-LN",
-       {{"--seed", "8", "--batch", "3", "--seq", "5", "--d-model", "40"}, {"--variant", "seed001"}}},
-      {8, "feed-forward", "each token widened 4x, bent by GELU, narrowed back; why GELU sits in the middle",
-       {{"--seed", "9", "--seq", "64", "--d-model", "96", "--d-ff", "384"}, {"--variant", "gelu-last", "--gelu", "tanh"}}},
-      {9, "encoder", "the whole encoder: embeddings, then N layers of attention and feed-forward",
-       {{"--seed", "10", "--no-embeddings", "--batch", "2", "--seq", "128", "--max-positions", "128", "--d-model",
-         "192", "--heads", "4", "--d-ff", "768", "--layers", "2"},
-        {"--seed", "11", "--text", "time flies like an arrow", "--add-special-tokens", "--norm", "post"}}},
-  };
-  return lessons;
-}
-
-const LessonInfo& lesson_info(std::string_view name) {
-  for (const LessonInfo& lesson : catalog())
-    if (lesson.name == name) return lesson;
-  throw Error("lesson_info", fmt::format("no lesson '{}'", name));
-}
-
 }  // namespace attn::lessons

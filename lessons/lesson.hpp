@@ -128,19 +128,4 @@ std::vector<std::pair<std::string, std::string>> markdown_sections(std::string_v
 // The whole Markdown of a lesson, compiled in from lessons/NN-name/lesson.md.
 std::string_view lesson_markdown(std::string_view lesson);
 
-struct LessonInfo {
-  int number;
-  std::string_view name;     // subcommand: "dot-product"
-  std::string_view summary;  // one line for `attn --help` and `attn list`
-  // Command lines (the words after `attn <name>`) that show the lesson beyond its defaults, at
-  // sizes where OpenBLAS splits its products: `attn <name> --help` shows them, and the tests run
-  // every one.
-  std::vector<std::vector<std::string_view>> examples;
-};
-
-// Every lesson, in course order.
-const std::vector<LessonInfo>& catalog();
-// The catalog entry of a lesson by its subcommand name; throws attn::Error when there is none.
-const LessonInfo& lesson_info(std::string_view name);
-
 }  // namespace attn::lessons

@@ -13,7 +13,7 @@
 
 #include "array.hpp"
 #include "npy.hpp"
-#include "lesson.hpp"
+#include "catalog.hpp"
 #include "run_attn.hpp"
 #include "scratch.hpp"
 

@@ -15,7 +15,7 @@
 #include <fmt/format.h>
 
 #include "allclose.hpp"
-#include "lesson.hpp"
+#include "catalog.hpp"
 #include "npy.hpp"
 #include "run_attn.hpp"
 #include "scratch.hpp"

@@ -152,7 +152,7 @@ TEST_CASE("bad input to the encoder: one line, exit 2", "[cli][encoder][bad-inpu
       {{"encoder", "--input", write("x.npy", "junk")}, "--no-embeddings"},
       {{"encoder", "--text", "\xff\xfe"}, "UTF-8"},
       {{"summary", "encoder", "--config", not_json}, "is not JSON"},
-      {{"summary", "self-attention", "--layers", "2"}, "encoder"},
+      {{"summary", "self-attention", "--layers", "2"}, "--layers: `attn summary self-attention` does not take it"},
   };
   for (const Case& c : cases) {
     DYNAMIC_SECTION(fmt::format("{}", fmt::join(c.args, " "))) {

@@ -12,7 +12,7 @@
 #include "npy.hpp"
 #include "run_attn.hpp"
 #include "golden.hpp"
-#include "lesson.hpp"
+#include "catalog.hpp"
 #include "scratch.hpp"
 
 namespace fs = std::filesystem;

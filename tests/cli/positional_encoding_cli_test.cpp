@@ -233,10 +233,22 @@ TEST_CASE("bad input to positional-encoding: one line, exit 2, nothing on stdout
   CHECK_FALSE(fs::exists(scratch.path / "w.pt"));
 }
 
-TEST_CASE("attn summary positional-encoding: the book's position_embeddings",
+TEST_CASE("attn summary positional-encoding: seed 001's PositionalEncoding, or the book's learned table",
           "[cli][summary][positional-encoding]") {
+  // The lesson's default, seed 001's sinusoids: a buffer and a dropout, no parameter.
+  const auto sinusoidal = run_attn({"summary", "positional-encoding", "--d-model", "768", "--format", "json"});
+  INFO("stderr: " << sinusoidal.err);
+  REQUIRE(sinusoidal.exit_code == 0);
+  const auto table = nlohmann::json::parse(sinusoidal.out);
+  CHECK(table["total_params"] == 0);
+  CHECK(table["class_name"] == "PositionalEncoding");
+  CHECK(table["input_size"] == std::vector<int>{1, 5, 768});
+  REQUIRE(table["layers"].size() == 2);
+  CHECK(table["layers"][1]["class_name"] == "Dropout");
+  CHECK(table["state_dict"].empty());
+
   const auto result =
-      run_attn({"summary", "positional-encoding", "--d-model", "768", "--format", "json"});
+      run_attn({"summary", "positional-encoding", "--kind", "learned", "--d-model", "768", "--format", "json"});
   INFO("stderr: " << result.err);
   REQUIRE(result.exit_code == 0);
   const auto doc = nlohmann::json::parse(result.out);
@@ -247,12 +259,14 @@ TEST_CASE("attn summary positional-encoding: the book's position_embeddings",
   CHECK(doc["layers"][0]["output_shape"] == std::vector<int>{1, 5, 768});
   CHECK(doc["state_dict"][0]["key"] == "weight");
   CHECK(doc["state_dict"][0]["shape"] == std::vector<int>{512, 768});
-  const auto small =
-      run_attn({"summary", "positional-encoding", "--max-positions", "16", "--format", "json"});
+  const auto small = run_attn(
+      {"summary", "positional-encoding", "--kind", "learned", "--max-positions", "16", "--format", "json"});
   CHECK(nlohmann::json::parse(small.out)["total_params"] == 96);
-  const auto bad = run_attn({"summary", "positional-encoding", "--seq", "600"});
-  CHECK(bad.exit_code == 2);
-  CHECK(attn::testing::line_count(bad.err) == 1);
-  CHECK(bad.out.empty());
-  CHECK(bad.err.find("--max-positions 600") != std::string::npos);
+  for (const char* kind : {"sinusoidal", "learned"}) {
+    const auto bad = run_attn({"summary", "positional-encoding", "--kind", kind, "--seq", "600"});
+    CHECK(bad.exit_code == 2);
+    CHECK(attn::testing::line_count(bad.err) == 1);
+    CHECK(bad.out.empty());
+    CHECK(bad.err.find("--max-positions 600") != std::string::npos);
+  }
 }

@@ -1,0 +1,62 @@
+// The lesson catalog: the only list of lessons. The CLI's subcommands, `attn list`, the models of
+// `attn summary` and the tests that cover every lesson all iterate it; adding a lesson is its
+// folder and one entry here.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config.hpp"
+#include "module.hpp"
+#include "summary.hpp"
+
+namespace attn::lessons {
+
+// The sizes and choices of `attn summary MODEL`; 0 and "" are the lesson's own defaults, so that
+// a summary describes the module the lesson runs.
+struct ModelRequest {
+  std::size_t batch = 1, seq = 5;
+  std::size_t d_model = 0, heads = 0, head_size = 0, d_ff = 0, vocab_size = 0, max_positions = 0, layers = 0;
+  std::string variant, kind, norm;
+  std::optional<EncoderConfig> config;  // the encoder's config.json, already read
+  bool embeddings = true;
+};
+
+// What `attn summary` prints for a module: its tree, torchinfo's rows for one call and the call's
+// inputs (empty: one float32 input (B, T, D)).
+struct ModelDescription {
+  Module module;
+  std::vector<LayerInfo> layers;
+  std::vector<SummaryInput> inputs;
+};
+
+struct ModelInfo {
+  std::string_view name;  // `attn summary NAME`
+  std::string_view help;  // one line
+  // The request's fields it reads besides batch and seq, named as their options are in snake
+  // case ("d_model", "heads"): `attn summary` refuses the others.
+  std::vector<std::string_view> takes;
+  ModelDescription (*describe)(const ModelRequest& request);
+};
+
+struct LessonInfo {
+  int number;
+  std::string_view name;     // subcommand: "dot-product"
+  std::string_view summary;  // one line for `attn --help` and `attn list`
+  // Command lines (the words after `attn <name>`) that show the lesson beyond its defaults, at
+  // sizes where OpenBLAS splits its products: `attn <name> --help` shows them, and the tests run
+  // every one.
+  std::vector<std::vector<std::string_view>> examples;
+  // The PyTorch modules of the lesson that `attn summary` describes.
+  std::vector<ModelInfo> models;
+};
+
+// Every lesson, in course order.
+const std::vector<LessonInfo>& catalog();
+// The catalog entry of a lesson by its subcommand name; throws attn::Error when there is none.
+const LessonInfo& lesson_info(std::string_view name);
+
+}  // namespace attn::lessons
