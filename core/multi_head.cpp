@@ -86,6 +86,12 @@ std::string_view variant_name(MultiHeadVariant variant) {
   return "?";
 }
 
+std::optional<MultiHeadVariant> multi_head_variant(std::string_view name) {
+  for (MultiHeadVariant v : kMultiHeadVariants)
+    if (variant_name(v) == name) return v;
+  return std::nullopt;
+}
+
 std::size_t head_size(MultiHeadVariant variant, std::size_t d_model, std::size_t heads) {
   if (d_model == 0 || heads == 0) {
     throw Error("multi_head", fmt::format("d_model={} and heads={} must both be at least 1", d_model, heads));

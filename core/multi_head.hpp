@@ -10,6 +10,7 @@
 //          one projection viewed as H heads.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,7 +20,11 @@
 namespace attn {
 
 enum class MultiHeadVariant { narrow, wide, book, fused };
+inline constexpr MultiHeadVariant kMultiHeadVariants[] = {MultiHeadVariant::narrow, MultiHeadVariant::wide,
+                                                          MultiHeadVariant::book, MultiHeadVariant::fused};
 std::string_view variant_name(MultiHeadVariant variant);
+// The variant of that name ("narrow", ...), or none.
+std::optional<MultiHeadVariant> multi_head_variant(std::string_view name);
 
 struct MultiHeadSteps {
   Tensor4 queries;       // (B,H,T,hs)

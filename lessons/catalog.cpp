@@ -65,18 +65,10 @@ ModelDescription multi_head_model(const ModelRequest& r) {
   const std::size_t width = or_default(r.d_model, LessonOptions{}.d_model);
   const std::size_t heads = or_default(r.heads, MultiHeadLessonOptions{}.heads);
   const std::string name = r.variant.empty() ? "book" : r.variant;
-  MultiHeadVariant variant = MultiHeadVariant::book;
-  bool known = false;
-  for (MultiHeadVariant v : {MultiHeadVariant::narrow, MultiHeadVariant::wide, MultiHeadVariant::book,
-                             MultiHeadVariant::fused}) {
-    if (variant_name(v) == name) {
-      variant = v;
-      known = true;
-    }
-  }
-  if (!known) throw unknown_variant("multi-head", name, "narrow, wide, book or fused");
+  const std::optional<MultiHeadVariant> variant = multi_head_variant(name);
+  if (!variant) throw unknown_variant("multi-head", name, "narrow, wide, book or fused");
   const Shape x = hidden_states(r, width);
-  return {describe_multi_head(variant, width, heads), trace_multi_head(variant, width, heads, x), {{x, kFloat32}}};
+  return {describe_multi_head(*variant, width, heads), trace_multi_head(*variant, width, heads, x), {{x, kFloat32}}};
 }
 
 // ---- 06 positional-encoding: seed 001's PositionalEncoding, or the book's learned table

@@ -15,12 +15,8 @@
 namespace attn::lessons {
 
 namespace {
-constexpr MultiHeadVariant kVariants[] = {MultiHeadVariant::narrow, MultiHeadVariant::wide, MultiHeadVariant::book,
-                                          MultiHeadVariant::fused};
-
 MultiHeadVariant parse_variant(const std::string& name) {
-  for (MultiHeadVariant v : kVariants)
-    if (variant_name(v) == name) return v;
+  if (const auto v = multi_head_variant(name)) return *v;
   throw Error(ErrorKind::bad_value, "multi_head_lesson", fmt::format("'{}' is not a multi-head variant: use narrow, wide, book, fused or compare", name)).about("variant");
 }
 
@@ -75,7 +71,7 @@ void run_compare(LessonRun& run, const MultiHeadLessonOptions& o, const Tensor3&
           {"variant", "hs", "Q, K, V", "parameters", "formula", "mult-adds"},
           {}};
   Tensor3 book_output;
-  for (MultiHeadVariant v : kVariants) {
+  for (MultiHeadVariant v : kMultiHeadVariants) {
     const std::size_t hs = head_size(v, width, heads);
     const MultiHeadAttention layer = seeded_layer(o.common.seed, v, width, heads);
     const MultiHeadSteps s = forward(layer, x, mask);
@@ -182,7 +178,7 @@ LessonRun run_multi_head(const MultiHeadLessonOptions& options) {
   if (compare && options.weights) {
     throw Error(ErrorKind::bad_value, "multi_head_lesson", "weights belong to one variant: add <variant> narrow, wide, book or fused").about("weights");
   }
-  for (MultiHeadVariant v : kVariants)
+  for (MultiHeadVariant v : kMultiHeadVariants)
     if (compare || v == variant) head_size(v, width, options.heads);  // refuses D % H != 0 early
   const std::size_t widest = (compare || variant == MultiHeadVariant::wide) ? width * options.heads : width;
   check_budget("multi-head", {{"X", {batch, tokens, width}},

@@ -23,11 +23,9 @@ using attn::testing::ScratchDir;
 
 namespace {
 attn::MultiHeadVariant variant_of(const std::string& name) {
-  for (auto v : {attn::MultiHeadVariant::narrow, attn::MultiHeadVariant::wide, attn::MultiHeadVariant::book,
-                 attn::MultiHeadVariant::fused})
-    if (attn::variant_name(v) == name) return v;
-  FAIL("unknown variant " << name);
-  return attn::MultiHeadVariant::book;
+  const auto v = attn::multi_head_variant(name);
+  if (!v) FAIL("unknown variant " << name);
+  return *v;
 }
 }  // namespace
 

@@ -16,8 +16,7 @@ using attn::MultiHeadVariant;
 using attn::Tensor3;
 
 namespace {
-constexpr MultiHeadVariant kVariants[] = {MultiHeadVariant::narrow, MultiHeadVariant::wide, MultiHeadVariant::book,
-                                          MultiHeadVariant::fused};
+constexpr const auto& kVariants = attn::kMultiHeadVariants;
 
 // The keys and shapes visit_parameters offers, in order.
 template <class Layer>
