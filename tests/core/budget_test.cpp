@@ -1,11 +1,15 @@
-// The memory budget: how a plan's peak is counted and what a refusal carries.
+// The memory budget: how a plan's peak is counted, what a refusal carries, and the sizes of module
+// trees too large to build, held equal to the trees themselves.
 #include "budget.hpp"
 
 #include <limits>
 
 #include <catch2/catch.hpp>
 
+#include "encoder.hpp"
 #include "error.hpp"
+#include "memory_limit.hpp"
+#include "multi_head.hpp"
 
 using attn::Held;
 using attn::MemoryPlan;
@@ -78,4 +82,51 @@ TEST_CASE("format_bytes keeps three digits and never an exponent", "[budget]") {
   CHECK(attn::format_bytes(1023.9 * kMiB) == "1024 MiB");
   CHECK(attn::format_bytes(999.4 * kMiB) == "999 MiB");
   CHECK(attn::format_bytes(1024.0 * kMiB) == "1 GiB");
+}
+
+TEST_CASE("module sizes from one head and one layer equal the trees' own", "[budget][module]") {
+  for (auto [d, h] : {std::pair<std::size_t, std::size_t>{6, 2}, {12, 3}, {768, 12}}) {
+    for (auto v : {attn::MultiHeadVariant::narrow, attn::MultiHeadVariant::wide,
+                   attn::MultiHeadVariant::book, attn::MultiHeadVariant::fused}) {
+      INFO("D = " << d << ", H = " << h << ", " << attn::variant_name(v));
+      const attn::ModuleSize planned = attn::multi_head_size(v, d, h);
+      const attn::ModuleSize built = attn::module_size(attn::describe_multi_head(v, d, h));
+      CHECK(planned.parameters == built.parameters);
+      CHECK(planned.tensors == built.tensors);
+      CHECK(planned.modules.value() >= built.modules.value());
+      // The list of heads, built one by one, has a block header the plan leaves out.
+      CHECK(planned.bytes.value() >= built.bytes.value() - 64);
+    }
+  }
+  attn::EncoderConfig config;  // BERT-base's numbers
+  for (std::size_t layers : {1, 2, 12}) {
+    config.num_hidden_layers = layers;
+    for (bool embeddings : {false, true}) {
+      INFO(layers << " layers, embeddings " << embeddings);
+      const attn::ModuleSize planned = attn::encoder_size(config, embeddings);
+      const attn::Module model = attn::describe_encoder(config, embeddings);
+      CHECK(planned.parameters ==
+            attn::Count(static_cast<std::uint64_t>(attn::count_parameters(model))));
+      CHECK(planned.tensors == attn::Count(attn::state_dict_entries(model).size()));
+      CHECK(planned.bytes.value() >=
+            attn::module_size(model).bytes.value() - 64 * static_cast<std::int64_t>(layers));
+    }
+  }
+}
+
+TEST_CASE("a tree too large for the limit is refused before it is built, naming its copies",
+          "[budget][module]") {
+  const attn::testing::MemoryLimit limit(64 * kMiB);
+  try {
+    attn::describe_multi_head(attn::MultiHeadVariant::book, 1000000000, 1000000000);
+    FAIL("no refusal");
+  } catch (const attn::Error& e) {
+    CHECK(e.kind() == attn::ErrorKind::too_large);
+    CHECK(e.function() == "describe_multi_head");
+    CHECK(e.sizes() == std::vector<std::string>{"H"});
+  }
+  attn::EncoderConfig config;
+  config.num_hidden_layers = 1000000000;
+  CHECK_THROWS_WITH(attn::describe_encoder(config, true),
+                    Catch::Contains("the layers' module tree (1000000000, "));
 }
