@@ -150,6 +150,12 @@ void add_memory_option(CLI::App& app) {
 
 void add_output_options(CLI::App& app, OutputOptions& o) {
   add_memory_option(app);
+  // The run's budget counts what showing it with these options costs.
+  app.preparse_callback([&o, &app](std::size_t) {
+    set_output_cost([&o, command = app.get_name()](const MemoryPlan& result) {
+      return output_memory(o, command, result);
+    });
+  });
   app.add_option_function<int>(
          "--threads", [](const int& threads) { set_blas_threads(threads); },
          "OpenBLAS threads for the matrix products (default 1); the output is the same for any count")

@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "budget.hpp"
 #include "config.hpp"
 #include "error.hpp"
 #include "lesson.hpp"
@@ -91,6 +92,11 @@ bool use_color(ColorMode mode);
 
 // Writes every step as DIR/<step>.npy plus DIR/manifest.json, all or nothing.
 void save_run(const lessons::LessonRun& run, const std::string& dir);
+
+// What showing a run of `command` with these options costs beyond the run itself (core/budget.hpp's
+// OutputCost), given the tensors the run holds: the text, the JSON document, the files.
+MemoryPlan output_memory(const OutputOptions& options, std::string_view command,
+                         const MemoryPlan& result);
 
 std::string render_text(const lessons::LessonRun& run, const OutputOptions& options, bool color);
 std::string render_json(const lessons::LessonRun& run, const OutputOptions& options);

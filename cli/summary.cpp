@@ -262,6 +262,7 @@ void setup_summary(CLI::App& app) {
   sub->add_option("--format", o->format, "text (default) or json")
       ->transform(CLI::CheckedTransformer(std::map<std::string, Format>{{"text", Format::text}, {"json", Format::json}}))
       ->option_text("text|json");
+  add_memory_option(*sub);
   sub->callback([o] { exit_code() = run_summary(*o); });
 }
 
