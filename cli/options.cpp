@@ -155,6 +155,10 @@ void add_output_options(CLI::App& app, render::OutputOptions& o) {
   using render::ColorMode;
   using render::Format;
   add_memory_option(app);
+  // The run's budget counts what showing it with these options costs.
+  app.preparse_callback([&o](std::size_t) {
+    set_output_cost([&o](const MemoryPlan& result) { return render::output_memory(o, result); });
+  });
   add_threads_option(app);
   app.add_option("--format", o.format, "text (default) or json: one JSON document on stdout")
       ->transform(enum_validator<Format>("a format", {{"text", Format::text}, {"json", Format::json}}))

@@ -67,6 +67,25 @@ Tensor3d attention_float64(const Tensor3d& queries, const Tensor3d& keys, const 
   return out;
 }
 
+MemoryPlan plan_attention(std::size_t batch, std::size_t tokens, std::size_t head_size) {
+  const Shape bthd = {batch, tokens, head_size}, btt = {batch, tokens, tokens};
+  return {{"Q", bthd, "B T hs"},         {"K", bthd, "B T hs"},
+          {"V", bthd, "B T hs"},         {"Q Kᵀ", btt, "B T T"},
+          {"Q Kᵀ / √hs", btt, "B T T"},  {"the weights", btt, "B T T"},
+          {"the output", bthd, "B T hs"}};
+}
+
+MemoryPlan plan_attention_temporaries(std::size_t batch, std::size_t tokens,
+                                      std::size_t head_size) {
+  return {{"the projections", {3, batch, tokens, head_size}, " B T hs"}};
+}
+
+MemoryPlan plan_attention_float64(std::size_t batch, std::size_t tokens, std::size_t width,
+                                  std::size_t head_size) {
+  return {{"X in float64", {batch, tokens, width}, "B T D", 8},
+          {"Q, K, V and the output in float64", {4, batch, tokens, head_size}, " B T hs", 8}};
+}
+
 Tensor3 attention_mask(std::size_t batch, std::size_t tokens, bool causal, const std::vector<std::size_t>& lengths) {
   if (!lengths.empty() && lengths.size() != batch) {
     throw Error(ErrorKind::bad_size, "attention_mask",

@@ -36,6 +36,14 @@ AttentionSteps scaled_dot_product_attention(const Tensor3& queries, const Tensor
 Tensor3d attention_float64(const Tensor3d& queries, const Tensor3d& keys, const Tensor3d& values, double divisor,
                            const Tensor3* mask);
 
+// For a memory budget (core/budget.hpp) on (B,T,D): AttentionSteps' tensors; what the forward of
+// SelfAttention or AttentionHead holds beside them at its peak (the three projections it copies
+// into them); what forward_float64 holds (x, Q, K, V and the output in float64).
+MemoryPlan plan_attention(std::size_t batch, std::size_t tokens, std::size_t head_size);
+MemoryPlan plan_attention_temporaries(std::size_t batch, std::size_t tokens, std::size_t head_size);
+MemoryPlan plan_attention_float64(std::size_t batch, std::size_t tokens, std::size_t width,
+                                  std::size_t head_size);
+
 // The additive (B,T,T) mask: -inf above the diagonal when `causal`, and -inf on the keys at or
 // past lengths[b] (padding) when `lengths` is not empty. Throws attn::Error for a length of 0 or
 // past T, or a lengths list that is not B long.

@@ -20,6 +20,17 @@ Tensor3d dot_product_attention_float64(const Tensor3& x, float divisor) {
   return attention_float64(x64, x64, x64, divisor, nullptr);  // softmax(X Xᵀ / divisor) X
 }
 
+MemoryPlan plan_dot_product_attention(std::size_t batch, std::size_t tokens, std::size_t width) {
+  return {{"W'", {batch, tokens, tokens}, "B T T"},
+          {"W", {batch, tokens, tokens}, "B T T"},
+          {"Y", {batch, tokens, width}, "B T D"}};
+}
+
+MemoryPlan plan_dot_product_attention_float64(std::size_t batch, std::size_t tokens,
+                                              std::size_t width) {
+  return {{"X and Y in float64", {2, batch, tokens, width}, " B T D", 8}};
+}
+
 Tensor3 permute_tokens(const Tensor3& x, const std::vector<std::size_t>& order) {
   if (order.size() != x.shape(1)) {
     throw Error("permute_tokens", fmt::format("order has {} entries for x {}", order.size(),

@@ -25,8 +25,8 @@ EncoderLayer init_encoder_layer(Rng& rng, const EncoderConfig& config, NormPlace
   return layer;
 }
 
-Module describe_encoder_layer(const EncoderConfig& config, std::string name) {
-  Module attention = describe_multi_head(MultiHeadVariant::book, config.hidden_size, config.num_attention_heads);
+namespace {
+Module layer_with(const EncoderConfig& config, std::string name, Module attention) {
   attention.name = "attention";
   return Module{"TransformerEncoderLayer",
                 std::move(name),
@@ -35,6 +35,18 @@ Module describe_encoder_layer(const EncoderConfig& config, std::string name) {
                  describe_layer_norm(config.hidden_size, "layer_norm_2"), std::move(attention),
                  describe_feed_forward(FeedForwardVariant::book, config.hidden_size, config.intermediate_size,
                                        "feed_forward")}};
+}
+}  // namespace
+
+Module describe_encoder_layer(const EncoderConfig& config, std::string name) {
+  return layer_with(
+      config, std::move(name),
+      describe_multi_head(MultiHeadVariant::book, config.hidden_size, config.num_attention_heads));
+}
+
+ModuleSize encoder_layer_size(const EncoderConfig& config, std::string name) {
+  return module_size(layer_with(config, std::move(name), Module{})) +
+         multi_head_size(MultiHeadVariant::book, config.hidden_size, config.num_attention_heads);
 }
 
 void visit_parameters(EncoderLayer& layer, const std::string& prefix, const ParameterVisitor& visit) {
@@ -67,6 +79,22 @@ EncoderLayerSteps forward(const EncoderLayer& layer, const Tensor3& x) {
     s.output = s.norm_2;
   }
   return s;
+}
+
+MemoryPlan plan_encoder_layer(const EncoderConfig& config, std::size_t batch, std::size_t tokens) {
+  return {{"the layer's steps", {7, batch, tokens, config.hidden_size}, " B T D"}};
+}
+
+MemoryPlan plan_encoder_layer_temporaries(const EncoderConfig& config, std::size_t batch,
+                                          std::size_t tokens) {
+  const std::size_t d = config.hidden_size, heads = config.num_attention_heads;
+  MemoryPlan attention = plan_multi_head(MultiHeadVariant::book, batch, tokens, d, heads);
+  append(attention,
+         plan_multi_head_temporaries(MultiHeadVariant::book, batch, tokens, d, heads, false));
+  MemoryPlan plan = plan_layer_norm(batch, tokens, d);
+  append(plan, larger_of(std::move(attention),
+                         plan_feed_forward(batch, tokens, d, config.intermediate_size)));
+  return plan;
 }
 
 void trace_encoder_layer(Trace& trace, const Module& layer, const Shape& shape, NormPlacement placement) {
@@ -144,6 +172,15 @@ EmbeddingsSteps forward(const Embeddings& e, const Ids& ids) {
   return s;
 }
 
+MemoryPlan plan_embeddings(const EncoderConfig& config, std::size_t batch, std::size_t tokens) {
+  MemoryPlan plan = {{"the token embeddings, their sum with the positions and the output",
+                      {3, batch, tokens, config.hidden_size},
+                      " B T D"},
+                     {"the position embeddings", {tokens, config.hidden_size}, "T D"}};
+  append(plan, plan_layer_norm(batch, tokens, config.hidden_size));
+  return plan;
+}
+
 void trace_embeddings(Trace& trace, const Module& e, const Shape& input) {
   const Shape hidden = {input[0], input[1], child(e, "layer_norm").parameters.front().shape[0]};
   trace.call(e, input, hidden);
@@ -164,29 +201,50 @@ Encoder init_encoder(Rng& rng, const EncoderConfig& config, NormPlacement placem
 }
 
 Module describe_encoder(const EncoderConfig& config, bool with_embeddings) {
+  encoder_size(config, with_embeddings);  // refuses more than 2^63-1 parameters before building
   Module encoder;
   if (!with_embeddings && config.num_hidden_layers == 1) {
     encoder = describe_encoder_layer(config);
   } else {
+    // One module per layer: the tree itself may not fit.
+    const std::size_t layers = config.num_hidden_layers;
+    Module layer = describe_encoder_layer(config, std::to_string(layers - 1));
+    check_budget("describe_encoder",
+                 {planned_tree("the layers' module tree", module_size(layer), layers, "L ")});
     Module list{"ModuleList", "layers", {}, {}};
-    for (std::size_t i = 0; i < config.num_hidden_layers; ++i)
-      list.children.push_back(describe_encoder_layer(config, std::to_string(i)));
+    for (std::size_t i = 0; i < layers; ++i) {
+      layer.name = std::to_string(i);
+      list.children.push_back(layer);
+    }
     encoder = Module{"TransformerEncoder", "", {}, {}};
     if (with_embeddings) encoder.children.push_back(describe_embeddings(config, "embeddings"));
     encoder.children.push_back(std::move(list));
   }
+  return encoder;
+}
+
+ModuleSize encoder_size(const EncoderConfig& config, bool with_embeddings) {
+  const std::size_t layers = config.num_hidden_layers;
+  ModuleSize size = encoder_layer_size(config, std::to_string(layers - 1)) * Count(layers);
+  if (with_embeddings || layers > 1) {
+    size = size + module_size(Module{"TransformerEncoder", "", {}, {}}) +
+           module_size(Module{"ModuleList", "layers", {}, {}});
+  }
+  if (with_embeddings) size = size + module_size(describe_embeddings(config, "embeddings"));
   // L layers may pass 2^63-1 parameters where one does not (torch counts in int64).
   std::vector<std::string> sizes = {"L", "D", "F"};
   if (with_embeddings) sizes.insert(sizes.end(), {"V", "P"});
   check_parameter_count(
-      parameter_count(encoder), "describe_encoder",
-      fmt::format("the {} with L = {}, D = {}, F = {}{}", encoder.class_name,
-                  config.num_hidden_layers, config.hidden_size, config.intermediate_size,
-                  with_embeddings ? fmt::format(", V = {}, P = {}", config.vocab_size,
-                                                config.max_position_embeddings)
-                                  : ""),
+      size.parameters, "describe_encoder",
+      fmt::format(
+          "the {} with L = {}, D = {}, F = {}{}",
+          !with_embeddings && layers == 1 ? "TransformerEncoderLayer" : "TransformerEncoder",
+          layers, config.hidden_size, config.intermediate_size,
+          with_embeddings
+              ? fmt::format(", V = {}, P = {}", config.vocab_size, config.max_position_embeddings)
+              : ""),
       std::move(sizes));
-  return encoder;
+  return size;
 }
 
 void visit_parameters(Encoder& encoder, const ParameterVisitor& visit) {
@@ -202,6 +260,7 @@ void visit_parameters(Encoder& encoder, const ParameterVisitor& visit) {
 
 std::vector<LayerInfo> trace_encoder(const EncoderConfig& config, bool with_embeddings, NormPlacement placement,
                                      const Shape& input) {
+  check_budget("trace_encoder", planned_summary(encoder_size(config, with_embeddings), "L/H"));
   const Module model = describe_encoder(config, with_embeddings);
   Trace trace;
   if (!with_embeddings && config.num_hidden_layers == 1) {

@@ -43,10 +43,17 @@ struct EncoderLayerSteps {
 
 EncoderLayer init_encoder_layer(Rng& rng, const EncoderConfig& config, NormPlacement placement);
 Module describe_encoder_layer(const EncoderConfig& config, std::string name = "");
+// describe_encoder_layer's size, from one head (see multi_head_size).
+ModuleSize encoder_layer_size(const EncoderConfig& config, std::string name = "");
 void visit_parameters(EncoderLayer& layer, const std::string& prefix, const ParameterVisitor& visit);
 inline void visit_parameters(EncoderLayer& layer, const ParameterVisitor& visit) { visit_parameters(layer, "", visit); }
 EncoderLayerSteps forward(const EncoderLayer& layer, const Tensor3& x);
 void trace_encoder_layer(Trace& trace, const Module& layer, const Shape& shape, NormPlacement placement);
+// For a memory budget (core/budget.hpp) on x (B,T,D): EncoderLayerSteps' seven tensors; what
+// forward() holds beside them at its peak (a norm's steps, and the larger of its sublayers').
+MemoryPlan plan_encoder_layer(const EncoderConfig& config, std::size_t batch, std::size_t tokens);
+MemoryPlan plan_encoder_layer_temporaries(const EncoderConfig& config, std::size_t batch,
+                                          std::size_t tokens);
 
 struct Embeddings {
   Embedding token_embeddings;     // (V,D)
@@ -69,6 +76,9 @@ inline void visit_parameters(Embeddings& e, const ParameterVisitor& visit) { vis
 void trace_embeddings(Trace& trace, const Module& embeddings, const Shape& input);
 // ids (B,T); throws attn::Error for T > P or an id outside the vocabulary.
 EmbeddingsSteps forward(const Embeddings& embeddings, const Ids& ids);
+// For a memory budget on ids (B,T): EmbeddingsSteps' tensors and what forward() holds beside them
+// (the layer norm's steps).
+MemoryPlan plan_embeddings(const EncoderConfig& config, std::size_t batch, std::size_t tokens);
 
 struct Encoder {
   bool with_embeddings = true;  // false: the layers only, on hidden states
@@ -80,6 +90,9 @@ Encoder init_encoder(Rng& rng, const EncoderConfig& config, NormPlacement placem
 // TransformerEncoder{embeddings, layers}; without embeddings and with one layer, the bare
 // TransformerEncoderLayer (whose keys have no "layers.0." prefix).
 Module describe_encoder(const EncoderConfig& config, bool with_embeddings);
+// describe_encoder's size, from one head and one layer (see multi_head_size); throws
+// Error(too_large) past 2^63-1 parameters, as describe_encoder does.
+ModuleSize encoder_size(const EncoderConfig& config, bool with_embeddings);
 void visit_parameters(Encoder& encoder, const ParameterVisitor& visit);
 // torchinfo's rows: for ids (B,T) with embeddings, for hidden states (B,T,D) without.
 std::vector<LayerInfo> trace_encoder(const EncoderConfig& config, bool with_embeddings, NormPlacement placement,

@@ -300,6 +300,12 @@ FeedForwardSteps forward(const FeedForward& layer, const Tensor3& x) {
   return s;
 }
 
+MemoryPlan plan_feed_forward(std::size_t batch, std::size_t tokens, std::size_t d_model,
+                             std::size_t d_ff) {
+  return {{"the hidden layer, before and after its activation", {2, batch, tokens, d_ff}, " B T F"},
+          {"the projection and the output", {2, batch, tokens, d_model}, " B T D"}};
+}
+
 void trace_feed_forward(Trace& trace, const Module& block, const Shape& shape) {
   const bool sequential = block.children.size() == 1;  // seed 000: everything inside `net`
   const Module& body = sequential ? block.children.front() : block;

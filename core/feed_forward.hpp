@@ -71,6 +71,9 @@ Module describe_feed_forward(FeedForwardVariant variant, std::size_t d_model, st
 void visit_parameters(FeedForward& layer, const ParameterVisitor& visit);
 // x (B,T,D) -> the steps; throws attn::Error when x's width is not the layer's D.
 FeedForwardSteps forward(const FeedForward& layer, const Tensor3& x);
+// FeedForwardSteps' tensors on x (B,T,D), for a memory budget (core/budget.hpp).
+MemoryPlan plan_feed_forward(std::size_t batch, std::size_t tokens, std::size_t d_model,
+                             std::size_t d_ff);
 
 // torchinfo's rows for the variant on an input of `shape` (B,T,D), in forward-call order.
 std::vector<LayerInfo> trace_feed_forward(FeedForwardVariant variant, std::size_t d_model,

@@ -114,14 +114,13 @@ Error too_large(const std::string& path, std::uint64_t size, const SizeCap& cap)
 }  // namespace
 
 SizeCap memory_cap(std::string fix) {
-  if (memory_limit() == 0) {
-    throw Error(ErrorKind::bad_value, "memory_limit",
-                fmt::format("{} is not a memory size: set it like ATTN_MAX_MEMORY=2G, or unset it",
-                            printable(memory_limit_source())));
-  }
-  return {memory_limit(),
-          fmt::format("the memory limit of {} ({})",
-                      format_bytes(static_cast<double>(memory_limit())), memory_limit_origin()),
+  // An ATTN_MAX_MEMORY that is not a size is refused by check_budget, which every command runs
+  // before it computes: until then files are read within the default limit.
+  const bool bad_variable = memory_limit() == 0;
+  const std::size_t limit = bad_variable ? default_memory_limit() : memory_limit();
+  return {limit,
+          fmt::format("the memory limit of {} ({})", format_bytes(static_cast<double>(limit)),
+                      bad_variable ? "half this machine's memory" : memory_limit_origin()),
           std::move(fix)};
 }
 

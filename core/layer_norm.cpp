@@ -220,6 +220,11 @@ LayerNormSteps forward(const LayerNorm& norm, const Tensor3& x) {
   return s;
 }
 
+MemoryPlan plan_layer_norm(std::size_t batch, std::size_t tokens, std::size_t width) {
+  return {{"the mean and variance", {2, batch, tokens}, " B T"},
+          {"the normalised x and the output", {2, batch, tokens, width}, " B T D"}};
+}
+
 Tensor3 layer_norm_reference(const LayerNorm& norm, const Tensor3& x) {
   const std::size_t width = norm.weight.size();
   check_width("layer_norm_reference", x, width);

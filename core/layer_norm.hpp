@@ -56,6 +56,8 @@ struct LayerNormSteps {
   Tensor3 output;      // (B,T,D) normalised * weight + bias
 };
 LayerNormSteps forward(const LayerNorm& norm, const Tensor3& x);
+// LayerNormSteps' tensors on x (B,T,D), for a memory budget (core/budget.hpp).
+MemoryPlan plan_layer_norm(std::size_t batch, std::size_t tokens, std::size_t width);
 // The textbook formula in double, two passes: the reference the fast path is held to.
 Tensor3 layer_norm_reference(const LayerNorm& norm, const Tensor3& x);
 // torchinfo's row of one LayerNorm call on an input of `shape`.

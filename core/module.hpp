@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "array.hpp"
+#include "budget.hpp"
 #include "count.hpp"
 #include "summary.hpp"
 
@@ -37,6 +38,24 @@ Count parameter_count(const Module& module);
 // the module.
 void check_parameter_count(Count count, std::string_view function, std::string_view what,
                            std::vector<std::string> sizes);
+
+// What a module tree holds and describes: its modules, the bytes they take in memory (nodes,
+// names and parameter shapes, as malloc allocates them), its parameters and parameter tensors.
+// The size of a tree too large to build is a part's size times its copies.
+struct ModuleSize {
+  Count modules, bytes, parameters, tensors;
+};
+ModuleSize module_size(const Module& module);
+ModuleSize operator+(const ModuleSize& a, const ModuleSize& b);
+ModuleSize operator*(const ModuleSize& a, Count copies);
+// `copies` trees of `unit`'s size in a parent's list, as a part of a memory plan
+// (core/budget.hpp): shape (copies, modules of the unit). `axes` names both axes ("L ", "H ").
+PlannedTensor planned_tree(std::string name, const ModuleSize& unit, std::size_t copies,
+                           std::string axes);
+// The float32 weights of `copies` modules of `unit`'s size: shape (copies, parameters of the
+// unit), one object per parameter tensor. `axes` names both axes ("L D/F").
+PlannedTensor planned_weights(std::string name, const ModuleSize& unit, std::size_t copies,
+                              std::string axes, Held held = Held::computing);
 
 struct StateDictEntry {
   std::string key;  // "heads.3.q.weight"
@@ -67,6 +86,14 @@ class Trace {
   int depth_ = 0;
   std::vector<LayerInfo> layers_;
 };
+
+// What a summary (attn summary, or mult-adds from a trace) holds for each row beside the module
+// tree: the trace's LayerInfo, the row's line of the table, its JSON object and state_dict keys
+// (attn summary --format json of 100,000 book heads holds about 2.2 KB a row).
+inline constexpr std::size_t kSummaryRowBytes = 2560;
+// A summary of a model of `size` as a memory plan: its tree twice (the caller's and the trace's)
+// and a row for each module; `axes` names the sizes the rows grow with ("H", "L/H").
+MemoryPlan planned_summary(const ModuleSize& size, std::string axes);
 
 // A Linear's output shape for an input: the last axis becomes `out`.
 Shape linear_output(Shape input, std::size_t out);

@@ -136,6 +136,17 @@ MultiHeadAttention init_multi_head(Rng& rng, MultiHeadVariant variant, std::size
   return m;
 }
 
+namespace {
+// The book variant's tree with its list of heads still empty.
+Module book_without_heads(std::size_t d_model) {
+  return Module{"MultiHeadAttention",
+                "",
+                {},
+                {Module{"ModuleList", "heads", {}, {}},
+                 linear_module("output_linear", d_model, d_model, true)}};
+}
+}  // namespace
+
 Module describe_multi_head(MultiHeadVariant variant, std::size_t d_model, std::size_t heads) {
   const std::size_t hs = head_size(variant, d_model, heads);
   // torch counts parameters in int64: the wide variant's 4·D·D·H + D passes 2^63-1 first.
@@ -156,9 +167,14 @@ Module describe_multi_head(MultiHeadVariant variant, std::size_t d_model, std::s
                     linear_module("unifyheads", hs * heads, d_model, true)};
       break;
     case MultiHeadVariant::book: {
-      Module list{"ModuleList", "heads", {}, {}};
-      for (std::size_t h = 0; h < heads; ++h) list.children.push_back(describe_attention_head(d_model, hs, std::to_string(h)));
-      m.children = {std::move(list), linear_module("output_linear", d_model, d_model, true)};
+      // One module per head: the tree itself may not fit.
+      const Module last = describe_attention_head(d_model, hs, std::to_string(heads - 1));
+      check_budget("describe_multi_head",
+                   {planned_tree("the heads' module tree", module_size(last), heads, "H ")});
+      m = book_without_heads(d_model);
+      for (std::size_t h = 0; h < heads; ++h)
+        m.children.front().children.push_back(
+            describe_attention_head(d_model, hs, std::to_string(h)));
       break;
     }
     case MultiHeadVariant::fused:
@@ -170,6 +186,15 @@ Module describe_multi_head(MultiHeadVariant variant, std::size_t d_model, std::s
   }
   check_parameter_count(parameter_count(m), "describe_multi_head", what, sizes);
   return m;
+}
+
+ModuleSize multi_head_size(MultiHeadVariant variant, std::size_t d_model, std::size_t heads) {
+  if (variant != MultiHeadVariant::book)
+    return module_size(describe_multi_head(variant, d_model, heads));
+  const std::size_t hs = head_size(variant, d_model, heads);
+  return module_size(book_without_heads(d_model)) +
+         module_size(describe_attention_head(d_model, hs, std::to_string(heads - 1))) *
+             Count(heads);
 }
 
 void visit_parameters(MultiHeadAttention& m, const ParameterVisitor& visit) {
@@ -280,9 +305,60 @@ Tensor3 forward_with_seed001_bug(const MultiHeadAttention& m, const Tensor3& x, 
   return forward(*p.output, merge_heads(a.output, m.heads));  // attention_weights @ key
 }
 
+MemoryPlan plan_multi_head(MultiHeadVariant variant, std::size_t batch, std::size_t tokens,
+                           std::size_t d_model, std::size_t heads) {
+  const std::size_t hs = head_size(variant, d_model, heads);
+  return {{"Q", {batch, heads, tokens, hs}, "B H T hs"},
+          {"K", {batch, heads, tokens, hs}, "B H T hs"},
+          {"V", {batch, heads, tokens, hs}, "B H T hs"},
+          {"the scores", {batch, heads, tokens, tokens}, "B H T T"},
+          {"the weights", {batch, heads, tokens, tokens}, "B H T T"},
+          {"the heads' outputs side by side", {batch, tokens, heads * hs}, "B T H/hs"},
+          {"the output", {batch, tokens, d_model}, "B T D"}};
+}
+
+MemoryPlan plan_multi_head_temporaries(MultiHeadVariant variant, std::size_t batch,
+                                       std::size_t tokens, std::size_t d_model, std::size_t heads,
+                                       bool masked) {
+  const std::size_t hs = head_size(variant, d_model, heads);
+  // Every head's AttentionSteps: Q, K, V, the output, and three (T,T) tensors each.
+  MemoryPlan plan = {{"the heads' Q, K, V and outputs", {4, batch, heads, tokens, hs}, " B H T hs"},
+                     {"the heads' scores, scaled scores and weights",
+                      {3, batch, heads, tokens, tokens},
+                      " B H T T"}};
+  if (variant == MultiHeadVariant::book) {
+    plan.push_back({"one head's projections", {3, batch, tokens, hs}, " B T hs"});
+  } else {
+    plan.push_back({"the projections", {3, batch, tokens, heads * hs}, " B T H/hs"});
+    plan.push_back(
+        {"the projections split into heads", {3, batch, heads, tokens, hs}, " B H T hs"});
+    if (masked)
+      plan.push_back({"the mask for each head", {batch, heads, tokens, tokens}, "B H T T"});
+  }
+  return plan;
+}
+
+MemoryPlan plan_multi_head_float64(MultiHeadVariant variant, std::size_t batch, std::size_t tokens,
+                                   std::size_t d_model, std::size_t heads) {
+  const std::size_t hs = head_size(variant, d_model, heads);
+  if (variant == MultiHeadVariant::book) {
+    MemoryPlan plan = plan_attention_float64(batch, tokens, d_model, hs);  // one head at a time
+    plan.push_back({"the heads' outputs and the output in float64",
+                    {batch, tokens, heads * hs + d_model},
+                    "B T H/hs/D",
+                    8});
+    return plan;
+  }
+  return {
+      {"X and the output in float64", {2, batch, tokens, d_model}, " B T D", 8},
+      {"Q, K, V, split and merged, in float64", {8, batch, tokens, heads * hs}, " B T H/hs", 8}};
+}
+
 std::vector<LayerInfo> trace_multi_head(MultiHeadVariant variant, std::size_t d_model, std::size_t heads,
                                         const Shape& shape) {
   const std::size_t hs = head_size(variant, d_model, heads);
+  check_budget("trace_multi_head", planned_summary(multi_head_size(variant, d_model, heads),
+                                                   variant == MultiHeadVariant::book ? "H" : ""));
   const Module m = describe_multi_head(variant, d_model, heads);
   const Shape projected = linear_output(shape, variant == MultiHeadVariant::fused ? d_model : hs * heads);
   Trace trace;

@@ -52,6 +52,9 @@ std::size_t head_size(MultiHeadVariant variant, std::size_t d_model, std::size_t
 
 MultiHeadAttention init_multi_head(Rng& rng, MultiHeadVariant variant, std::size_t d_model, std::size_t heads);
 Module describe_multi_head(MultiHeadVariant variant, std::size_t d_model, std::size_t heads);
+// describe_multi_head's size, from one head for the book variant (whose tree has a module per
+// head): for a memory budget without building the tree.
+ModuleSize multi_head_size(MultiHeadVariant variant, std::size_t d_model, std::size_t heads);
 void visit_parameters(MultiHeadAttention& layer, const ParameterVisitor& visit);
 // x (B,T,D); mask (B,T,T) additive or null.
 MultiHeadSteps forward(const MultiHeadAttention& layer, const Tensor3& x, const Tensor3* mask);
@@ -60,6 +63,17 @@ MultiHeadSteps forward(const MultiHeadAttention& layer, const Tensor3& x, const 
 Tensor3d forward_float64(const MultiHeadAttention& layer, const Tensor3& x, const Tensor3* mask);
 // Seed 001's bug: `attention_weights @ key` instead of `@ value` (fused variant only).
 Tensor3 forward_with_seed001_bug(const MultiHeadAttention& layer, const Tensor3& x, const Tensor3* mask);
+// For a memory budget (core/budget.hpp) on x (B,T,D): MultiHeadSteps' tensors; what forward()
+// holds beside them at its peak (the heads' own steps it gathers them from, the projections, the
+// mask repeated for each head); what forward_float64 holds.
+MemoryPlan plan_multi_head(MultiHeadVariant variant, std::size_t batch, std::size_t tokens,
+                           std::size_t d_model, std::size_t heads);
+MemoryPlan plan_multi_head_temporaries(MultiHeadVariant variant, std::size_t batch,
+                                       std::size_t tokens, std::size_t d_model, std::size_t heads,
+                                       bool masked);
+MemoryPlan plan_multi_head_float64(MultiHeadVariant variant, std::size_t batch, std::size_t tokens,
+                                   std::size_t d_model, std::size_t heads);
+
 // torchinfo's rows for the variant on an input of `shape` (B,T,D).
 std::vector<LayerInfo> trace_multi_head(MultiHeadVariant variant, std::size_t d_model, std::size_t heads,
                                         const Shape& shape);

@@ -243,6 +243,11 @@ SinusoidalTable sinusoidal_table(std::size_t positions, std::size_t width) {
   return t;
 }
 
+MemoryPlan plan_sinusoidal_table(std::size_t positions, std::size_t width) {
+  return {{"the table", {positions, width}, "P D"},
+          {"the angles, their sines and cosines", {3, positions, (width + 1) / 2}, " P D"}};
+}
+
 PositionEmbedding init_position_embedding(Rng& rng, std::size_t positions, std::size_t width) {
   return PositionEmbedding{randn_matrix(rng, positions, width)};  // (P,D)
 }

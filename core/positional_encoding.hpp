@@ -27,6 +27,9 @@ struct SinusoidalTable {
 // cosine partner (the seed's `pe[:, 1::2] = cos(...)` fails there; here the extra cosine is
 // dropped). Throws attn::Error for P or D of 0.
 SinusoidalTable sinusoidal_table(std::size_t positions, std::size_t width);
+// What sinusoidal_table holds at its peak, for a memory budget (core/budget.hpp): the table, the
+// angles, their sines and cosines.
+MemoryPlan plan_sinusoidal_table(std::size_t positions, std::size_t width);
 
 // torch.sin and torch.cos on n contiguous float32 values as ATen computes them on an AVX2 CPU
 // (one thread): SLEEF's sinf8_u10/cosf8_u10, 8 lanes at a time. A group of 8 with any |x| >= 125

@@ -102,6 +102,35 @@ Tensor3 lesson_input(const LessonOptions& options, std::string_view axes, Sizes3
   return to_tensor<3>(input, "the input");
 }
 
+MemoryPlan plan_lesson_input(const LessonOptions& options) {
+  const auto [batch, tokens, width] = lesson_sizes(options);
+  MemoryPlan plan = {{"X", {batch, tokens, width}, "B T D"}};
+  if (options.input) {
+    plan.push_back({"the input array", options.input->shape, "B T D",
+                    dtype_size(options.input->dtype), Held::kept});
+  }
+  return plan;
+}
+
+MemoryPlan plan_weights_file(const std::optional<StateDict>& weights) {
+  if (!weights) return {};
+  std::size_t bytes = 0;
+  for (const auto& [key, array] : *weights)
+    bytes += array.bytes.size();
+  return {{"the weights read from the file", {bytes}, "", 1, Held::kept, weights->size()}};
+}
+
+PlannedTensor planned_table_rows(std::string name, std::size_t rows, std::string axes) {
+  // A row of three or four short strings (about 250 bytes in the run), then its line of text or,
+  // twice as large, its JSON array.
+  constexpr std::size_t kRowBytes = 1024;
+  return {std::move(name), {rows}, std::move(axes), kRowBytes, Held::kept};
+}
+
+PlannedTensor planned_heatmap(std::size_t rows, std::size_t cols, std::string axes) {
+  return {"a heatmap and its copy", {2, rows, cols}, " " + axes, 4, Held::kept};
+}
+
 void record_settings(LessonRun& run, const LessonOptions& options,
                      std::initializer_list<std::pair<const char*, std::size_t>> sizes) {
   if (options.input) {

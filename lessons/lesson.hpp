@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "array.hpp"
+#include "budget.hpp"
 #include "tensor.hpp"
 #include "weights.hpp"
 
@@ -118,6 +119,16 @@ Sizes3 lesson_sizes(const LessonOptions& options);
 // The lesson's rank-3 input: --input when given (rank, dtype and sizes checked), else N(0, 1)
 // draws of shape `generated` from the seed. `axes` names the axes in errors, e.g. "(B, T, D)".
 Tensor3 lesson_input(const LessonOptions& options, std::string_view axes, Sizes3 generated);
+
+// For check_budget: X (B,T,D) as lesson_input makes it, and the --input array it came from, kept
+// until the end.
+MemoryPlan plan_lesson_input(const LessonOptions& options);
+// For check_budget: the weights read from a file (--weights), kept until the end; none without.
+MemoryPlan plan_weights_file(const std::optional<StateDict>& weights);
+// For check_budget: a table of `rows` rows, held in the run and shown as text or JSON.
+PlannedTensor planned_table_rows(std::string name, std::size_t rows, std::string axes);
+// For check_budget: a heatmap of (rows, cols) kept in the run, and its copy while it is drawn.
+PlannedTensor planned_heatmap(std::size_t rows, std::size_t cols, std::string axes);
 
 // Records the input (seed or file) and the sizes as the run's settings.
 void record_settings(LessonRun& run, const LessonOptions& options, std::initializer_list<std::pair<const char*, std::size_t>> sizes);

@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "budget.hpp"
+
 namespace attn::render {
 
 enum class Format { text, json };
@@ -19,6 +21,10 @@ struct OutputOptions {
   ColorMode color = ColorMode::automatic;
   bool quiet = false;        // only the final result and the parameter count
 };
+
+// What showing a run with these options costs beyond the run itself (core/budget.hpp's
+// OutputCost), given the tensors the run holds: the text, the JSON document, the files.
+MemoryPlan output_memory(const OutputOptions& options, const MemoryPlan& result);
 
 // Whether stdout gets ANSI colours under `mode`: automatic is off under NO_COLOR, TERM=dumb and
 // when stdout is not a terminal.

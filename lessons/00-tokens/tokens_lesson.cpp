@@ -142,9 +142,25 @@ LessonRun run_tokens(const TokensLessonOptions& options) {
   const std::size_t tokens = e.tokens.size();
   const auto [rows, width] = options.weights ? weights_shape(*options.weights, options.weights_name)
                                              : std::pair{vocab.size(), options.d_model};
-  check_budget("tokens", {{"the embedding table", {rows, width}},
-                          {"the one-hot check", {tokens, rows}},
-                          {"the lookups", {4, tokens, width}}});
+  // At the peak, the one-hot check: the table, its copy in the run and the copy the check
+  // multiplies, the one-hot rows and their product, the lookups, the steps shown and a table row
+  // per word.
+  MemoryPlan plan = plan_weights_file(options.weights);
+  plan.push_back({"the embedding table", {rows, width}, "V D"});
+  plan.push_back({"the embedding table", {rows, width}, "V D", 4, Held::weights});
+  plan.push_back({"the one-hot check's copy of the table", {rows, width}, "V D"});
+  plan.push_back({"the one-hot check", {tokens, rows}, "T V"});
+  plan.push_back({"the lookups and the check's product", {3, tokens, width}, " T D"});
+  plan.push_back({"input_ids", {1, tokens}, " T", 8, Held::shown});
+  plan.push_back({"the table shown",
+                  {rows * width <= kLargestShownTable ? rows : std::min(rows, kShownRows), width},
+                  "V D",
+                  4,
+                  Held::shown});
+  for (int i = 0; i < 1 + options.scale_by_sqrt_d; ++i)
+    plan.push_back({"a lookup", {1, tokens, width}, " T D", 4, Held::shown});
+  plan.push_back(planned_table_rows("the tokenizer's tables", tokens + 8, "T"));
+  check_budget("tokens", plan);
   Ids ids({1, tokens});  // (1,T)
   std::copy(e.ids.begin(), e.ids.end(), ids.begin());
   if (std::size_t at = 0; first_id_out_of_range(ids, rows, &at)) {

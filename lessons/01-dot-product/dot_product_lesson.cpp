@@ -31,11 +31,17 @@ std::vector<std::size_t> shuffled_order(std::uint64_t seed, std::size_t tokens) 
 
 LessonRun run_dot_product(const LessonOptions& options) {
   const auto [batch, tokens, width] = lesson_sizes(options);
-  check_budget("dot-product", {{"X", {batch, tokens, width}},
-                               {"W'", {batch, tokens, tokens}},
-                               {"W", {batch, tokens, tokens}},
-                               {"Y", {batch, tokens, width}},
-                               {"the permuted copies", {4 * batch, tokens, width}}});
+  // At the peak, the permutation check: X, the steps and their copies in the run, P X with its
+  // own steps, P Y(X), and a float64 reference.
+  MemoryPlan plan = plan_lesson_input(options);
+  const MemoryPlan steps = plan_dot_product_attention(batch, tokens, width);
+  append(plan, steps);
+  plan.push_back({"X", {batch, tokens, width}, "B T D", 4, Held::shown});
+  append(plan, held_as(Held::shown, steps));
+  plan.push_back({"P X, P Y(X) and Y(P X)", {3, batch, tokens, width}, " B T D"});
+  append(plan, steps);
+  append(plan, plan_dot_product_attention_float64(batch, tokens, width));
+  check_budget("dot-product", plan);
   const Tensor3 x = lesson_input(options, "(B, T, D)", {batch, tokens, width});  // (B,T,D)
 
   LessonRun run("dot-product");

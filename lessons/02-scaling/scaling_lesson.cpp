@@ -40,10 +40,22 @@ Table length_table(bool& all_match) {
 
 LessonRun run_scaling(const LessonOptions& options) {
   const auto [batch, tokens, width] = lesson_sizes(options);
-  check_budget("scaling", {{"X", {batch, tokens, width}},
-                           {"the scores", {3 * batch, tokens, tokens}},
-                           {"Y", {batch, tokens, width}},
-                           {"the measurements", {kPeakRows, std::max<std::size_t>(tokens, 2), 2}}});
+  // The measurements come first; at the peak, the check: X Xᵀ, the scaled and the unscaled steps,
+  // and the copies of X and the steps in the run.
+  MemoryPlan plan = plan_lesson_input(options);
+  plan.push_back({"the measurements' scores and weights",
+                  {4, kPeakRows, std::max<std::size_t>(tokens, 2)},
+                  "  T",
+                  4,
+                  Held::before_shown});
+  const MemoryPlan steps = plan_dot_product_attention(batch, tokens, width);
+  plan.push_back({"X Xᵀ", {batch, tokens, tokens}, "B T T"});
+  append(plan, steps);
+  append(plan, steps);
+  plan.push_back({"X", {batch, tokens, width}, "B T D", 4, Held::shown});
+  plan.push_back({"X Xᵀ", {batch, tokens, tokens}, "B T T", 4, Held::shown});
+  append(plan, held_as(Held::shown, steps));
+  check_budget("scaling", plan);
   const Tensor3 x = lesson_input(options, "(B, T, D)", {batch, tokens, width});  // (B,T,D)
 
   LessonRun run("scaling");

@@ -96,7 +96,26 @@ LessonRun run_softmax_lesson(const SoftmaxLessonOptions& options) {
   Sizes3 sizes{common.batch, common.seq, common.seq};
   if (common.input && common.input->rank() == 3) sizes = {common.input->shape[0], common.input->shape[1], common.input->shape[2]};
   const auto [batch, tokens, keys] = sizes;
-  check_budget("softmax", {{"S", {batch, tokens, keys}}, {"the steps", {6 * batch, tokens, keys}}});
+  // At the peak, the checks: S and its tempered or masked copy, the steps (S - m, exp(S - m), the
+  // weights), their copies in the run, and exp(S - m) / sums.
+  const Shape btt = {batch, tokens, keys};
+  MemoryPlan plan = {
+      {"S", btt, "B T T"},
+      {"S tempered or masked", btt, "B T T"},
+      {"S - m, exp(S - m), the weights and their quotient", {4, batch, tokens, keys}, " B T T"},
+      {"m", {batch, tokens}, "B T", 4, Held::shown},
+      {"the row sums", {batch, tokens}, "B T", 4, Held::shown}};
+  std::vector<std::string> shown = {"S"};
+  if (options.temperature != 1.0f) shown.push_back("S / τ");
+  if (options.causal) shown.push_back("S + mask");
+  for (const char* name : {"S - m", "exp(S - m)", "the weights"})
+    shown.push_back(name);
+  for (std::string& name : shown)
+    plan.push_back({std::move(name), btt, "B T T", 4, Held::shown});
+  if (common.input) plan.push_back({"the input array", btt, "B T T", 4, Held::kept});
+  if (options.causal)
+    plan.push_back({"the mask and the masked S", {tokens * keys + batch * tokens * keys}, "B/T"});
+  check_budget("softmax", plan);
   if (options.causal && tokens != keys) {
     throw Error(ErrorKind::bad_value, "softmax_lesson", fmt::format("a causal mask needs square scores (B, T, T); the input has shape ({}, {}, {}): "
                                       "pass scores with as many keys as queries, or drop <mask> causal",

@@ -48,12 +48,31 @@ LessonRun run_attention(const AttentionLessonOptions& options) {
     throw Error(ErrorKind::bad_value, "attention_lesson", "only the head variant has a head size (SelfAttention's is D): add <variant> head").about("head_size");
   }
   const std::size_t hs = head ? options.head_size.value_or(width) : width;
-  check_budget("attention", {{"X", {batch, tokens, width}},
-                             {"Q, K, V and the output", {4 * batch, tokens, hs}},
-                             {"the scores", {4 * batch, tokens, tokens}},
-                             {"the weights", {4 * hs, width, 1}}});
-  const Tensor3 x = lesson_input(options.common, "(B, T, D)", {batch, tokens, width});  // (B,T,D)
+  const Module model = head ? describe_attention_head(width, hs) : describe_self_attention(width);
   const bool masked = options.causal || !options.lengths.empty();
+  // At the peak, the permutation check: X, the mask, the weights and their copy in the run, the
+  // steps and their copies, the heatmap, the reversed X with its own forward, and a float64
+  // reference.
+  MemoryPlan plan = plan_lesson_input(options.common);
+  append(plan, plan_weights_file(options.weights));
+  if (masked) plan.push_back({"the mask", {batch, tokens, tokens}, "B T T"});
+  plan.push_back(planned_weights("the weights", module_size(model), 1, " D/hs"));
+  plan.push_back(planned_weights("the weights", module_size(model), 1, " D/hs", Held::weights));
+  const MemoryPlan steps = plan_attention(batch, tokens, hs);
+  append(plan, steps);
+  append(plan, held_as(Held::before_shown, plan_attention_temporaries(batch, tokens, hs)));
+  plan.push_back({"X", {batch, tokens, width}, "B T D", 4, Held::shown});
+  append(plan, held_as(Held::shown, steps));
+  plan.push_back(planned_heatmap(tokens, tokens, "T T"));
+  if (!masked) {
+    plan.push_back({"the reversed X", {batch, tokens, width}, "B T D"});
+    plan.push_back({"its output and the output reversed", {2, batch, tokens, hs}, " B T hs"});
+    append(plan, steps);
+    append(plan, plan_attention_temporaries(batch, tokens, hs));
+    append(plan, plan_attention_float64(batch, tokens, width, hs));
+  }
+  check_budget("attention", plan);
+  const Tensor3 x = lesson_input(options.common, "(B, T, D)", {batch, tokens, width});  // (B,T,D)
   const Tensor3 mask = masked ? attention_mask(batch, tokens, options.causal, options.lengths) : Tensor3();
 
   LessonRun run("attention");
@@ -66,7 +85,6 @@ LessonRun run_attention(const AttentionLessonOptions& options) {
 
   // The weights: from --weights, else PyTorch-style random initialisation from the seed.
   Rng rng(options.common.seed ^ 0xa77e4710ULL);
-  const Module model = head ? describe_attention_head(width, hs) : describe_self_attention(width);
   SelfAttention self_attention;
   AttentionHead attention_head;
   if (head) {

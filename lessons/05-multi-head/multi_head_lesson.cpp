@@ -64,6 +64,88 @@ MultiHeadAttention seeded_layer(std::uint64_t seed, MultiHeadVariant v, std::siz
   return init_multi_head(rng, v, width, heads);
 }
 
+// The sizes a variant's weights grow with.
+std::string axes(MultiHeadVariant v) {
+  return v == MultiHeadVariant::wide ? " D/H" : " D";
+}
+
+// For check_budget, the pieces both forms hold: X and the mask; one variant's module tree, its
+// weights and the peak of its forward.
+MemoryPlan plan_input(const MultiHeadLessonOptions& o, bool masked) {
+  const auto [batch, tokens, width] = lesson_sizes(o.common);
+  MemoryPlan plan = plan_lesson_input(o.common);
+  append(plan, plan_weights_file(o.weights));
+  if (masked) plan.push_back({"the mask", {batch, tokens, tokens}, "B T T"});
+  plan.push_back({"X", {batch, tokens, width}, "B T D", 4, Held::shown});
+  return plan;
+}
+
+MemoryPlan plan_layer(const MultiHeadLessonOptions& o, MultiHeadVariant v) {
+  const ModuleSize size = multi_head_size(v, lesson_sizes(o.common).d_model, o.heads);
+  return {planned_tree("the module tree", size, 1, " H"),
+          planned_weights("the weights", size, 1, axes(v))};
+}
+
+// A forward's peak: the steps it returns, and its temporaries, held as `temporaries`.
+MemoryPlan plan_forward(const MultiHeadLessonOptions& o, MultiHeadVariant v, bool masked,
+                        Held temporaries) {
+  const auto [batch, tokens, width] = lesson_sizes(o.common);
+  MemoryPlan plan = plan_multi_head(v, batch, tokens, width, o.heads);
+  append(plan, held_as(temporaries,
+                       plan_multi_head_temporaries(v, batch, tokens, width, o.heads, masked)));
+  return plan;
+}
+
+// One variant: the layer, its weights' copy in the run and the parameter table; the steps, then
+// their copies shown and up to four heatmaps; for fused, seed 001's forward beside them.
+MemoryPlan plan_variant(const MultiHeadLessonOptions& o, MultiHeadVariant v, bool masked) {
+  const auto [batch, tokens, width] = lesson_sizes(o.common);
+  const ModuleSize size = multi_head_size(v, width, o.heads);
+  MemoryPlan plan = plan_input(o, masked);
+  append(plan, plan_layer(o, v));
+  plan.push_back(planned_weights("the weights", size, 1, axes(v), Held::weights));
+  plan.push_back(planned_table_rows("the parameter table",
+                                    static_cast<std::size_t>(size.tensors.value()), "H"));
+  append(plan, plan_forward(o, v, masked, Held::before_shown));
+  append(plan, held_as(Held::shown, plan_multi_head(v, batch, tokens, width, o.heads)));
+  for (std::size_t h = 0; h < std::min<std::size_t>(o.heads, 4); ++h)
+    plan.push_back(planned_heatmap(tokens, tokens, "T T"));
+  if (v == MultiHeadVariant::fused) {
+    append(plan, plan_forward(o, v, masked, Held::computing));
+    plan.push_back({"seed 001's output", {batch, tokens, width}, "B T D", 4, Held::shown});
+  }
+  return plan;
+}
+
+// Every variant in turn (its layer, forward and summary); then book and fused side by side with
+// their float64 references; then fused's steps beside seed 001's forward. The outputs are shown.
+MemoryPlan plan_compare(const MultiHeadLessonOptions& o, bool masked) {
+  const auto [batch, tokens, width] = lesson_sizes(o.common);
+  MemoryPlan plan = plan_input(o, masked);
+  MemoryPlan one_variant;
+  for (MultiHeadVariant v : kMultiHeadVariants) {
+    MemoryPlan phase = plan_layer(o, v);
+    append(phase, plan_forward(o, v, masked, Held::computing));
+    append(phase, planned_summary(multi_head_size(v, width, o.heads),
+                                  v == MultiHeadVariant::book ? "H" : ""));
+    one_variant = larger_of(std::move(one_variant), std::move(phase));
+  }
+  MemoryPlan book_fused = plan_layer(o, MultiHeadVariant::book);
+  append(book_fused, plan_forward(o, MultiHeadVariant::book, masked, Held::computing));
+  book_fused.push_back(planned_weights("the stacked weights",
+                                       multi_head_size(MultiHeadVariant::fused, width, o.heads), 1,
+                                       axes(MultiHeadVariant::fused)));
+  append(book_fused,
+         plan_multi_head_float64(MultiHeadVariant::book, batch, tokens, width, o.heads));
+  MemoryPlan seed001 = plan_layer(o, MultiHeadVariant::fused);
+  append(seed001, plan_multi_head(MultiHeadVariant::fused, batch, tokens, width, o.heads));
+  append(seed001, plan_forward(o, MultiHeadVariant::fused, masked, Held::computing));
+  append(plan,
+         larger_of(larger_of(std::move(one_variant), std::move(book_fused)), std::move(seed001)));
+  plan.push_back({"the outputs", {4, batch, tokens, width}, " B T D", 4, Held::shown});
+  return plan;
+}
+
 void run_compare(LessonRun& run, const MultiHeadLessonOptions& o, const Tensor3& x, const Tensor3* mask) {
   const std::size_t batch = x.shape(0), tokens = x.shape(1), width = x.shape(2), heads = o.heads;
   run.section("compare");
@@ -180,13 +262,10 @@ LessonRun run_multi_head(const MultiHeadLessonOptions& options) {
   }
   for (MultiHeadVariant v : kMultiHeadVariants)
     if (compare || v == variant) head_size(v, width, options.heads);  // refuses D % H != 0 early
-  const std::size_t widest = (compare || variant == MultiHeadVariant::wide) ? width * options.heads : width;
-  check_budget("multi-head", {{"X", {batch, tokens, width}},
-                              {"Q, K, V and the heads' outputs", {8 * batch, tokens, widest}},
-                              {"the scores and weights", {4 * batch * options.heads, tokens, tokens}},
-                              {"the weights", {8 * width, widest, 1}}});
-  const Tensor3 x = lesson_input(options.common, "(B, T, D)", {batch, tokens, width});  // (B,T,D)
   const bool masked = options.causal || !options.lengths.empty();
+  check_budget("multi-head",
+               compare ? plan_compare(options, masked) : plan_variant(options, variant, masked));
+  const Tensor3 x = lesson_input(options.common, "(B, T, D)", {batch, tokens, width});  // (B,T,D)
   const Tensor3 mask = masked ? attention_mask(batch, tokens, options.causal, options.lengths) : Tensor3();
 
   LessonRun run("multi-head");

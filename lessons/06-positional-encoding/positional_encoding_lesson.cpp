@@ -114,11 +114,31 @@ LessonRun run_positional_encoding(const PositionalEncodingLessonOptions& options
                           "or more, or fewer tokens",
                           what, positions, tokens)).about("max_positions");
   }
-  check_budget("positional-encoding",
-               {{"X, X + PE and their reorderings", {6 * batch, tokens, width}},
-                {"the table, its angles, sines and cosines", {4, positions, width}},
-                {"the attention checks", {8 * batch, tokens, tokens}},
-                {"PE PEᵀ", {tokens, tokens}}});
+  // The table first (the learned one also copied into the run), then the permutation checks: the
+  // reordered X and outputs beside one attention's steps and a float64 reference. Shown: X, the
+  // frequencies, PE, PE PEᵀ and X + PE.
+  const std::size_t frequencies = (width + 1) / 2;
+  MemoryPlan plan = plan_lesson_input(options.common);
+  append(plan, plan_weights_file(options.weights));
+  plan.push_back({"X + PE", {batch, tokens, width}, "B T D"});
+  plan.push_back({"PE", {tokens, width}, "T D"});
+  MemoryPlan table = {{"the table", {positions, width}, "P D"}};
+  if (learned) {
+    plan.push_back({"the table", {positions, width}, "P D", 4, Held::weights});
+  } else {
+    table = plan_sinusoidal_table(positions, width);
+    table.push_back({"PE PEᵀ", {tokens, tokens + width}, "T T/D"});
+    plan.push_back({"the frequencies", {frequencies}, "D", 4, Held::shown});
+    plan.push_back({"PE PEᵀ", {tokens, tokens}, "T T", 4, Held::shown});
+  }
+  plan.push_back({"X", {batch, tokens, width}, "B T D", 4, Held::shown});
+  plan.push_back({"PE", {tokens, width}, "T D", 4, Held::shown});
+  plan.push_back({"X + PE", {batch, tokens, width}, "B T D", 4, Held::shown});
+  MemoryPlan permutation = {{"the reversed X and outputs", {6, batch, tokens, width}, " B T D"}};
+  append(permutation, plan_dot_product_attention(batch, tokens, width));
+  append(permutation, plan_dot_product_attention_float64(batch, tokens, width));
+  append(plan, larger_of(std::move(table), std::move(permutation)));
+  check_budget("positional-encoding", plan);
   const Tensor3 x = lesson_input(options.common, "(B, T, D)", {batch, tokens, width});  // (B,T,D)
 
   LessonRun run("positional-encoding");

@@ -157,10 +157,27 @@ LessonRun run_layer_norm(const LayerNormLessonOptions& options) {
   if (options.blocks == 0 || options.blocks > 1000) {
     throw Error(ErrorKind::bad_value, "layer_norm_lesson", fmt::format("{} blocks: give a whole number from 1 to 1000", options.blocks)).about("blocks");
   }
-  check_budget("layer-norm", {{"X", {batch, tokens, width}},
-                              {"the steps and the residual streams", {10 * batch, tokens, width}},
-                              {"one block's Linear(D, D)", {width + 1, width}},
-                              {"the seed 001 table", {2 * kCompareTokens, 768 + 64 + 12 + 6 + 2}}});
+  // At the peak, the placement blocks: X, both norms' steps and the copies shown, the pre-LN and
+  // post-LN streams with a block's sums and norms, its Linear(D, D); or, before them, the checks'
+  // rescaled copy and reference.
+  MemoryPlan plan = plan_lesson_input(options.common);
+  append(plan, plan_weights_file(options.weights));
+  const MemoryPlan steps = plan_layer_norm(batch, tokens, width);
+  append(plan, steps);
+  append(plan, steps);
+  for (const Shape& shown : {Shape{batch, tokens}, Shape{batch, tokens}})
+    plan.push_back({"the mean or spread", shown, "B T", 4, Held::shown});
+  for (const char* name :
+       {"X", "the normalised x", "the other variant's normalised x", "the output"})
+    plan.push_back({name, {batch, tokens, width}, "B T D", 4, Held::shown});
+  append(
+      plan,
+      larger_of(
+          {{"the rescaled copy and the reference", {2, batch, tokens, width}, " B T D"}},
+          {{"the streams, a block's sum and its norm's steps", {7, batch, tokens, width}, " B T D"},
+           {"a block's Linear(D, D)", {width + 1, width}, "D D"},
+           {"the seed 001 table's tokens", {4, kCompareTokens, 768}, "  "}}));
+  check_budget("layer-norm", plan);
   const Tensor3 x = lesson_input(options.common, "(B, T, D)", {batch, tokens, width});  // (B,T,D)
 
   LessonRun run("layer-norm");

@@ -318,10 +318,32 @@ LessonRun run_feed_forward(const FeedForwardLessonOptions& options) {
     file_d_ff = weights_d_ff(*options.weights, options.weights_name, variant, width,
                              options.common.input.has_value());
   const std::size_t d_ff = options.d_ff.value_or(file_d_ff.value_or(4 * width));
-  check_budget("feed-forward", {{"X", {batch, tokens, width}},
-                                {"the hidden layers", {6 * batch, tokens, d_ff}},
-                                {"the outputs", {12 * batch, tokens, width}},
-                                {"the weights and their copies", {6, d_ff, width}}});
+  // At the peak, the checks: X, the weights (the layer's, their copy in the run, another
+  // variant's), the steps and their copies in the run, and either both GELU forms of the hidden
+  // layer or another variant's forward beside the collapsed Linear's output.
+  const ModuleSize size = module_size(describe_feed_forward(variant, width, d_ff));
+  MemoryPlan plan = plan_lesson_input(options.common);
+  append(plan, plan_weights_file(options.weights));
+  plan.push_back(planned_weights("the weights", size, 2, " D/F"));
+  plan.push_back(planned_weights("the weights", size, 1, " D/F", Held::weights));
+  const MemoryPlan steps = plan_feed_forward(batch, tokens, width, d_ff);
+  append(plan, steps);
+  const bool gelu_last = variant == FeedForwardVariant::gelu_last;
+  plan.push_back({"X", {batch, tokens, width}, "B T D", 4, Held::shown});
+  plan.push_back({"the hidden layer", {batch, tokens, d_ff}, "B T F", 4, Held::shown});
+  if (gelu_last) {
+    plan.push_back({"the projection", {batch, tokens, width}, "B T D", 4, Held::shown});
+  } else {
+    plan.push_back({"the activated hidden layer", {batch, tokens, d_ff}, "B T F", 4, Held::shown});
+  }
+  plan.push_back({"the output", {batch, tokens, width}, "B T D", 4, Held::shown});
+  MemoryPlan collapse = {{"the collapsed Linear's outputs", {2, batch, tokens, width}, " B T D"},
+                         {"the collapsed Linear", {width + 1, width}, "D D"}};
+  append(collapse, steps);
+  append(plan,
+         larger_of({{"both GELU forms of the hidden layer", {2, batch, tokens, d_ff}, " B T F"}},
+                   collapse));
+  check_budget("feed-forward", plan);
   const Tensor3 x = lesson_input(options.common, "(B, T, D)", {batch, tokens, width});  // (B,T,D)
 
   LessonRun run("feed-forward");

@@ -43,6 +43,50 @@ Ids to_ids(const std::vector<std::vector<std::int64_t>>& rows) {
 }
 
 std::string count(const Module& m) { return with_commas(count_parameters(m)); }
+
+// For check_budget, from one layer's size times L: the module tree, the weights and their copy in
+// the run; the input; the hidden states, the embeddings' steps and one layer's at a time with
+// its temporaries; the steps shown; a row of the norms table per layer, one of the tokens table
+// per token.
+MemoryPlan plan_encoder_lesson(const EncoderLessonOptions& o, std::size_t batch,
+                               std::size_t tokens) {
+  const EncoderConfig& c = o.config;
+  const std::size_t d = c.hidden_size, layers = c.num_hidden_layers;
+  encoder_size(c, o.embeddings);  // refuses more than 2^63-1 parameters
+  const ModuleSize layer = encoder_layer_size(c, std::to_string(layers - 1));
+  const ModuleSize embeddings =
+      o.embeddings ? module_size(describe_embeddings(c, "embeddings")) : ModuleSize{};
+  MemoryPlan plan = plan_weights_file(o.weights);
+  // The model's layers, and the one the parameter table describes.
+  plan.push_back(planned_tree("the module tree", layer, layers + 1, "L "));
+  for (Held held : {Held::computing, Held::weights}) {
+    plan.push_back(planned_weights("the weights", layer, layers, "L D/F", held));
+    if (o.embeddings)
+      plan.push_back(planned_weights("the embeddings' weights", embeddings, 1, " V/P/D", held));
+  }
+  const Shape btd = {batch, tokens, d};
+  if (o.embeddings) {
+    plan.push_back({"the ids", {2, batch, tokens}, " B T", 8, Held::kept});
+    plan.push_back({"input_ids", {batch, tokens}, "B T", 8, Held::shown});
+    append(plan, plan_embeddings(c, batch, tokens));
+    for (const char* name : {"token_embeddings", "embeddings"})
+      plan.push_back({name, btd, "B T D", 4, Held::shown});
+    plan.push_back({"position_embeddings", {1, tokens, d}, " T D", 4, Held::shown});
+    plan.push_back(planned_table_rows("the tokens table", o.tokens.size(), "T"));
+  } else {
+    append(plan, plan_lesson_input(o.common));
+    plan.push_back({"X", btd, "B T D", 4, Held::shown});
+  }
+  plan.push_back({"the hidden states", btd, "B T D"});
+  append(plan, plan_encoder_layer(c, batch, tokens));
+  append(plan, plan_encoder_layer_temporaries(c, batch, tokens));
+  const std::size_t shown =
+      (o.placement == NormPlacement::pre ? 5 : 4) + (o.show_layer + 1 < layers) + 1;
+  for (std::size_t i = 0; i < shown; ++i)
+    plan.push_back({"a step shown", btd, "B T D", 4, Held::shown});
+  plan.push_back(planned_table_rows("the norms table", layers + 1, "L"));
+  return plan;
+}
 }  // namespace
 
 LessonRun run_encoder(const EncoderLessonOptions& o) {
@@ -80,10 +124,8 @@ LessonRun run_encoder(const EncoderLessonOptions& o) {
                                      "tokens",
                                      tokens, c.max_position_embeddings, c.max_position_embeddings)).about("seq");
   }
+  check_budget("encoder", plan_encoder_lesson(o, batch, tokens));
   const Module model = describe_encoder(c, o.embeddings);
-  check_budget("encoder", {{"the weights", {static_cast<std::size_t>(count_parameters(model))}},
-                           {"the hidden states", {16 * batch * tokens, std::max(d, c.intermediate_size)}},
-                           {"the attention weights", {4 * batch * c.num_attention_heads, tokens, tokens}}});
 
   Rng rng(o.common.seed ^ 0xe4c0deULL);
   Encoder encoder = init_encoder(rng, c, o.placement, o.embeddings);

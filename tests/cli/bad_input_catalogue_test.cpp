@@ -679,6 +679,7 @@ const std::map<std::string, Maker>& makers() {
       {"config_overflow.json", bytes(R"({"intermediate_size": 18446744073709551617})")},
       {"config_1e400.json", bytes(R"({"layer_norm_eps": 1e400})")},
       {"config_too_large.json", bytes(R"({"vocab_size": 5000000000})")},
+      {"config_layers.json", bytes(R"({"num_hidden_layers": 1000000000})")},
       {"config_nan.json", bytes(R"({"layer_norm_eps": NaN})")},
       {"config_indivisible.json", bytes(R"({"hidden_size": 10, "num_attention_heads": 4})")},
       {"config_eps.json", bytes(R"({"layer_norm_eps": -1e-12})")},

@@ -215,7 +215,8 @@ TEST_CASE("bad input to positional-encoding: one line, exit 2, nothing on stdout
        "does not exist"},
       {{kLesson, "--kind", "learned", "--save-weights", (scratch.path / "w.pt").string()},
        "--save-weights"},
-      {{kLesson, "--max-positions", "1000000", "--d-model", "1000"}, "the table, its angles"},
+      {{kLesson, "--max-positions", "1000000", "--d-model", "1000"},
+       "the angles, their sines and cosines"},
       {{kLesson, "--seq", "0"}, "--seq"},
   };
   for (const Case& c : cases) {

@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include <catch2/catch.hpp>
+
 namespace attn::testing {
 
 struct RunResult {
@@ -83,6 +85,19 @@ inline std::size_t line_count(const std::string& text) {
   for (char c : text) lines += c == '\n';
   if (!text.empty() && text.back() != '\n') ++lines;
   return lines;
+}
+
+// A refusal: exit code 2, nothing on stdout, one stderr line that says `says`, and a peak memory
+// of at most `max_rss_bytes`.
+inline void check_refused(const RunResult& result, const std::string& says, double max_rss_bytes) {
+  INFO("stderr: " << result.err);
+  INFO("peak memory: " << result.max_rss_bytes / (1 << 20) << " MiB");
+  CHECK(result.exit_code == 2);
+  CHECK(result.out.empty());
+  CHECK(line_count(result.err) == 1);
+  CHECK(result.err.find(says) != std::string::npos);
+  CHECK(result.max_rss_bytes > 0);
+  CHECK(result.max_rss_bytes <= max_rss_bytes);
 }
 
 }  // namespace attn::testing

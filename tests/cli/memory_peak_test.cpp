@@ -1,0 +1,165 @@
+// --max-memory bounds the real peak: runs accepted at a limit just above their estimate peak within
+// 1.5 times the estimate plus a fixed base, and runs refused for their sizes peak within the base.
+// The estimate is the one a refusal prints ("these sizes need about 1.43 GiB"), read from a run at
+// a limit of one byte. Memory is the child's ru_maxrss; nothing here asserts on time.
+#include <cmath>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "run_attn.hpp"
+#include "scratch.hpp"
+
+using attn::testing::run_attn;
+
+namespace {
+
+constexpr double kMiB = 1 << 20;
+// What attn takes before it plans anything, for any sizes: the executable and its libraries
+// (OpenBLAS with its buffers, the C++ runtime), the lesson texts and the allocator's slack.
+// `attn dot-product --quiet` peaks at about 10 MiB; 40 MiB leaves room for other machines'
+// libraries.
+constexpr double kBase = 40 * kMiB;
+
+std::string command_line(const std::vector<std::string>& args) {
+  std::string command = "attn";
+  for (const std::string& a : args)
+    command += " " + a;
+  return command;
+}
+
+// The estimate a refusal prints, in bytes; 0 when the line has none.
+double printed_estimate(const std::string& err) {
+  static const std::regex need("need about ([0-9.]+) (bytes|KiB|MiB|GiB|TiB)");
+  std::smatch m;
+  if (!std::regex_search(err, m, need)) return 0.0;
+  const std::string unit = m[2];
+  const double scale = unit == "bytes" ? 1.0
+                       : unit == "KiB" ? 1024.0
+                       : unit == "MiB" ? kMiB
+                       : unit == "GiB" ? 1024.0 * kMiB
+                                       : 1024.0 * 1024.0 * kMiB;
+  return std::stod(m[1]) * scale;
+}
+
+}  // namespace
+
+TEST_CASE("a run accepted near its limit peaks within 1.5 times its estimate", "[cli][memory]") {
+  attn::testing::ScratchDir dir("memory-peak");
+  const std::string saved = (dir.path / "saved").string();
+  const std::vector<std::vector<std::string>> runs = {
+      {"dot-product", "--seq", "2500", "--d-model", "8"},
+      {"dot-product", "--seq", "700", "--d-model", "8", "--format", "json"},
+      {"dot-product", "--seq", "1000", "--d-model", "8", "--full"},
+      {"scaling", "--seq", "64", "--batch", "500"},
+      {"softmax", "--seq", "600", "--mask", "causal", "--format", "json"},
+      {"attention", "--seq", "2000"},
+      {"attention", "--seq", "1500", "--save", saved},
+      {"multi-head", "--seq", "1200", "--heads", "2"},
+      {"multi-head", "--seq", "1000", "--heads", "4", "--d-model", "64", "--variant", "fused"},
+      {"positional-encoding", "--max-positions", "500000", "--d-model", "16"},
+      {"layer-norm", "--seq", "100000", "--d-model", "32"},
+      {"feed-forward", "--seq", "10000", "--d-model", "64"},
+      {"tokens", "--text", "hello", "--d-model", "30000"},
+      {"tokens", "--text", "hello", "--d-model", "1500", "--format", "json"},
+      {"encoder", "--layers", "20000"},
+      {"encoder", "--no-embeddings", "--seq", "1500", "--max-positions", "1500", "--quiet"},
+  };
+  for (const std::vector<std::string>& args : runs) {
+    INFO(command_line(args));
+    std::vector<std::string> probe = args;
+    probe.insert(probe.end(), {"--max-memory", "1"});
+    const auto refused = run_attn(probe);
+    INFO("at a limit of 1 byte: " << refused.err);
+    REQUIRE(refused.exit_code == 2);
+    const double estimate = printed_estimate(refused.err);
+    REQUIRE(estimate > 0.0);
+    // The printed estimate has three digits: one percent more is a limit just above it.
+    std::vector<std::string> accepted = args;
+    accepted.insert(
+        accepted.end(),
+        {"--max-memory", std::to_string(static_cast<long>(std::ceil(estimate * 1.01)))});
+    std::filesystem::remove_all(saved);
+    const auto result = run_attn(accepted);
+    INFO("stderr: " << result.err);
+    INFO("estimate " << estimate / kMiB << " MiB, peak " << result.max_rss_bytes / kMiB << " MiB");
+    CHECK(result.exit_code == 0);
+    CHECK(result.max_rss_bytes > 0);
+    CHECK(result.max_rss_bytes <= 1.5 * estimate + kBase);
+  }
+}
+
+TEST_CASE("sizes past the limit are refused before anything is allocated",
+          "[cli][memory][bad-input]") {
+  attn::testing::ScratchDir dir("memory-refused");
+  const std::string config = (dir.path / "layers.json").string();
+  std::ofstream(config) << R"({"hidden_size": 6, "num_attention_heads": 2, "intermediate_size": 24,
+                               "num_hidden_layers": 1000000000, "vocab_size": 533,
+                               "max_position_embeddings": 64})";
+  struct Refusal {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const std::vector<Refusal> refusals = {
+      {{"encoder", "--layers", "1000000", "--quiet", "--max-memory", "100M"},
+       "the weights (1000000, 510)"},
+      {{"encoder", "--layers", "10000000", "--quiet", "--max-memory", "100M"},
+       "the weights (10000000, 510)"},
+      {{"encoder", "--config", config, "--quiet", "--max-memory", "100M"},
+       "the weights (1000000000, 510)"},
+      {{"encoder", "--heads", "1000000", "--d-model", "1000000", "--quiet"}, "the weights"},
+      {{"dot-product", "--seq", "8000", "--d-model", "8", "--max-memory", "500M"},
+       "W' (1, 8000, 8000)"},
+      {{"summary", "multi-head", "--variant", "book", "--heads", "1000000000", "--d-model",
+        "1000000000"},
+       "the heads' module tree (1000000000, 4)"},
+      {{"summary", "encoder", "--layers", "1000000000"},
+       "the layers' module tree (1000000000, 19)"},
+  };
+  for (const Refusal& r : refusals) {
+    INFO(command_line(r.args));
+    // ATTN_MAX_MEMORY=1G unless --max-memory says otherwise.
+    attn::testing::check_refused(run_attn(r.args), r.says, kBase);
+  }
+}
+
+TEST_CASE("a summary stays within the memory limit, accepted or refused", "[cli][memory]") {
+  // The module tree is built before the rows are counted: a refusal may come after it, still
+  // within the limit.
+  for (const char* layers : {"2000", "30000"}) {
+    const std::vector<std::string> args = {"summary",  "encoder", "--layers",     layers,
+                                           "--format", "json",    "--max-memory", "300M"};
+    INFO(command_line(args));
+    const auto result = run_attn(args);
+    INFO("stderr: " << result.err);
+    INFO("peak " << result.max_rss_bytes / kMiB << " MiB");
+    CHECK((result.exit_code == 0 || result.err.find("the summary's rows") != std::string::npos));
+    CHECK(result.max_rss_bytes <= 300 * kMiB + kBase);
+  }
+}
+
+TEST_CASE("an ATTN_MAX_MEMORY that is not a size is named, also when a file is read first (M1)",
+          "[cli][memory][bad-input]") {
+  attn::testing::ScratchDir dir("memory-variable");
+  const std::string saved = (dir.path / "saved").string();
+  REQUIRE(run_attn({"dot-product", "--save", saved}).exit_code == 0);
+  const std::string config = std::string(ATTN_SOURCE_DIR) + "/data/configs/tiny.json";
+  for (const char* value : {"garbage", "0", "-5G", "1e30"}) {
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"dot-product", "--input", saved + "/input.npy"},
+          std::vector<std::string>{"encoder", "--config", config},
+          std::vector<std::string>{"summary", "encoder"}}) {
+      INFO("ATTN_MAX_MEMORY=" << value << " " << command_line(args));
+      const auto result = run_attn(args, {std::string("ATTN_MAX_MEMORY=") + value});
+      CHECK(result.exit_code == 2);
+      const std::string problem = value == std::string("0")
+                                      ? "is no memory at all: give a positive size"
+                                      : "is not a memory size: give bytes with a unit";
+      CHECK(result.err == "attn " + args.front() + ": ATTN_MAX_MEMORY: '" + value + "' " + problem +
+                              ", e.g. 512M or 2G, or unset it\n");
+    }
+  }
+}
