@@ -19,6 +19,7 @@ packages=(
   libcli11-dev libfmt-dev nlohmann-json3-dev zlib1g-dev # command line, formatting, JSON, zlib
   libutf8proc-dev                                       # Unicode for the tokenizer (NFD, categories)
   catch2                                                # tests (Catch2 v2)
+  clang-format                                          # the formatting check (clang-format-14)
 )
 if [ "$mode" = fuzz ]; then
   packages+=(clang libclang-rt-14-dev)  # libFuzzer and the ASan/UBSan runtimes

@@ -26,19 +26,23 @@ namespace {
 const Command& command_named(std::string_view name) {
   for (const Command& c : registered_commands())
     if (c.name == name) return c;
-  throw Error(ErrorKind::internal, "command_named", fmt::format("the lesson '{}' has no command in cli/", name));
+  throw Error(ErrorKind::internal, "command_named",
+              fmt::format("the lesson '{}' has no command in cli/", name));
 }
 
 // `list`, the lessons in course order, then every other command by name.
 std::vector<Command> commands_in_order() {
   std::vector<Command> ordered = {command_named("list")};
-  for (const lessons::LessonInfo& lesson : lessons::catalog()) ordered.push_back(command_named(lesson.name));
+  for (const lessons::LessonInfo& lesson : lessons::catalog())
+    ordered.push_back(command_named(lesson.name));
   std::vector<Command> others;
   for (const Command& c : registered_commands()) {
-    const bool placed = std::any_of(ordered.begin(), ordered.end(), [&](const Command& o) { return o.name == c.name; });
+    const bool placed = std::any_of(ordered.begin(), ordered.end(),
+                                    [&](const Command& o) { return o.name == c.name; });
     if (!placed) others.push_back(c);
   }
-  std::sort(others.begin(), others.end(), [](const Command& a, const Command& b) { return a.name < b.name; });
+  std::sort(others.begin(), others.end(),
+            [](const Command& a, const Command& b) { return a.name < b.name; });
   ordered.insert(ordered.end(), others.begin(), others.end());
   return ordered;
 }
@@ -53,7 +57,8 @@ int run(int argc, const char* const* argv) {
       "attn"};
   app.require_subcommand(0, 1);
   app.footer("Run `attn <command> --help` for a command's options.");
-  for (const Command& command : commands_in_order()) command.setup(app, context);
+  for (const Command& command : commands_in_order())
+    command.setup(app, context);
 
   // One BLAS thread unless --threads says otherwise (README: what changes with the threads).
   set_blas_threads(1);
@@ -66,7 +71,8 @@ int run(int argc, const char* const* argv) {
   };
   auto deepest = [&current]() -> const CLI::App* {
     const CLI::App* sub = current();
-    while (sub != nullptr && !sub->get_subcommands().empty()) sub = sub->get_subcommands().front();
+    while (sub != nullptr && !sub->get_subcommands().empty())
+      sub = sub->get_subcommands().front();
     return sub;
   };
   try {
@@ -88,12 +94,15 @@ int run(int argc, const char* const* argv) {
   } catch (const Error& e) {
     const CLI::App* sub = current();
     if (e.kind() == ErrorKind::internal) {
-      return fail(command_label(sub), fmt::format("internal error, please report it: {}", e.what()));
+      return fail(command_label(sub),
+                  fmt::format("internal error, please report it: {}", e.what()));
     }
     return fail(command_label(sub), error_message(e, deepest()));
   } catch (const std::bad_alloc&) {
     const CLI::App* sub = current();
-    return fail(command_label(sub), error_message(Error(ErrorKind::too_large, "run", "out of memory: use smaller sizes"), sub));
+    return fail(
+        command_label(sub),
+        error_message(Error(ErrorKind::too_large, "run", "out of memory: use smaller sizes"), sub));
   } catch (const std::exception& e) {
     return fail(command_label(current()), fmt::format("unexpected error: {}", e.what()));
   }

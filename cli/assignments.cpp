@@ -33,13 +33,15 @@ std::string read_text(const fs::path& path) {
 std::vector<std::string> split_lines(const std::string& text) {
   std::vector<std::string> lines;
   std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
   return lines;
 }
 
 std::string join_lines(const std::vector<std::string>& lines) {
   std::string text;
-  for (const std::string& line : lines) text += line + "\n";
+  for (const std::string& line : lines)
+    text += line + "\n";
   return text;
 }
 
@@ -55,8 +57,8 @@ std::string enclosing_function(const std::vector<std::string>& lines, std::size_
   static const std::regex name(R"(([A-Za-z_][A-Za-z0-9_]*)\s*\()");
   for (std::size_t i = begin; i-- > 0;) {
     const std::string& line = lines[i];
-    if (line.empty() || std::isspace(static_cast<unsigned char>(line[0])) || line.starts_with("//") ||
-        line.starts_with("#") || line.starts_with("}")) {
+    if (line.empty() || std::isspace(static_cast<unsigned char>(line[0])) ||
+        line.starts_with("//") || line.starts_with("#") || line.starts_with("}")) {
       continue;
     }
     std::smatch m;
@@ -68,9 +70,13 @@ std::string enclosing_function(const std::vector<std::string>& lines, std::size_
 
 }  // namespace
 
-std::string Exercise::label() const { return fmt::format("{:02} {}", number, lesson); }
+std::string Exercise::label() const {
+  return fmt::format("{:02} {}", number, lesson);
+}
 
-fs::path source_tree() { return fs::path(toolchain::kSourceDir); }
+fs::path source_tree() {
+  return fs::path(toolchain::kSourceDir);
+}
 
 bool is_assignment_tree(const fs::path& dir) {
   std::error_code ec;
@@ -92,15 +98,26 @@ fs::path find_tree(const std::string& dir) {
   if (!dir.empty()) {
     const fs::path path(dir);
     if (!fs::exists(path, ec)) {
-      throw Error(ErrorKind::bad_value, "assignments", fmt::format("'{}' does not exist: give the folder of an assignment tree "
-                                       "(one written by `attn assignments release`)", dir)).about("dir");
+      throw Error(ErrorKind::bad_value, "assignments",
+                  fmt::format("'{}' does not exist: give the folder of an assignment tree "
+                              "(one written by `attn assignments release`)",
+                              dir))
+          .about("dir");
     }
     if (!fs::is_directory(path, ec)) {
-      throw Error(ErrorKind::bad_value, "assignments", fmt::format("'{}' is a file, not a folder: give the folder of an assignment tree", dir)).about("dir");
+      throw Error(
+          ErrorKind::bad_value, "assignments",
+          fmt::format("'{}' is a file, not a folder: give the folder of an assignment tree", dir))
+          .about("dir");
     }
     if (!is_assignment_tree(path)) {
-      throw Error(ErrorKind::bad_value, "assignments", fmt::format("'{}' is not an assignment tree (no lessons/NN-name/<name>_exercise_test.cpp): "
-                                       "give the folder written by `attn assignments release`", dir)).about("dir");
+      throw Error(
+          ErrorKind::bad_value, "assignments",
+          fmt::format(
+              "'{}' is not an assignment tree (no lessons/NN-name/<name>_exercise_test.cpp): "
+              "give the folder written by `attn assignments release`",
+              dir))
+          .about("dir");
     }
     return fs::absolute(path, ec).lexically_normal();
   }
@@ -128,8 +145,9 @@ std::vector<Exercise> find_exercises(const fs::path& tree) {
     if (fs::exists(exercise.tests(), ec)) exercises.push_back(exercise);
   }
   if (exercises.empty()) {
-    throw Error("assignments", fmt::format("{} holds no exercises (lessons/NN-name/<name>_exercise_test.cpp)",
-                                           tree.string()));
+    throw Error("assignments",
+                fmt::format("{} holds no exercises (lessons/NN-name/<name>_exercise_test.cpp)",
+                            tree.string()));
   }
   std::sort(exercises.begin(), exercises.end(),
             [](const Exercise& a, const Exercise& b) { return a.number < b.number; });
@@ -145,14 +163,18 @@ const Exercise& exercise_named(const std::vector<Exercise>& exercises, const std
     }
   }
   std::string names;
-  for (const Exercise& exercise : exercises) names += (names.empty() ? "" : ", ") + exercise.lesson;
+  for (const Exercise& exercise : exercises)
+    names += (names.empty() ? "" : ", ") + exercise.lesson;
   bool is_lesson = false;
-  for (const lessons::LessonInfo& info : lessons::catalog()) is_lesson = is_lesson || info.name == name;
+  for (const lessons::LessonInfo& info : lessons::catalog())
+    is_lesson = is_lesson || info.name == name;
   if (is_lesson) {
-    throw Error("exercise_named", fmt::format("lesson '{}' has no exercise: the exercises are {}", name, names))
+    throw Error("exercise_named",
+                fmt::format("lesson '{}' has no exercise: the exercises are {}", name, names))
         .about(what);
   }
-  throw Error("exercise_named", fmt::format("unknown lesson '{}': choose one of {}", name, names)).about(what);
+  throw Error("exercise_named", fmt::format("unknown lesson '{}': choose one of {}", name, names))
+      .about(what);
 }
 
 std::vector<TestCaseInfo> parse_test_cases(const fs::path& tests) {
@@ -169,21 +191,34 @@ std::vector<TestCaseInfo> parse_test_cases(const fs::path& tests) {
     if (line == "// BEGIN HIDDEN TESTS") in_hidden = true;
     if (line == "// END HIDDEN TESTS") in_hidden = false;
     if (lines[i].find("TEST_CASE") == std::string::npos || line.starts_with("//")) continue;
+    // A TEST_CASE may be wrapped over a few lines (clang-format does that to long names).
+    std::string text = lines[i];
     std::smatch m;
-    if (!std::regex_match(lines[i], m, test_case)) {
-      throw Error("assignments", fmt::format("{}:{}: write each TEST_CASE on one line as "
-                                             "TEST_CASE(\"name\", \"[lesson][points=N]\")", file, number));
+    for (std::size_t next = i + 1;
+         !std::regex_match(text, m, test_case) && text.find('{') == std::string::npos &&
+         next < lines.size() && next <= i + 3;
+         ++next) {
+      text.append(1, ' ').append(trimmed(lines[next]));
+    }
+    if (!std::regex_match(text, m, test_case)) {
+      throw Error("assignments", fmt::format("{}:{}: write each TEST_CASE as TEST_CASE(\"name\", "
+                                             "\"[lesson][points=N]\")",
+                                             file, number));
     }
     TestCaseInfo info;
     info.name = m[1];
     info.line = number;
     if (info.name.find_first_of(",[]\\*~\"") != std::string::npos || info.name.empty()) {
-      throw Error("assignments", fmt::format("{}:{}: test name '{}' must not be empty or contain , [ ] \\ * ~ or quotes "
-                                             "(Catch2 could not select it)", file, number, info.name));
+      throw Error(
+          "assignments",
+          fmt::format("{}:{}: test name '{}' must not be empty or contain , [ ] \\ * ~ or quotes "
+                      "(Catch2 could not select it)",
+                      file, number, info.name));
     }
     const std::string tags = m[2];
     bool has_points = false;
-    for (auto it = std::sregex_iterator(tags.begin(), tags.end(), tag); it != std::sregex_iterator(); ++it) {
+    for (auto it = std::sregex_iterator(tags.begin(), tags.end(), tag);
+         it != std::sregex_iterator(); ++it) {
       const std::string t = (*it)[1];
       info.tags.push_back(t);
       if (t == ".hidden") info.hidden = true;
@@ -198,21 +233,27 @@ std::vector<TestCaseInfo> parse_test_cases(const fs::path& tests) {
       }
     }
     if (!has_points) {
-      throw Error("assignments", fmt::format("{}:{}: test '{}' needs a [points=N] tag with N >= 0", file, number, info.name));
+      throw Error("assignments", fmt::format("{}:{}: test '{}' needs a [points=N] tag with N >= 0",
+                                             file, number, info.name));
     }
     if (info.hidden != in_hidden) {
-      throw Error("assignments", fmt::format("{}:{}: test '{}' is {} the hidden block: tag [.hidden] exactly the tests "
-                                             "between // BEGIN HIDDEN TESTS and // END HIDDEN TESTS",
-                                             file, number, info.name, in_hidden ? "inside" : "outside"));
+      throw Error(
+          "assignments",
+          fmt::format("{}:{}: test '{}' is {} the hidden block: tag [.hidden] exactly the tests "
+                      "between // BEGIN HIDDEN TESTS and // END HIDDEN TESTS",
+                      file, number, info.name, in_hidden ? "inside" : "outside"));
     }
     for (const TestCaseInfo& other : cases) {
       if (other.name == info.name) {
-        throw Error("assignments", fmt::format("{}:{}: test name '{}' is used twice", file, number, info.name));
+        throw Error("assignments",
+                    fmt::format("{}:{}: test name '{}' is used twice", file, number, info.name));
       }
     }
     cases.push_back(info);
   }
-  if (in_hidden) throw Error("assignments", fmt::format("{}: // BEGIN HIDDEN TESTS has no // END HIDDEN TESTS", file));
+  if (in_hidden)
+    throw Error("assignments",
+                fmt::format("{}: // BEGIN HIDDEN TESTS has no // END HIDDEN TESTS", file));
   return cases;
 }
 
@@ -224,25 +265,35 @@ std::string strip_solutions(const std::string& text, const std::string& file) {
   for (std::size_t i = 0; i < lines.size(); ++i) {
     const std::string line = trimmed(lines[i]);
     if (line == "// BEGIN SOLUTION") {
-      if (inside) throw Error("assignments", fmt::format("{}:{}: BEGIN SOLUTION inside another solution block", file, i + 1));
+      if (inside)
+        throw Error(
+            "assignments",
+            fmt::format("{}:{}: BEGIN SOLUTION inside another solution block", file, i + 1));
       inside = true;
       begin = i;
       const std::string function = enclosing_function(lines, i);
       if (function.empty()) {
-        throw Error("assignments", fmt::format("{}:{}: no function signature above this solution block", file, i + 1));
+        throw Error(
+            "assignments",
+            fmt::format("{}:{}: no function signature above this solution block", file, i + 1));
       }
       const std::string indent = lines[i].substr(0, lines[i].find('/'));
-      out.push_back(fmt::format("{}throw std::logic_error(\"not implemented: {}\");", indent, function));
+      out.push_back(
+          fmt::format("{}throw std::logic_error(\"not implemented: {}\");", indent, function));
       continue;
     }
     if (line == "// END SOLUTION") {
-      if (!inside) throw Error("assignments", fmt::format("{}:{}: END SOLUTION without BEGIN SOLUTION", file, i + 1));
+      if (!inside)
+        throw Error("assignments",
+                    fmt::format("{}:{}: END SOLUTION without BEGIN SOLUTION", file, i + 1));
       inside = false;
       continue;
     }
     if (!inside) out.push_back(lines[i]);
   }
-  if (inside) throw Error("assignments", fmt::format("{}:{}: BEGIN SOLUTION has no END SOLUTION", file, begin + 1));
+  if (inside)
+    throw Error("assignments",
+                fmt::format("{}:{}: BEGIN SOLUTION has no END SOLUTION", file, begin + 1));
   return join_lines(out);
 }
 
@@ -253,37 +304,49 @@ std::string strip_hidden_tests(const std::string& text, const std::string& file)
   for (std::size_t i = 0; i < lines.size(); ++i) {
     const std::string line = trimmed(lines[i]);
     if (line == "// BEGIN HIDDEN TESTS") {
-      if (inside) throw Error("assignments", fmt::format("{}:{}: nested BEGIN HIDDEN TESTS", file, i + 1));
+      if (inside)
+        throw Error("assignments", fmt::format("{}:{}: nested BEGIN HIDDEN TESTS", file, i + 1));
       inside = true;
       continue;
     }
     if (line == "// END HIDDEN TESTS") {
-      if (!inside) throw Error("assignments", fmt::format("{}:{}: END HIDDEN TESTS without BEGIN", file, i + 1));
+      if (!inside)
+        throw Error("assignments",
+                    fmt::format("{}:{}: END HIDDEN TESTS without BEGIN", file, i + 1));
       inside = false;
       continue;
     }
     if (!inside) out.push_back(lines[i]);
   }
-  if (inside) throw Error("assignments", fmt::format("{}: BEGIN HIDDEN TESTS has no END HIDDEN TESTS", file));
-  while (!out.empty() && trimmed(out.back()).empty()) out.pop_back();
+  if (inside)
+    throw Error("assignments", fmt::format("{}: BEGIN HIDDEN TESTS has no END HIDDEN TESTS", file));
+  while (!out.empty() && trimmed(out.back()).empty())
+    out.pop_back();
   return join_lines(out);
 }
 
 ReleaseSummary release_tree(const fs::path& tree, const fs::path& out, bool keep_hidden) {
   std::error_code ec;
   if (fs::exists(out, ec) && !(fs::is_directory(out, ec) && fs::is_empty(out, ec))) {
-    throw Error(ErrorKind::bad_value, "assignments", fmt::format("'{}' already exists: give a new folder (nothing is overwritten)", out.string())).about("out");
+    throw Error(ErrorKind::bad_value, "assignments",
+                fmt::format("'{}' already exists: give a new folder (nothing is overwritten)",
+                            out.string()))
+        .about("out");
   }
   const fs::path parent = fs::absolute(out, ec).parent_path();
   if (fs::exists(parent, ec) && !fs::is_directory(parent, ec)) {
     const fs::path shown = out.parent_path().empty() ? parent : out.parent_path();
     throw Error(ErrorKind::bad_value, "assignments",
-                fmt::format("'{}' is a file, not a folder: give --out a path inside a folder", printable(shown.string())))
+                fmt::format("'{}' is a file, not a folder: give --out a path inside a folder",
+                            printable(shown.string())))
         .about("out");
   }
   if (!fs::is_directory(parent, ec)) {
-    throw Error(ErrorKind::bad_value, "assignments", fmt::format("'{}' does not exist: create it first, or give --out inside an existing folder",
-                                     parent.string())).about("out");
+    throw Error(
+        ErrorKind::bad_value, "assignments",
+        fmt::format("'{}' does not exist: create it first, or give --out inside an existing folder",
+                    parent.string()))
+        .about("out");
   }
   const std::vector<Exercise> exercises = find_exercises(tree);
   ReleaseSummary summary;
@@ -311,27 +374,33 @@ ReleaseSummary release_tree(const fs::path& tree, const fs::path& out, bool keep
     const std::string tests = read_text(exercise.tests());
     files.emplace_back(folder / exercise.source().filename(), stubbed);
     files.emplace_back(folder / exercise.header().filename(), read_text(exercise.header()));
-    files.emplace_back(folder / exercise.tests().filename(),
-                       keep_hidden ? tests : strip_hidden_tests(tests, exercise.tests().filename().string()));
+    files.emplace_back(
+        folder / exercise.tests().filename(),
+        keep_hidden ? tests : strip_hidden_tests(tests, exercise.tests().filename().string()));
     for (const char* extra : {"hints.md", "lesson.md"}) {
-      if (fs::exists(exercise.folder / extra, ec)) files.emplace_back(folder / extra, read_text(exercise.folder / extra));
+      if (fs::exists(exercise.folder / extra, ec))
+        files.emplace_back(folder / extra, read_text(exercise.folder / extra));
     }
-    lessons.push_back({{"number", exercise.number}, {"lesson", exercise.lesson}, {"folder", folder.string()},
+    lessons.push_back({{"number", exercise.number},
+                       {"lesson", exercise.lesson},
+                       {"folder", folder.string()},
                        {"edit", (folder / exercise.source().filename()).string()},
-                       {"points", visible}, {"hidden_points", keep_hidden ? hidden : 0.0},
+                       {"points", visible},
+                       {"hidden_points", keep_hidden ? hidden : 0.0},
                        {"tests", static_cast<int>(cases.size())}});
     ++summary.exercises;
   }
-  const nlohmann::json manifest = {{"format", "attn-assignments/1"},
-                                   {"hidden_tests", keep_hidden},
-                                   {"lessons", lessons}};
+  const nlohmann::json manifest = {
+      {"format", "attn-assignments/1"}, {"hidden_tests", keep_hidden}, {"lessons", lessons}};
   files.emplace_back("assignments.json", manifest.dump(2) + "\n");
   files.emplace_back(".gitignore", ".attn/\n");
   const fs::path guide = source_tree() / "docs" / "student-guide.md";
   if (fs::exists(guide, ec)) files.emplace_back("README.md", read_text(guide));
   for (const auto& [path, text] : files) {
-    if (text.find("BEGIN SOLUTION") != std::string::npos || text.find("END SOLUTION") != std::string::npos) {
-      throw Error("assignments", fmt::format("{} would still hold a solution marker", path.string()));
+    if (text.find("BEGIN SOLUTION") != std::string::npos ||
+        text.find("END SOLUTION") != std::string::npos) {
+      throw Error("assignments",
+                  fmt::format("{} would still hold a solution marker", path.string()));
     }
   }
 
@@ -344,13 +413,18 @@ ReleaseSummary release_tree(const fs::path& tree, const fs::path& out, bool keep
       fs::create_directories((temporary / path).parent_path());
       std::ofstream file(temporary / path, std::ios::binary);
       file << text;
-      if (!file.flush()) throw Error(ErrorKind::bad_value, "assignments", fmt::format("cannot write {}", (temporary / path).string())).about("out");
+      if (!file.flush())
+        throw Error(ErrorKind::bad_value, "assignments",
+                    fmt::format("cannot write {}", (temporary / path).string()))
+            .about("out");
     }
     if (fs::exists(target, ec)) fs::remove(target);
     fs::rename(temporary, target);
   } catch (const fs::filesystem_error& e) {
     fs::remove_all(temporary, ec);
-    throw Error(ErrorKind::bad_value, "assignments", fmt::format("cannot write '{}': {}", out.string(), e.code().message())).about("out");
+    throw Error(ErrorKind::bad_value, "assignments",
+                fmt::format("cannot write '{}': {}", out.string(), e.code().message()))
+        .about("out");
   } catch (...) {
     fs::remove_all(temporary, ec);
     throw;
@@ -386,12 +460,16 @@ Progress load_progress(const fs::path& tree) {
 }
 
 void save_progress(const fs::path& tree, const Progress& progress) {
-  nlohmann::json json = {{"lessons", nlohmann::json::object()}, {"hints", nlohmann::json::object()}};
+  nlohmann::json json = {{"lessons", nlohmann::json::object()},
+                         {"hints", nlohmann::json::object()}};
   for (const auto& [name, lesson] : progress.lessons) {
-    json["lessons"][name] = {{"passed", lesson.passed}, {"score", lesson.score},
-                             {"max_score", lesson.max_score}, {"fingerprint", lesson.fingerprint}};
+    json["lessons"][name] = {{"passed", lesson.passed},
+                             {"score", lesson.score},
+                             {"max_score", lesson.max_score},
+                             {"fingerprint", lesson.fingerprint}};
   }
-  for (const auto& [name, seen] : progress.hints_seen) json["hints"][name] = seen;
+  for (const auto& [name, seen] : progress.hints_seen)
+    json["hints"][name] = seen;
   std::error_code ec;
   fs::create_directories(tree / ".attn", ec);
   write_file_atomic((tree / ".attn" / "progress.json").string(), json.dump(2) + "\n");
@@ -402,7 +480,8 @@ std::string fingerprint(const fs::path& file) {
   if (!in) return "";
   std::uint64_t hash = 14695981039346656037ull;  // FNV-1a
   char c;
-  while (in.get(c)) hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  while (in.get(c))
+    hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
   return fmt::format("{:016x}", hash);
 }
 

@@ -59,15 +59,16 @@ std::string strip_hidden_tests(const std::string& text, const std::string& file)
 
 struct ReleaseSummary {
   int exercises = 0;
-  int stubs = 0;          // solution blocks replaced
+  int stubs = 0;  // solution blocks replaced
   int visible_tests = 0;
-  int hidden_tests = 0;   // kept, or removed when !keep_hidden
+  int hidden_tests = 0;  // kept, or removed when !keep_hidden
   double visible_points = 0.0;
   double hidden_points = 0.0;
 };
 // Writes the student tree of `tree` to `out` (which must not exist, or be an empty folder), all
 // or nothing.
-ReleaseSummary release_tree(const std::filesystem::path& tree, const std::filesystem::path& out, bool keep_hidden);
+ReleaseSummary release_tree(const std::filesystem::path& tree, const std::filesystem::path& out,
+                            bool keep_hidden);
 
 // <tree>/.attn/progress.json: the last result of each lesson and the hints seen.
 struct LessonProgress {

@@ -23,8 +23,9 @@ void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<AttentionCliOptions>();
   CLI::App* sub = add_lesson_command(app, "attention");
   add_lesson_options(*sub, o->cli);
-  sub->add_option("--variant", o->lesson.variant,
-                  "self-attention (seed 004's SelfAttention, default) or head (seed 000's AttentionHead)")
+  sub->add_option(
+         "--variant", o->lesson.variant,
+         "self-attention (seed 004's SelfAttention, default) or head (seed 000's AttentionHead)")
       ->check(choice_validator("an attention variant", {"self-attention", "head"}))
       ->option_text("self-attention|head");
   sub->add_option("--head-size", o->head_size, "hs of the head variant (default D)")

@@ -17,13 +17,13 @@
 
 #include "budget.hpp"
 #include "command.hpp"
-#include "lesson_io.hpp"
-#include "options.hpp"
 #include "config.hpp"
 #include "encoder.hpp"
 #include "encoder_fast.hpp"
 #include "error.hpp"
+#include "lesson_io.hpp"
 #include "matmul.hpp"
+#include "options.hpp"
 #include "random.hpp"
 
 namespace attn::cli {

@@ -9,8 +9,12 @@ std::vector<Command>& commands() {
 }
 }  // namespace
 
-Registration::Registration(std::string_view name, Setup setup) { commands().push_back({name, setup}); }
+Registration::Registration(std::string_view name, Setup setup) {
+  commands().push_back({name, setup});
+}
 
-const std::vector<Command>& registered_commands() { return commands(); }
+const std::vector<Command>& registered_commands() {
+  return commands();
+}
 
 }  // namespace attn::cli

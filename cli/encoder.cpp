@@ -40,15 +40,19 @@ std::vector<std::int64_t> parse_ids(const std::string& text, std::size_t vocab_s
     std::uint64_t id = 0;
     const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), id);
     const bool digits = !item.empty() && item.find_first_not_of("0123456789") == std::string::npos;
-    if (!digits || (ec != std::errc() && ec != std::errc::result_out_of_range) || ptr != item.data() + item.size()) {
-      throw Error("parse_ids", fmt::format("'{}' is not a list of ids: give whole numbers from 0 separated by "
-                                           "commas, e.g. --ids 2051,10029,2066",
-                                           printable(text)))
+    if (!digits || (ec != std::errc() && ec != std::errc::result_out_of_range) ||
+        ptr != item.data() + item.size()) {
+      throw Error("parse_ids",
+                  fmt::format("'{}' is not a list of ids: give whole numbers from 0 separated by "
+                              "commas, e.g. --ids 2051,10029,2066",
+                              printable(text)))
           .about("ids");
     }
     if (ec == std::errc::result_out_of_range || id >= vocab_size) {
-      throw Error("parse_ids", fmt::format("the id {} is outside the vocabulary (0 to {}): use ids below vocab_size {}",
-                                           item, vocab_size - 1, vocab_size))
+      throw Error(
+          "parse_ids",
+          fmt::format("the id {} is outside the vocabulary (0 to {}): use ids below vocab_size {}",
+                      item, vocab_size - 1, vocab_size))
           .about("ids");
     }
     ids.push_back(static_cast<std::int64_t>(id));
@@ -58,12 +62,15 @@ std::vector<std::int64_t> parse_ids(const std::string& text, std::size_t vocab_s
 }
 
 // More tokens than the position table has are refused here, naming where they came from.
-void check_positions(std::size_t tokens, const EncoderConfig& c, const std::string& what, std::string_view fix) {
+void check_positions(std::size_t tokens, const EncoderConfig& c, const std::string& what,
+                     std::string_view fix) {
   if (tokens <= c.max_position_embeddings) return;
-  throw Error(ErrorKind::bad_size, "check_positions",
-              fmt::format("{}, more than the {} positions of the position table (max_position_embeddings): {}, or "
-                          "raise <max_positions>",
-                          what, c.max_position_embeddings, fix))
+  throw Error(
+      ErrorKind::bad_size, "check_positions",
+      fmt::format(
+          "{}, more than the {} positions of the position table (max_position_embeddings): {}, or "
+          "raise <max_positions>",
+          what, c.max_position_embeddings, fix))
       .about("tokens")
       .driven_by({"T"});
 }
@@ -82,7 +89,8 @@ std::vector<std::vector<std::int64_t>> read_ids_file(const std::string& path,
                   fmt::format("'{}' holds {} {}, expected int64 ids of shape (B, T)", shown,
                               dtype_name(h.dtype), shape_string(h.shape)));
     }
-    check_positions(h.shape[1], c, fmt::format("'{}' holds {} tokens per sequence", shown, h.shape[1]),
+    check_positions(h.shape[1], c,
+                    fmt::format("'{}' holds {} tokens per sequence", shown, h.shape[1]),
                     fmt::format("give at most {} per sequence", c.max_position_embeddings));
     a = file.read();
   } catch (const Error& e) {
@@ -108,7 +116,8 @@ std::vector<std::vector<std::int64_t>> read_ids_file(const std::string& path,
 // An option that the chosen mode does not use is refused, never ignored.
 void refuse_unused(const CLI::Option* option, bool used, std::string_view why) {
   if (option == nullptr || option->count() == 0 || used) return;
-  throw Error("encoder", fmt::format("{} {}", option->get_name(), why)).about(option->get_name().substr(2));
+  throw Error("encoder", fmt::format("{} {}", option->get_name(), why))
+      .about(option->get_name().substr(2));
 }
 
 void run(EncoderCliOptions& o, Context& context) {
@@ -130,19 +139,23 @@ void run(EncoderCliOptions& o, Context& context) {
   const int sources = !o.text.empty() + !o.ids.empty() + !o.ids_file.empty();
   if (sources > 1) throw Error("encoder", "give one of --text, --ids and --ids-file").about("ids");
   const bool text_input = !o.no_embeddings && o.ids.empty() && o.ids_file.empty();
-  refuse_unused(o.batch_option, o.no_embeddings,
-                "sets B of the random hidden states, which only --no-embeddings uses: drop it (with tokens, B is 1; "
-                "--ids-file gives more sequences), or add --no-embeddings");
-  refuse_unused(o.seq_option, o.no_embeddings,
-                "sets T of the random hidden states, which only --no-embeddings uses: drop it (with tokens, T is "
-                "their number), or add --no-embeddings");
+  refuse_unused(
+      o.batch_option, o.no_embeddings,
+      "sets B of the random hidden states, which only --no-embeddings uses: drop it (with tokens, B is 1; "
+      "--ids-file gives more sequences), or add --no-embeddings");
+  refuse_unused(
+      o.seq_option, o.no_embeddings,
+      "sets T of the random hidden states, which only --no-embeddings uses: drop it (with tokens, T is "
+      "their number), or add --no-embeddings");
   refuse_unused(o.vocab_option, text_input, "reads --text, which this run does not use: drop it");
   refuse_unused(o.special_option, text_input, "wraps --text, which this run does not use: drop it");
   check_outputs(o.output);
   if (o.no_embeddings) {
     if (sources > 0) {
-      throw Error("encoder", "without embeddings the input is hidden states: drop --text/--ids, or pass --input X.npy "
-                             "of shape (B, T, D)")
+      throw Error(
+          "encoder",
+          "without embeddings the input is hidden states: drop --text/--ids, or pass --input X.npy "
+          "of shape (B, T, D)")
           .about("no_embeddings");
     }
     if (!o.input.empty()) {
@@ -158,40 +171,48 @@ void run(EncoderCliOptions& o, Context& context) {
     }
   } else {
     if (!o.input.empty()) {
-      throw Error("encoder", "--input takes hidden states, which skip the embeddings: add --no-embeddings, or give "
-                             "tokens with --text or --ids")
+      throw Error(
+          "encoder",
+          "--input takes hidden states, which skip the embeddings: add --no-embeddings, or give "
+          "tokens with --text or --ids")
           .about("input");
     }
     if (!o.ids.empty()) {
       l.ids = {parse_ids(o.ids, l.config.vocab_size)};
-      check_positions(l.ids.front().size(), l.config, fmt::format("{} ids", l.ids.front().size()), "give fewer ids");
+      check_positions(l.ids.front().size(), l.config, fmt::format("{} ids", l.ids.front().size()),
+                      "give fewer ids");
     } else if (!o.ids_file.empty()) {
       l.ids = read_ids_file(o.ids_file, l.config);
     } else {
       const std::string text = o.text.empty() ? "time flies like an arrow" : o.text;
       if (std::size_t bad = 0; !is_valid_utf8(text, &bad)) {
-        throw Error("encoder", fmt::format("the text is not valid UTF-8: byte {:#04x} at offset {} does not start a "
-                                           "UTF-8 character; pass UTF-8 text (a terminal with LANG=C.UTF-8 sends it)",
-                                           static_cast<unsigned char>(text[bad]), bad))
+        throw Error(
+            "encoder",
+            fmt::format("the text is not valid UTF-8: byte {:#04x} at offset {} does not start a "
+                        "UTF-8 character; pass UTF-8 text (a terminal with LANG=C.UTF-8 sends it)",
+                        static_cast<unsigned char>(text[bad]), bad))
             .about("text");
       }
       // The vocabulary: --vocab, else BERT's when the config's is BERT's, else the lesson's.
       Vocabulary vocab;
       try {
-        vocab = !o.vocab.empty()                     ? read_vocabulary(o.vocab)
+        vocab = !o.vocab.empty()                 ? read_vocabulary(o.vocab)
                 : uses_bert_vocabulary(l.config) ? bert_vocabulary()
-                                                     : lesson_vocabulary();
+                                                 : lesson_vocabulary();
       } catch (const Error& e) {
         throw Error(e.kind(), e.function(), e.detail()).about("vocab");
       }
       const Encoding encoding = encode(text, vocab, o.add_special_tokens);
       if (encoding.ids.empty()) {
-        throw Error("encoder", "the text has no tokens: it is only spaces and control characters; give some words, "
-                               "e.g. --text \"time flies like an arrow\"")
+        throw Error(
+            "encoder",
+            "the text has no tokens: it is only spaces and control characters; give some words, "
+            "e.g. --text \"time flies like an arrow\"")
             .about("text");
       }
       check_positions(encoding.ids.size(), l.config,
-                      fmt::format("the {}text has {} tokens", o.text.empty() ? "default " : "", encoding.ids.size()),
+                      fmt::format("the {}text has {} tokens", o.text.empty() ? "default " : "",
+                                  encoding.ids.size()),
                       "use a shorter --text");
       l.ids = {encoding.ids};
       l.tokens = encoding.tokens;
@@ -203,14 +224,23 @@ void run(EncoderCliOptions& o, Context& context) {
 void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<EncoderCliOptions>();
   CLI::App* sub = add_lesson_command(app, "encoder");
-  sub->add_option("--config", o->config, "a Hugging Face config.json (data/configs/bert-base.json, tiny.json); "
-                                         "default: the built-in tiny config")
+  sub->add_option("--config", o->config,
+                  "a Hugging Face config.json (data/configs/bert-base.json, tiny.json); "
+                  "default: the built-in tiny config")
       ->check(not_empty_validator("--config", "bert-base"))
       ->option_text("FILE");
-  sub->add_option("--d-model", o->d_model, "D, overrides hidden_size")->check(size_validator())->option_text("D");
-  sub->add_option("--heads", o->heads, "H, overrides num_attention_heads")->check(size_validator())->option_text("H");
-  sub->add_option("--d-ff", o->d_ff, "F, overrides intermediate_size")->check(size_validator())->option_text("F");
-  sub->add_option("--layers", o->layers, "N, overrides num_hidden_layers")->check(size_validator())->option_text("N");
+  sub->add_option("--d-model", o->d_model, "D, overrides hidden_size")
+      ->check(size_validator())
+      ->option_text("D");
+  sub->add_option("--heads", o->heads, "H, overrides num_attention_heads")
+      ->check(size_validator())
+      ->option_text("H");
+  sub->add_option("--d-ff", o->d_ff, "F, overrides intermediate_size")
+      ->check(size_validator())
+      ->option_text("F");
+  sub->add_option("--layers", o->layers, "N, overrides num_hidden_layers")
+      ->check(size_validator())
+      ->option_text("N");
   sub->add_option("--max-positions", o->max_positions, "P, overrides max_position_embeddings")
       ->check(size_validator())
       ->option_text("P");
@@ -220,36 +250,48 @@ void setup(CLI::App& app, Context& context) {
   sub->add_option("--text", o->text, "the sentence to encode (default: time flies like an arrow)")
       ->check(not_empty_validator("--text", "'time flies'"))
       ->option_text("TEXT");
-  o->vocab_option = sub->add_option("--vocab", o->vocab, "a vocab.txt for --text (default: BERT's when the config's vocabulary is, else the lesson's)")
-      ->check(not_empty_validator("--vocab", "vocab.txt"))
-      ->option_text("FILE");
-  o->special_option = sub->add_flag("--add-special-tokens", o->add_special_tokens, "wrap --text in [CLS] ... [SEP]");
+  o->vocab_option =
+      sub->add_option(
+             "--vocab", o->vocab,
+             "a vocab.txt for --text (default: BERT's when the config's vocabulary is, else the lesson's)")
+          ->check(not_empty_validator("--vocab", "vocab.txt"))
+          ->option_text("FILE");
+  o->special_option = sub->add_flag("--add-special-tokens", o->add_special_tokens,
+                                    "wrap --text in [CLS] ... [SEP]");
   sub->add_option("--ids", o->ids, "token ids instead of text, e.g. 2051,10029,2066")
       ->check(not_empty_validator("--ids", "2051,10029,2066"))
       ->option_text("N,N,...");
   sub->add_option("--ids-file", o->ids_file, "an int64 .npy of ids, shape (B, T)")
       ->check(not_empty_validator("--ids-file", "ids.npy"))
       ->option_text("FILE.npy");
-  sub->add_flag("--no-embeddings", o->no_embeddings, "run only the layers, on hidden states (--input or random)");
-  sub->add_option("--input", o->input, "hidden states (B, T, D) as float32 .npy, with --no-embeddings")
+  sub->add_flag("--no-embeddings", o->no_embeddings,
+                "run only the layers, on hidden states (--input or random)");
+  sub->add_option("--input", o->input,
+                  "hidden states (B, T, D) as float32 .npy, with --no-embeddings")
       ->check(not_empty_validator("--input", "x.npy"))
       ->option_text("FILE.npy");
-  sub->add_option("--seed", o->lesson.common.seed, "random seed of the weights and the random input (default 0)")
+  sub->add_option("--seed", o->lesson.common.seed,
+                  "random seed of the weights and the random input (default 0)")
       ->check(seed_validator())
       ->option_text("N");
-  o->batch_option = sub->add_option("--batch", o->lesson.common.batch, "B of the random hidden states (--no-embeddings)")
-      ->check(size_validator())
-      ->option_text("B");
-  o->seq_option = sub->add_option("--seq", o->lesson.common.seq, "T of the random hidden states (--no-embeddings)")
-      ->check(size_validator())
-      ->option_text("T");
-  sub->add_option("--show-layer", o->lesson.show_layer, "the layer shown step by step, from 0 (default 0)")
+  o->batch_option = sub->add_option("--batch", o->lesson.common.batch,
+                                    "B of the random hidden states (--no-embeddings)")
+                        ->check(size_validator())
+                        ->option_text("B");
+  o->seq_option = sub->add_option("--seq", o->lesson.common.seq,
+                                  "T of the random hidden states (--no-embeddings)")
+                      ->check(size_validator())
+                      ->option_text("T");
+  sub->add_option("--show-layer", o->lesson.show_layer,
+                  "the layer shown step by step, from 0 (default 0)")
       ->check(CLI::Validator(
           [](std::string& text) -> std::string {
             std::size_t value = 0;
             const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
             if (ec != std::errc() || ptr != text.data() + text.size()) {
-              return fmt::format("'{}' is not a layer: give a whole number from 0, e.g. --show-layer 1", printable(text));
+              return fmt::format(
+                  "'{}' is not a layer: give a whole number from 0, e.g. --show-layer 1",
+                  printable(text));
             }
             return {};
           },

@@ -19,7 +19,8 @@ namespace {
 // Levenshtein distance, for "did you mean" on a mistyped command or option.
 std::size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
   for (std::size_t i = 1; i <= a.size(); ++i) {
     std::size_t diagonal = row[0];
     row[0] = i;
@@ -52,7 +53,8 @@ std::string did_you_mean(const std::string& suggestion) {
 
 std::vector<std::string> command_names(const CLI::App& app) {
   std::vector<std::string> names;
-  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) names.push_back(sub->get_name());
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    names.push_back(sub->get_name());
   return names;
 }
 
@@ -60,7 +62,8 @@ std::vector<std::string> command_names(const CLI::App& app) {
 std::vector<std::string> option_names(const CLI::App& app) {
   std::vector<std::string> names;
   for (const CLI::Option* opt : app.get_options())
-    for (const std::string& name : opt->get_lnames()) names.push_back("--" + name);
+    for (const std::string& name : opt->get_lnames())
+      names.push_back("--" + name);
   return names;
 }
 
@@ -77,11 +80,24 @@ bool has(const CLI::App* sub, const std::string& option) {
 // placeholder (SIZE, FILE) unless a better example is known.
 std::string example_value(const CLI::Option* opt, std::string_view name) {
   static const std::vector<std::pair<std::string_view, std::string_view>> examples = {
-      {"--seed", "42"},         {"--batch", "2"},         {"--seq", "8"},       {"--d-model", "16"},
-      {"--heads", "2"},         {"--d-ff", "24"},         {"--input", "x.npy"}, {"--save", "out"},
-      {"--format", "json"},     {"--precision", "2"},     {"--color", "never"}, {"--temperature", "0.5"},
-      {"--mask", "causal"},     {"--config", "bert-base"}, {"--text", "'hello world'"},
-      {"--weights", "w.safetensors"}, {"--threads", "2"}, {"--max-memory", "2G"}};
+      {"--seed", "42"},
+      {"--batch", "2"},
+      {"--seq", "8"},
+      {"--d-model", "16"},
+      {"--heads", "2"},
+      {"--d-ff", "24"},
+      {"--input", "x.npy"},
+      {"--save", "out"},
+      {"--format", "json"},
+      {"--precision", "2"},
+      {"--color", "never"},
+      {"--temperature", "0.5"},
+      {"--mask", "causal"},
+      {"--config", "bert-base"},
+      {"--text", "'hello world'"},
+      {"--weights", "w.safetensors"},
+      {"--threads", "2"},
+      {"--max-memory", "2G"}};
   for (const auto& [option, value] : examples)
     if (option == name) return std::string(value);
   return opt != nullptr && !opt->get_option_text().empty() ? opt->get_option_text() : "VALUE";
@@ -91,15 +107,17 @@ std::string example_value(const CLI::Option* opt, std::string_view name) {
 std::vector<std::string> options_in(const std::string& message) {
   static const std::regex name(R"(--[A-Za-z0-9][A-Za-z0-9-]*)");
   std::vector<std::string> names;
-  for (auto it = std::sregex_iterator(message.begin(), message.end(), name); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(message.begin(), message.end(), name);
+       it != std::sregex_iterator(); ++it) {
     names.push_back(it->str());
   }
   return names;
 }
 
 std::string unknown_command_message(const CLI::App& app, std::string_view word) {
-  return fmt::format("unknown command '{}'{}: `attn list` shows the lessons, `attn --help` the commands", word,
-                     did_you_mean(closest(word, command_names(app))));
+  return fmt::format(
+      "unknown command '{}'{}: `attn list` shows the lessons, `attn --help` the commands", word,
+      did_you_mean(closest(word, command_names(app))));
 }
 
 // One line for an argument CLI11 could not place: an unknown option or a stray word.
@@ -115,8 +133,9 @@ std::string extras_message(const CLI::App& app, const CLI::App* sub) {
     if (sub == nullptr) {
       for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; })) {
         if (const CLI::Option* opt = command->get_option_no_throw(name)) {
-          return fmt::format("'{}' is not an option of attn itself: put it after a command, e.g. `attn {} {} {}`", name,
-                             command->get_name(), name, example_value(opt, name));
+          return fmt::format(
+              "'{}' is not an option of attn itself: put it after a command, e.g. `attn {} {} {}`",
+              name, command->get_name(), name, example_value(opt, name));
         }
       }
       return fmt::format("unknown option '{}': `attn --help` lists the commands", name);
@@ -129,20 +148,22 @@ std::string extras_message(const CLI::App& app, const CLI::App* sub) {
   }
   const std::vector<std::string> commands = command_names(app);
   if (std::find(commands.begin(), commands.end(), first) != commands.end()) {
-    return fmt::format("unexpected argument '{}': attn runs one command at a time, e.g. `attn {}`", first, first);
+    return fmt::format("unexpected argument '{}': attn runs one command at a time, e.g. `attn {}`",
+                       first, first);
   }
   if (option_names(*sub) == std::vector<std::string>{"--help"}) {
     return fmt::format("unexpected argument '{}': `{}` takes no arguments", first, where);
   }
-  return fmt::format("unexpected argument '{}': `{}` takes only options (`{} --help` lists them)", first, where,
-                     where);
+  return fmt::format("unexpected argument '{}': `{}` takes only options (`{} --help` lists them)",
+                     first, where, where);
 }
 
 // The options that set a size of the legend, in the order they are suggested.
 const std::vector<std::pair<std::string, std::string>>& size_options() {
   static const std::vector<std::pair<std::string, std::string>> table = {
-      {"T", "--seq"},       {"B", "--batch"},  {"D", "--d-model"},       {"F", "--d-ff"},      {"H", "--heads"},
-      {"hs", "--head-size"}, {"L", "--layers"}, {"P", "--max-positions"}, {"V", "--vocab-size"}};
+      {"T", "--seq"},    {"B", "--batch"},         {"D", "--d-model"},
+      {"F", "--d-ff"},   {"H", "--heads"},         {"hs", "--head-size"},
+      {"L", "--layers"}, {"P", "--max-positions"}, {"V", "--vocab-size"}};
   return table;
 }
 
@@ -150,17 +171,18 @@ const std::vector<std::pair<std::string, std::string>>& size_options() {
 // user gave first), a shorter token source, or a smaller --input array.
 std::string size_advice(const Error& e, const CLI::App* sub) {
   const std::vector<std::string>& sizes = e.sizes();
-  const bool from_input = given(sub, "--input") &&
-                          std::all_of(sizes.begin(), sizes.end(), [](const std::string& s) {
-                            return s == "B" || s == "T" || s == "D";
-                          });
+  const bool from_input =
+      given(sub, "--input") && std::all_of(sizes.begin(), sizes.end(), [](const std::string& s) {
+        return s == "B" || s == "T" || s == "D";
+      });
   if (from_input) return "pass a smaller --input array";
   // Without the facts, the sizes every lesson has.
   static const std::vector<std::string> kUsual = {"T", "B", "D", "F", "H"};
   const std::vector<std::string>& driving_sizes = sizes.empty() ? kUsual : sizes;
   std::vector<std::string> options, given_options;
   for (const auto& [letter, option] : size_options()) {
-    const bool driving = std::find(driving_sizes.begin(), driving_sizes.end(), letter) != driving_sizes.end();
+    const bool driving =
+        std::find(driving_sizes.begin(), driving_sizes.end(), letter) != driving_sizes.end();
     if (!driving) continue;
     std::string name = option;
     if (letter == "T") {
@@ -173,7 +195,8 @@ std::string size_advice(const Error& e, const CLI::App* sub) {
   }
   const std::vector<std::string>& names = given_options.empty() ? options : given_options;
   if (names.empty()) return "use smaller sizes";
-  if (names.size() == 1 && (names[0] == "--text" || names[0] == "--ids" || names[0] == "--ids-file")) {
+  if (names.size() == 1 &&
+      (names[0] == "--text" || names[0] == "--ids" || names[0] == "--ids-file")) {
     return fmt::format("give fewer tokens ({})", names[0]);
   }
   return "lower " + or_list(names);
@@ -181,7 +204,9 @@ std::string size_advice(const Error& e, const CLI::App* sub) {
 
 }  // namespace
 
-std::string command_label(const CLI::App* sub) { return sub == nullptr ? "attn" : "attn " + sub->get_name(); }
+std::string command_label(const CLI::App* sub) {
+  return sub == nullptr ? "attn" : "attn " + sub->get_name();
+}
 
 std::string option_for(const CLI::App* sub, const std::string& subject) {
   if (sub == nullptr || subject.empty()) return {};
@@ -202,7 +227,8 @@ std::string with_options(const std::string& detail, const CLI::App* sub) {
   static const std::regex placeholder(R"(<([a-z][a-z0-9_]*)>)");
   std::string out;
   auto last = detail.cbegin();
-  for (auto it = std::sregex_iterator(detail.begin(), detail.end(), placeholder); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(detail.begin(), detail.end(), placeholder);
+       it != std::sregex_iterator(); ++it) {
     out.append(last, detail.cbegin() + it->position());
     const std::string option = option_for(sub, (*it)[1].str());
     out += option.empty() ? (*it)[1].str() : option;
@@ -217,7 +243,8 @@ std::string error_message(const Error& e, const CLI::App* sub) {
   std::string detail = with_options(e.detail(), sub);
   {
     constexpr std::string_view kGeneric = "use smaller sizes";
-    if (detail.ends_with(kGeneric)) detail.replace(detail.size() - kGeneric.size(), kGeneric.size(), size_advice(e, sub));
+    if (detail.ends_with(kGeneric))
+      detail.replace(detail.size() - kGeneric.size(), kGeneric.size(), size_advice(e, sub));
   }
   std::string option = option_for(sub, e.subject());
   // The memory limit may come from ATTN_MAX_MEMORY, which the message names itself.
@@ -225,23 +252,28 @@ std::string error_message(const Error& e, const CLI::App* sub) {
   return option.empty() ? detail : fmt::format("{}: {}", option, detail);
 }
 
-std::string parse_error_message(const CLI::App& app, const CLI::App* sub, const CLI::ParseError& e) {
+std::string parse_error_message(const CLI::App& app, const CLI::App* sub,
+                                const CLI::ParseError& e) {
   const std::string what = e.what(), where = command_label(sub);
   const std::vector<std::string> names = options_in(what);
   const std::string name = names.empty() ? std::string() : names.front();
-  const CLI::Option* opt = sub != nullptr && !name.empty() ? sub->get_option_no_throw(name) : nullptr;
+  const CLI::Option* opt =
+      sub != nullptr && !name.empty() ? sub->get_option_no_throw(name) : nullptr;
   if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) return extras_message(app, sub);
   if (dynamic_cast<const CLI::ExcludesError*>(&e) != nullptr && names.size() >= 2) {
     return fmt::format("{} and {} exclude each other: give only one of them", names[0], names[1]);
   }
   if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr && opt != nullptr) {
-    if (opt->count() > 1) return fmt::format("{} is given {} times: give it once", name, opt->count());
-    if (opt->get_expected_max() == 0) return fmt::format("{} takes no value: write just {}", name, name);
-    return fmt::format("{} needs a value: e.g. `{} {} {}` (`{} --help` lists the options)", name, where, name,
-                       example_value(opt, name), where);
+    if (opt->count() > 1)
+      return fmt::format("{} is given {} times: give it once", name, opt->count());
+    if (opt->get_expected_max() == 0)
+      return fmt::format("{} takes no value: write just {}", name, name);
+    return fmt::format("{} needs a value: e.g. `{} {} {}` (`{} --help` lists the options)", name,
+                       where, name, example_value(opt, name), where);
   }
   if (dynamic_cast<const CLI::ConversionError*>(&e) != nullptr && opt != nullptr) {
-    if (opt->get_expected_max() == 0) return fmt::format("{} takes no value: write just {}", name, name);
+    if (opt->get_expected_max() == 0)
+      return fmt::format("{} takes no value: write just {}", name, name);
     return fmt::format("{}: the value is not what it takes: e.g. `{} {} {}`", name, where, name,
                        example_value(opt, name));
   }

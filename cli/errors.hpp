@@ -27,7 +27,8 @@ std::string option_for(const CLI::App* sub, const std::string& subject);
 std::string error_message(const Error& error, const CLI::App* sub);
 
 // The message for a CLI11 parse error of `sub` (null: attn itself).
-std::string parse_error_message(const CLI::App& app, const CLI::App* sub, const CLI::ParseError& error);
+std::string parse_error_message(const CLI::App& app, const CLI::App* sub,
+                                const CLI::ParseError& error);
 
 // Prints "<label>: <message>" as one line (newlines become spaces, control characters are
 // escaped) and returns kExitBadInput.

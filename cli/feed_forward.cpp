@@ -25,11 +25,13 @@ void setup(CLI::App& app, Context& context) {
   sub->add_option("--d-ff", o->d_ff, "F, the hidden width (default 4 x D, or the --weights' F)")
       ->check(size_validator())
       ->option_text("F");
-  sub->add_option("--variant", o->lesson.variant,
-                  "book (seed 003's FeedForward, default), relu (seed 001) or gelu-last (seed 000's bug)")
+  sub->add_option(
+         "--variant", o->lesson.variant,
+         "book (seed 003's FeedForward, default), relu (seed 001) or gelu-last (seed 000's bug)")
       ->check(choice_validator("a feed-forward variant", {"book", "relu", "gelu-last"}))
       ->option_text("book|relu|gelu-last");
-  sub->add_option("--gelu", o->gelu, "erf (nn.GELU(), default) or tanh (nn.GELU(approximate='tanh'))")
+  sub->add_option("--gelu", o->gelu,
+                  "erf (nn.GELU(), default) or tanh (nn.GELU(approximate='tanh'))")
       ->check(choice_validator("a GELU", {"erf", "tanh"}))
       ->option_text("erf|tanh");
   add_weights_options(*sub, o->weights, o->cli.output);

@@ -4,20 +4,20 @@
 
 #include <cerrno>
 #include <charconv>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <sstream>
 
 #include <fmt/format.h>
 
 #include "command.hpp"
-#include "options.hpp"
-#include "output.hpp"
 #include "error.hpp"
 #include "file_io.hpp"
 #include "grade_report.hpp"
 #include "grader.hpp"
+#include "options.hpp"
+#include "output.hpp"
 
 namespace attn::cli {
 
@@ -41,22 +41,27 @@ void progress_line(const std::string& message) {
 
 bool color_on(const std::string& color) {
   using render::ColorMode;
-  return render::use_color(color == "always" ? ColorMode::always
+  return render::use_color(color == "always"  ? ColorMode::always
                            : color == "never" ? ColorMode::never
                                               : ColorMode::automatic);
 }
 
 void add_grade_options(CLI::App& sub, GradeCliOptions& o) {
-  sub.add_option("--dir", o.dir,
-                 "the assignment tree (default: the one around the working directory, else this checkout)")
+  sub.add_option(
+         "--dir", o.dir,
+         "the assignment tree (default: the one around the working directory, else this checkout)")
       ->option_text("DIR");
-  sub.add_option("--timeout", o.timeout, "seconds each test may run before it counts as failed (default 20)")
+  sub.add_option("--timeout", o.timeout,
+                 "seconds each test may run before it counts as failed (default 20)")
       ->check(CLI::Validator(
           [](std::string& text) -> std::string {
             double seconds = 0;
             const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
-            if (ec != std::errc() || ptr != text.data() + text.size() || !(seconds >= 0.1 && seconds <= 3600)) {
-              return fmt::format("'{}' is not a time limit: give seconds from 0.1 to 3600, e.g. --timeout 60", text);
+            if (ec != std::errc() || ptr != text.data() + text.size() ||
+                !(seconds >= 0.1 && seconds <= 3600)) {
+              return fmt::format(
+                  "'{}' is not a time limit: give seconds from 0.1 to 3600, e.g. --timeout 60",
+                  text);
             }
             return {};
           },
@@ -71,25 +76,31 @@ void add_grade_options(CLI::App& sub, GradeCliOptions& o) {
 void check_report_path(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
-    throw Error("grade", fmt::format("'{}' is a folder: give a file name, e.g. {}/results.json", printable(path),
-                                     printable(path)))
+    throw Error("grade", fmt::format("'{}' is a folder: give a file name, e.g. {}/results.json",
+                                     printable(path), printable(path)))
         .about("output");
   }
-  const fs::path parent = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+  const fs::path parent =
+      fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
   if (fs::exists(parent, ec) && !fs::is_directory(parent, ec)) {
-    throw Error("grade", fmt::format("cannot write '{}': '{}' is a file, not a directory; choose another path",
-                                     printable(path), printable(parent.string())))
+    throw Error(
+        "grade",
+        fmt::format("cannot write '{}': '{}' is a file, not a directory; choose another path",
+                    printable(path), printable(parent.string())))
         .about("output");
   }
   if (!fs::is_directory(parent, ec)) {
-    throw Error("grade", fmt::format("cannot write '{}': the directory '{}' does not exist; create it first or choose "
-                                     "another path",
-                                     printable(path), printable(parent.string())))
+    throw Error(
+        "grade",
+        fmt::format(
+            "cannot write '{}': the directory '{}' does not exist; create it first or choose "
+            "another path",
+            printable(path), printable(parent.string())))
         .about("output");
   }
   if (::access(parent.c_str(), W_OK) != 0) {
-    throw Error("grade", fmt::format("cannot write '{}': {}; choose a writable directory", printable(path),
-                                     std::strerror(errno)))
+    throw Error("grade", fmt::format("cannot write '{}': {}; choose a writable directory",
+                                     printable(path), std::strerror(errno)))
         .about("output");
   }
 }
@@ -102,7 +113,9 @@ void write_output(const std::string& path, const std::string& text) {
   }
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
-    throw Error(ErrorKind::bad_value, "grade", fmt::format("'{}' is a folder: give a file name, e.g. {}/results.json", path, path)).about("output");
+    throw Error(ErrorKind::bad_value, "grade",
+                fmt::format("'{}' is a folder: give a file name, e.g. {}/results.json", path, path))
+        .about("output");
   }
   try {
     write_file_atomic(path, text);
@@ -111,12 +124,14 @@ void write_output(const std::string& path, const std::string& text) {
   }
 }
 
-std::vector<LessonOutcome> grade_lessons(const fs::path& tree, const std::vector<Exercise>& chosen, double timeout) {
+std::vector<LessonOutcome> grade_lessons(const fs::path& tree, const std::vector<Exercise>& chosen,
+                                         double timeout) {
   GradeOptions options;
   options.test_timeout_seconds = timeout;
   options.progress = progress_line;
   std::vector<LessonOutcome> outcomes;
-  for (const Exercise& exercise : chosen) outcomes.push_back(grade_exercise(tree, exercise, options));
+  for (const Exercise& exercise : chosen)
+    outcomes.push_back(grade_exercise(tree, exercise, options));
   record_progress(tree, outcomes);
   return outcomes;
 }
@@ -130,8 +145,10 @@ int run_grade(const GradeCliOptions& o) {
     tree = find_tree(o.dir);
     const std::vector<Exercise> all = find_exercises(tree);
     if (o.lessons.empty()) chosen = all;
-    for (const std::string& name : o.lessons) chosen.push_back(exercise_named(all, name));
-    for (const Exercise& exercise : chosen) parse_test_cases(exercise.tests());
+    for (const std::string& name : o.lessons)
+      chosen.push_back(exercise_named(all, name));
+    for (const Exercise& exercise : chosen)
+      parse_test_cases(exercise.tests());
   } catch (const Error& e) {
     // The machine-read formats still get their file, with the problem in it.
     const std::string problem = e.detail();
@@ -139,10 +156,12 @@ int run_grade(const GradeCliOptions& o) {
     if (o.format == "junit") write_output(o.output, junit_report({}, problem));
     throw;
   }
-  progress_line(fmt::format("grading {} ({} lesson{})", tree.string(), chosen.size(), chosen.size() == 1 ? "" : "s"));
+  progress_line(fmt::format("grading {} ({} lesson{})", tree.string(), chosen.size(),
+                            chosen.size() == 1 ? "" : "s"));
   const std::vector<LessonOutcome> outcomes = grade_lessons(tree, chosen, o.timeout);
   bool all_passed = true;
-  for (const LessonOutcome& outcome : outcomes) all_passed = all_passed && outcome.passed();
+  for (const LessonOutcome& outcome : outcomes)
+    all_passed = all_passed && outcome.passed();
   if (o.format == "gradescope") {
     write_output(o.output, gradescope_report(outcomes));
   } else if (o.format == "junit") {
@@ -168,8 +187,10 @@ std::vector<std::string> read_hints(const Exercise& exercise) {
     }
   }
   for (std::string& hint : hints) {
-    while (!hint.empty() && (hint.front() == '\n')) hint.erase(hint.begin());
-    while (hint.size() > 1 && hint.ends_with("\n\n")) hint.pop_back();
+    while (!hint.empty() && (hint.front() == '\n'))
+      hint.erase(hint.begin());
+    while (hint.size() > 1 && hint.ends_with("\n\n"))
+      hint.pop_back();
   }
   return hints;
 }
@@ -209,19 +230,23 @@ namespace {
 
 void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<GradeCliOptions>();
-  CLI::App* sub = app.add_subcommand("grade", "grade the course's exercises by their tests (score, results.json, JUnit)");
+  CLI::App* sub = app.add_subcommand(
+      "grade", "grade the course's exercises by their tests (score, results.json, JUnit)");
   add_grade_options(*sub, *o);
-  sub->add_option("--lesson", o->lessons, "grade only this lesson (repeatable; default: every exercise)")
+  sub->add_option("--lesson", o->lessons,
+                  "grade only this lesson (repeatable; default: every exercise)")
       ->option_text("NAME");
   sub->add_option("--format", o->format, "text (default), gradescope (results.json) or junit (XML)")
       ->check(choice_validator("a report format", {"text", "gradescope", "junit"}))
       ->option_text("text|gradescope|junit");
-  sub->add_option("--output", o->output, "write the report to FILE instead of stdout")->option_text("FILE");
+  sub->add_option("--output", o->output, "write the report to FILE instead of stdout")
+      ->option_text("FILE");
   sub->callback([o, &context] { context.exit_code = run_grade(*o); });
 
   auto c = std::make_shared<GradeCliOptions>();
   auto lesson = std::make_shared<std::string>();
-  CLI::App* check = app.add_subcommand("check", "run one lesson's exercise tests (default: the next unfinished one)");
+  CLI::App* check = app.add_subcommand(
+      "check", "run one lesson's exercise tests (default: the next unfinished one)");
   check->add_option("lesson", *lesson, "the lesson, e.g. softmax or 03")->option_text("LESSON");
   add_grade_options(*check, *c);
   check->callback([c, lesson, &context] {
@@ -248,7 +273,8 @@ void setup(CLI::App& app, Context& context) {
       out += fmt::format("\n✓ {} is done.\n", chosen->label());
     } else {
       out += fmt::format("\nEdit {} and run `attn check {}` again. Stuck? `attn hint {}`.\n",
-                         fs::relative(chosen->source(), tree).string(), chosen->lesson, chosen->lesson);
+                         fs::relative(chosen->source(), tree).string(), chosen->lesson,
+                         chosen->lesson);
     }
     out += exercise_progress_text(tree, all);
     std::fputs(out.c_str(), stdout);
@@ -258,12 +284,14 @@ void setup(CLI::App& app, Context& context) {
   auto h = std::make_shared<std::string>();
   auto hint_dir = std::make_shared<std::string>();
   auto stage = std::make_shared<int>(0);
-  CLI::App* hint = app.add_subcommand("hint", "a hint for a lesson's exercise, one stage at a time");
+  CLI::App* hint =
+      app.add_subcommand("hint", "a hint for a lesson's exercise, one stage at a time");
   hint->add_option("lesson", *h, "the lesson, e.g. softmax")->required()->option_text("LESSON");
   hint->add_option("--stage", *stage, "show this stage again (1 = the first hint)")
       ->check(whole_number_validator(1, 100))
       ->option_text("N");
-  hint->add_option("--dir", *hint_dir, "the assignment tree (default: the one around the working directory)")
+  hint->add_option("--dir", *hint_dir,
+                   "the assignment tree (default: the one around the working directory)")
       ->option_text("DIR");
   hint->callback([h, hint_dir, stage, &context] {
     const fs::path tree = find_tree(*hint_dir);
@@ -275,7 +303,10 @@ void setup(CLI::App& app, Context& context) {
     int& seen = progress.hints_seen[exercise.lesson];
     const int total = static_cast<int>(hints.size());
     if (*stage > total) {
-      throw Error(ErrorKind::bad_value, "grade", fmt::format("{} has {} hints: give --stage from 1 to {}", exercise.label(), total, total)).about("stage");
+      throw Error(
+          ErrorKind::bad_value, "grade",
+          fmt::format("{} has {} hints: give --stage from 1 to {}", exercise.label(), total, total))
+          .about("stage");
     }
     const int show = *stage > 0 ? *stage : std::min(seen + 1, total);
     seen = std::max(seen, show);
@@ -283,11 +314,13 @@ void setup(CLI::App& app, Context& context) {
       save_progress(tree, progress);
     } catch (const std::exception&) {
     }
-    std::string out = fmt::format("Hint {} of {} for {}:\n\n{}\n", show, total, exercise.label(), hints[static_cast<std::size_t>(show - 1)]);
+    std::string out = fmt::format("Hint {} of {} for {}:\n\n{}\n", show, total, exercise.label(),
+                                  hints[static_cast<std::size_t>(show - 1)]);
     if (show < total) {
       out += fmt::format("Run `attn hint {}` again for the next hint.\n", exercise.lesson);
     } else {
-      out += fmt::format("That was the last hint. `attn hint {} --stage N` shows hint N again.\n", exercise.lesson);
+      out += fmt::format("That was the last hint. `attn hint {} --stage N` shows hint N again.\n",
+                         exercise.lesson);
     }
     std::fputs(out.c_str(), stdout);
     context.exit_code = kExitOk;
@@ -300,25 +333,32 @@ void setup(CLI::App& app, Context& context) {
   assignments->require_subcommand(0, 1);
   assignments->callback([assignments] {
     if (assignments->get_subcommands().empty()) {
-      throw Error("assignments", "give a subcommand: `attn assignments release --out DIR` writes the student tree");
+      throw Error(
+          "assignments",
+          "give a subcommand: `attn assignments release --out DIR` writes the student tree");
     }
   });
-  CLI::App* release = assignments->add_subcommand("release", "write the student tree: solutions replaced by stubs");
+  CLI::App* release =
+      assignments->add_subcommand("release", "write the student tree: solutions replaced by stubs");
   release->add_option("--out", *out_dir, "the new folder to write (must not exist yet)")
       ->required()
       ->check(not_empty_validator("--out", "~/course"))
       ->option_text("DIR");
-  release->add_flag("--keep-hidden", *keep_hidden,
-                    "keep the [.hidden] tests (for an autograder's copy; students' copies leave them out)");
-  release->add_option("--dir", *source_dir, "the tree to release (default: this checkout)")->option_text("DIR");
+  release->add_flag(
+      "--keep-hidden", *keep_hidden,
+      "keep the [.hidden] tests (for an autograder's copy; students' copies leave them out)");
+  release->add_option("--dir", *source_dir, "the tree to release (default: this checkout)")
+      ->option_text("DIR");
   release->callback([out_dir, source_dir, keep_hidden, &context] {
     const fs::path tree = source_dir->empty() ? source_tree() : find_tree(*source_dir);
     const ReleaseSummary summary = release_tree(tree, *out_dir, *keep_hidden);
     const double points = summary.visible_points + summary.hidden_points;
-    std::string out = fmt::format("wrote {}: {} exercises, {} solutions replaced by stubs, {} tests worth {} points",
-                                  *out_dir, summary.exercises, summary.stubs,
-                                  summary.visible_tests + summary.hidden_tests, number_string(points));
-    out += *keep_hidden ? fmt::format(" ({} hidden tests kept)\n", summary.hidden_tests) : " (hidden tests left out)\n";
+    std::string out = fmt::format(
+        "wrote {}: {} exercises, {} solutions replaced by stubs, {} tests worth {} points",
+        *out_dir, summary.exercises, summary.stubs, summary.visible_tests + summary.hidden_tests,
+        number_string(points));
+    out += *keep_hidden ? fmt::format(" ({} hidden tests kept)\n", summary.hidden_tests)
+                        : " (hidden tests left out)\n";
     out += fmt::format("Students start with `cd {} && attn check`.\n", *out_dir);
     std::fputs(out.c_str(), stdout);
     context.exit_code = kExitOk;

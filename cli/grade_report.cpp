@@ -40,30 +40,45 @@ std::string xml_escape(const std::string& raw) {
   std::string out;
   for (char c : clean_text(raw)) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
 }
 
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+std::string first_line(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
 
 }  // namespace
 
 std::string indent(const std::string& text, const std::string& prefix) {
   std::string out;
   std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out += prefix + line + "\n";
+  for (std::string line; std::getline(in, line);)
+    out += prefix + line + "\n";
   return out;
 }
 
 std::string number_string(double value) {
-  if (value == std::floor(value) && std::fabs(value) < 1e15) return fmt::format("{}", static_cast<long long>(value));
+  if (value == std::floor(value) && std::fabs(value) < 1e15)
+    return fmt::format("{}", static_cast<long long>(value));
   return fmt::format("{:g}", value);
 }
 
@@ -94,9 +109,12 @@ std::string text_report(const std::vector<LessonOutcome>& outcomes, bool color) 
     score += lesson.score();
     max_score += lesson.max_score();
     passed_lessons += lesson.passed() ? 1 : 0;
-    out += fmt::format("{} {:>7}\n", padded(lesson.exercise.label(), width + 4), points_string(lesson.score(), lesson.max_score()));
+    out += fmt::format("{} {:>7}\n", padded(lesson.exercise.label(), width + 4),
+                       points_string(lesson.score(), lesson.max_score()));
     if (!lesson.built) {
-      out += paint("31", fmt::format("  ✗ {} did not compile; no test ran", lesson.exercise.source().filename().string())) + "\n";
+      out += paint("31", fmt::format("  ✗ {} did not compile; no test ran",
+                                     lesson.exercise.source().filename().string())) +
+             "\n";
       out += indent(lesson.build_log, "      ") + "\n";
       continue;
     }
@@ -104,32 +122,39 @@ std::string text_report(const std::vector<LessonOutcome>& outcomes, bool color) 
       const bool ok = test.status == TestStatus::passed;
       const std::string name = test.info.name + (test.info.hidden ? " (hidden)" : "");
       const std::string mark = ok ? paint("32", "✓") : paint("31", "✗");
-      out += fmt::format("  {} {} {:>7}\n", mark, padded(name, width), points_string(test.score, test.info.points));
+      out += fmt::format("  {} {} {:>7}\n", mark, padded(name, width),
+                         points_string(test.score, test.info.points));
       if (!ok) out += indent(test.output, "      ");
     }
     out += "\n";
   }
   const double percent = max_score > 0 ? 100.0 * score / max_score : 0.0;
-  out += fmt::format("Score: {} ({:.0f}%), {} of {} lessons pass\n", points_string(score, max_score), percent,
-                     passed_lessons, outcomes.size());
+  out += fmt::format("Score: {} ({:.0f}%), {} of {} lessons pass\n",
+                     points_string(score, max_score), percent, passed_lessons, outcomes.size());
   return out;
 }
 
-std::string gradescope_report(const std::vector<LessonOutcome>& outcomes, const std::string& problem) {
+std::string gradescope_report(const std::vector<LessonOutcome>& outcomes,
+                              const std::string& problem) {
   nlohmann::json tests = nlohmann::json::array();
   double score = 0.0;
   std::string summary;
   for (const LessonOutcome& lesson : outcomes) {
     score += lesson.score();
-    summary += fmt::format("{}: {}{}\n", lesson.exercise.label(), points_string(lesson.score(), lesson.max_score()),
+    summary += fmt::format("{}: {}{}\n", lesson.exercise.label(),
+                           points_string(lesson.score(), lesson.max_score()),
                            lesson.built ? "" : " (did not compile)");
     int index = 0;
     if (!lesson.built) {
       tests.push_back({{"name", lesson.exercise.label() + ": compiles"},
                        {"number", fmt::format("{}.0", lesson.exercise.number)},
-                       {"score", 0.0}, {"max_score", 0.0}, {"status", "failed"},
-                       {"output", clean_text(lesson.build_log)}, {"output_format", "text"},
-                       {"tags", {lesson.exercise.lesson}}, {"visibility", "visible"}});
+                       {"score", 0.0},
+                       {"max_score", 0.0},
+                       {"status", "failed"},
+                       {"output", clean_text(lesson.build_log)},
+                       {"output_format", "text"},
+                       {"tags", {lesson.exercise.lesson}},
+                       {"visibility", "visible"}});
     }
     for (const TestOutcome& test : lesson.tests) {
       nlohmann::json entry = {{"name", lesson.exercise.label() + ": " + test.info.name},
@@ -144,7 +169,8 @@ std::string gradescope_report(const std::vector<LessonOutcome>& outcomes, const 
       tests.push_back(entry);
     }
   }
-  std::string output = problem.empty() ? summary : "attn grade could not grade this submission: " + problem + "\n";
+  std::string output =
+      problem.empty() ? summary : "attn grade could not grade this submission: " + problem + "\n";
   const nlohmann::json results = {{"score", problem.empty() ? score : 0.0},
                                   {"output", clean_text(output)},
                                   {"output_format", "text"},
@@ -164,19 +190,22 @@ std::string junit_report(const std::vector<LessonOutcome>& outcomes, const std::
     std::string cases;
     for (const TestOutcome& test : lesson.tests) {
       suite_seconds += test.seconds;
-      cases += fmt::format("    <testcase classname=\"attn.{}\" name=\"{}\" time=\"{:.3f}\">\n",
-                           xml_escape(lesson.exercise.lesson), xml_escape(test.info.name), test.seconds);
-      cases += fmt::format("      <properties>\n        <property name=\"points\" value=\"{}\"/>\n"
-                           "        <property name=\"score\" value=\"{}\"/>\n"
-                           "        <property name=\"hidden\" value=\"{}\"/>\n      </properties>\n",
-                           number_string(test.info.points), number_string(test.score), test.info.hidden);
+      cases +=
+          fmt::format("    <testcase classname=\"attn.{}\" name=\"{}\" time=\"{:.3f}\">\n",
+                      xml_escape(lesson.exercise.lesson), xml_escape(test.info.name), test.seconds);
+      cases += fmt::format(
+          "      <properties>\n        <property name=\"points\" value=\"{}\"/>\n"
+          "        <property name=\"score\" value=\"{}\"/>\n"
+          "        <property name=\"hidden\" value=\"{}\"/>\n      </properties>\n",
+          number_string(test.info.points), number_string(test.score), test.info.hidden);
       if (test.status == TestStatus::failed) {
         ++suite_failures;
         cases += fmt::format("      <failure message=\"{}\" type=\"failed\">{}</failure>\n",
                              xml_escape(first_line(test.output)), xml_escape(test.output));
       } else if (test.status == TestStatus::error) {
         ++suite_errors;
-        cases += fmt::format("      <error message=\"{}\" type=\"{}\">{}</error>\n", xml_escape(first_line(test.output)),
+        cases += fmt::format("      <error message=\"{}\" type=\"{}\">{}</error>\n",
+                             xml_escape(first_line(test.output)),
                              lesson.built ? "error" : "compile error", xml_escape(test.output));
       }
       cases += "    </testcase>\n";
@@ -185,26 +214,32 @@ std::string junit_report(const std::vector<LessonOutcome>& outcomes, const std::
     failures += suite_failures;
     errors += suite_errors;
     seconds += suite_seconds;
-    suites += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"0\" time=\"{:.3f}\">\n",
-                          xml_escape(lesson.exercise.folder.filename().string()), lesson.tests.size(), suite_failures,
-                          suite_errors, suite_seconds);
-    suites += fmt::format("    <properties>\n      <property name=\"score\" value=\"{}\"/>\n"
-                          "      <property name=\"max_score\" value=\"{}\"/>\n    </properties>\n",
-                          number_string(lesson.score()), number_string(lesson.max_score()));
+    suites += fmt::format(
+        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"0\" time=\"{:.3f}\">\n",
+        xml_escape(lesson.exercise.folder.filename().string()), lesson.tests.size(), suite_failures,
+        suite_errors, suite_seconds);
+    suites += fmt::format(
+        "    <properties>\n      <property name=\"score\" value=\"{}\"/>\n"
+        "      <property name=\"max_score\" value=\"{}\"/>\n    </properties>\n",
+        number_string(lesson.score()), number_string(lesson.max_score()));
     suites += cases;
-    if (!lesson.built) suites += fmt::format("    <system-err>{}</system-err>\n", xml_escape(lesson.build_log));
+    if (!lesson.built)
+      suites += fmt::format("    <system-err>{}</system-err>\n", xml_escape(lesson.build_log));
     suites += "  </testsuite>\n";
   }
   if (!problem.empty()) {
     ++tests, ++errors;
-    suites += "  <testsuite name=\"attn grade\" tests=\"1\" failures=\"0\" errors=\"1\" skipped=\"0\" time=\"0\">\n"
-              "    <testcase classname=\"attn\" name=\"grading\" time=\"0\">\n";
-    suites += fmt::format("      <error message=\"{}\" type=\"usage\">{}</error>\n", xml_escape(problem), xml_escape(problem));
+    suites +=
+        "  <testsuite name=\"attn grade\" tests=\"1\" failures=\"0\" errors=\"1\" skipped=\"0\" time=\"0\">\n"
+        "    <testcase classname=\"attn\" name=\"grading\" time=\"0\">\n";
+    suites += fmt::format("      <error message=\"{}\" type=\"usage\">{}</error>\n",
+                          xml_escape(problem), xml_escape(problem));
     suites += "    </testcase>\n  </testsuite>\n";
   }
-  return fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                     "<testsuites name=\"attn grade\" tests=\"{}\" failures=\"{}\" errors=\"{}\" time=\"{:.3f}\">\n{}</testsuites>\n",
-                     tests, failures, errors, seconds, suites);
+  return fmt::format(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      "<testsuites name=\"attn grade\" tests=\"{}\" failures=\"{}\" errors=\"{}\" time=\"{:.3f}\">\n{}</testsuites>\n",
+      tests, failures, errors, seconds, suites);
 }
 
 }  // namespace attn::cli

@@ -12,9 +12,11 @@ namespace attn::cli {
 std::string text_report(const std::vector<LessonOutcome>& outcomes, bool color);
 // Gradescope's results.json (score, tests[] with name, score, max_score, status, output,
 // visibility). `problem` (a bad --dir, an unknown lesson) gives score 0 with it as the output.
-std::string gradescope_report(const std::vector<LessonOutcome>& outcomes, const std::string& problem = "");
+std::string gradescope_report(const std::vector<LessonOutcome>& outcomes,
+                              const std::string& problem = "");
 // JUnit XML: a testsuite per lesson, a testcase per test, <failure> or <error> with the evidence.
-std::string junit_report(const std::vector<LessonOutcome>& outcomes, const std::string& problem = "");
+std::string junit_report(const std::vector<LessonOutcome>& outcomes,
+                         const std::string& problem = "");
 
 // Every line of `text` with `prefix` in front.
 std::string indent(const std::string& text, const std::string& prefix);

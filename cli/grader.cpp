@@ -20,13 +20,15 @@ namespace fs = std::filesystem;
 
 double LessonOutcome::score() const {
   double total = 0.0;
-  for (const TestOutcome& test : tests) total += test.score;
+  for (const TestOutcome& test : tests)
+    total += test.score;
   return total;
 }
 
 double LessonOutcome::max_score() const {
   double total = 0.0;
-  for (const TestOutcome& test : tests) total += test.info.points;
+  for (const TestOutcome& test : tests)
+    total += test.info.points;
   return total;
 }
 
@@ -45,7 +47,8 @@ constexpr std::size_t kMaxEvidence = 4000;
 std::vector<std::string> split_words(const std::string& text) {
   std::vector<std::string> words;
   std::istringstream in(text);
-  for (std::string word; in >> word;) words.push_back(word);
+  for (std::string word; in >> word;)
+    words.push_back(word);
   return words;
 }
 
@@ -56,29 +59,35 @@ fs::path build_dir(const fs::path& tree, const Exercise& exercise) {
   fs::path dir = tree / ".attn" / "build" / exercise.stem;
   fs::create_directories(dir, ec);
   if (!ec && access(dir.c_str(), W_OK) == 0) return dir;
-  dir = fs::temp_directory_path() / fmt::format("attn-grade-{:x}", std::hash<std::string>{}(tree.string())) / exercise.stem;
+  dir = fs::temp_directory_path() /
+        fmt::format("attn-grade-{:x}", std::hash<std::string>{}(tree.string())) / exercise.stem;
   fs::create_directories(dir, ec);
   return dir;
 }
 
-std::vector<std::string> compile_command(const Exercise& exercise, const fs::path& source, const fs::path& object) {
+std::vector<std::string> compile_command(const Exercise& exercise, const fs::path& source,
+                                         const fs::path& object) {
   std::vector<std::string> command;
   if (*toolchain::kLauncher != '\0') command.push_back(toolchain::kLauncher);
   command.push_back(toolchain::kCompiler);
-  for (const std::string& flag : split_words(toolchain::kFlags)) command.push_back(flag);
+  for (const std::string& flag : split_words(toolchain::kFlags))
+    command.push_back(flag);
   for (const char* flag : {"-std=c++20", "-O1", "-Wall", "-fdiagnostics-color=never"}) {
     command.push_back(flag);
   }
-  for (const char* definition : toolchain::kDefinitions) command.push_back(std::string("-D") + definition);
+  for (const char* definition : toolchain::kDefinitions)
+    command.push_back(std::string("-D") + definition);
   command.push_back(fmt::format("-DATTN_EXERCISE_FIXTURES_DIR=\"{}\"", toolchain::kFixturesDir));
   command.push_back("-I" + exercise.folder.string());
-  for (const char* dir : toolchain::kIncludeDirs) command.push_back(std::string("-I") + dir);
+  for (const char* dir : toolchain::kIncludeDirs)
+    command.push_back(std::string("-I") + dir);
   command.insert(command.end(), {"-c", source.string(), "-o", object.string()});
   return command;
 }
 
 // The compiler's messages, paths shortened to the file names a student sees.
-std::string compiler_messages(const ProcessResult& result, const Exercise& exercise, double timeout) {
+std::string compiler_messages(const ProcessResult& result, const Exercise& exercise,
+                              double timeout) {
   std::string text = result.err + result.out;
   const std::string folder = exercise.folder.string() + "/";
   for (std::size_t at = text.find(folder); at != std::string::npos; at = text.find(folder, at)) {
@@ -96,7 +105,8 @@ std::string describe_failure(const nlohmann::json& failure, const Exercise& exer
   std::string text;
   const std::string kind = failure.value("kind", "failed");
   const std::string file = fs::path(failure.value("file", "")).filename().string();
-  if (file == exercise.tests().filename().string() || file == exercise.source().filename().string()) {
+  if (file == exercise.tests().filename().string() ||
+      file == exercise.source().filename().string()) {
     text += fmt::format("{} at {}:{}\n", kind, file, failure.value("line", 0));
   } else {
     text += kind + "\n";
@@ -114,7 +124,8 @@ std::string describe_failure(const nlohmann::json& failure, const Exercise& exer
     }
   }
   if (failure.contains("info")) {
-    for (const auto& info : failure["info"]) text += indent(info.get<std::string>(), "  ");
+    for (const auto& info : failure["info"])
+      text += indent(info.get<std::string>(), "  ");
   }
   return text;
 }
@@ -127,8 +138,8 @@ std::string capped(std::string text, std::size_t limit) {
   return text;
 }
 
-TestOutcome run_test(const Exercise& exercise, const fs::path& program, const fs::path& dir, const TestCaseInfo& info,
-                     const GradeOptions& options) {
+TestOutcome run_test(const Exercise& exercise, const fs::path& program, const fs::path& dir,
+                     const TestCaseInfo& info, const GradeOptions& options) {
   TestOutcome outcome;
   outcome.info = info;
   const fs::path report = dir / "report.json";
@@ -138,7 +149,8 @@ TestOutcome run_test(const Exercise& exercise, const fs::path& program, const fs
   process.timeout_seconds = options.test_timeout_seconds;
   process.working_dir = dir.string();
   process.max_output = 64 * 1024;
-  const ProcessResult result = run_process({program.string(), info.name, "-r", "attn-grade", "-o", report.string()}, process);
+  const ProcessResult result = run_process(
+      {program.string(), info.name, "-r", "attn-grade", "-o", report.string()}, process);
   outcome.seconds = result.seconds;
 
   nlohmann::json entry;
@@ -158,23 +170,29 @@ TestOutcome run_test(const Exercise& exercise, const fs::path& program, const fs
   std::string evidence;
   if (entry.is_object() && entry.contains("failures")) {
     const auto& failures = entry["failures"];
-    for (std::size_t i = 0; i < failures.size() && i < 3; ++i) evidence += describe_failure(failures[i], exercise);
-    if (failures.size() > 3) evidence += fmt::format("... and {} more failed checks\n", failures.size() - 3);
+    for (std::size_t i = 0; i < failures.size() && i < 3; ++i)
+      evidence += describe_failure(failures[i], exercise);
+    if (failures.size() > 3)
+      evidence += fmt::format("... and {} more failed checks\n", failures.size() - 3);
   }
   if (result.timed_out) {
     outcome.status = TestStatus::error;
-    evidence = fmt::format("timed out after {:g} s: the test did not finish (an endless loop?)\n", options.test_timeout_seconds) + evidence;
+    evidence = fmt::format("timed out after {:g} s: the test did not finish (an endless loop?)\n",
+                           options.test_timeout_seconds) +
+               evidence;
   } else if (result.signal != 0 || (entry.is_object() && entry.contains("fatal"))) {
     outcome.status = TestStatus::error;
-    const std::string what = entry.is_object() && entry.contains("fatal") ? entry["fatal"].get<std::string>()
-                                                                          : result.status(options.test_timeout_seconds);
+    const std::string what = entry.is_object() && entry.contains("fatal")
+                                 ? entry["fatal"].get<std::string>()
+                                 : result.status(options.test_timeout_seconds);
     evidence = fmt::format("crashed: {}\n", what) + evidence;
   } else if (!result.started) {
     outcome.status = TestStatus::error;
     evidence = result.start_error + "\n";
   } else if (!entry.is_object()) {
     outcome.status = TestStatus::error;
-    evidence = fmt::format("the test program ended ({}) without reporting this test\n", result.status(options.test_timeout_seconds));
+    evidence = fmt::format("the test program ended ({}) without reporting this test\n",
+                           result.status(options.test_timeout_seconds));
   } else {
     outcome.status = entry.value("passed", false) ? TestStatus::passed : TestStatus::failed;
   }
@@ -191,16 +209,19 @@ TestOutcome run_test(const Exercise& exercise, const fs::path& program, const fs
 
 }  // namespace
 
-LessonOutcome grade_exercise(const fs::path& tree, const Exercise& exercise, const GradeOptions& options) {
+LessonOutcome grade_exercise(const fs::path& tree, const Exercise& exercise,
+                             const GradeOptions& options) {
   LessonOutcome lesson;
   lesson.exercise = exercise;
   const std::vector<TestCaseInfo> cases = parse_test_cases(exercise.tests());
-  for (const TestCaseInfo& info : cases) lesson.tests.push_back({info, TestStatus::error, 0.0, "", 0.0});
+  for (const TestCaseInfo& info : cases)
+    lesson.tests.push_back({info, TestStatus::error, 0.0, "", 0.0});
 
   std::error_code ec;
   if (!fs::exists(exercise.source(), ec)) {
-    lesson.build_log = fmt::format("{} is missing: restore it (the released tree has it) and fill in the TODOs",
-                                   exercise.source().filename().string());
+    lesson.build_log =
+        fmt::format("{} is missing: restore it (the released tree has it) and fill in the TODOs",
+                    exercise.source().filename().string());
   } else {
     if (options.progress) options.progress(fmt::format("building {}", exercise.label()));
     const fs::path dir = build_dir(tree, exercise);
@@ -212,7 +233,9 @@ LessonOutcome grade_exercise(const fs::path& tree, const Exercise& exercise, con
     ProcessResult compiled[2];
     const fs::path sources[2] = {exercise.source(), exercise.tests()};
     const fs::path objects[2] = {dir / (exercise.stem + ".o"), dir / (exercise.stem + "_test.o")};
-    std::thread other([&] { compiled[1] = run_process(compile_command(exercise, sources[1], objects[1]), process); });
+    std::thread other([&] {
+      compiled[1] = run_process(compile_command(exercise, sources[1], objects[1]), process);
+    });
     compiled[0] = run_process(compile_command(exercise, sources[0], objects[0]), process);
     other.join();
     lesson.build_seconds = std::max(compiled[0].seconds, compiled[1].seconds);
@@ -223,9 +246,11 @@ LessonOutcome grade_exercise(const fs::path& tree, const Exercise& exercise, con
                          compiler_messages(compiled[1], exercise, process.timeout_seconds);
     } else {
       std::vector<std::string> link{toolchain::kCompiler};
-      for (const std::string& flag : split_words(toolchain::kFlags)) link.push_back(flag);
+      for (const std::string& flag : split_words(toolchain::kFlags))
+        link.push_back(flag);
       link.insert(link.end(), {objects[0].string(), objects[1].string()});
-      for (const char* item : toolchain::kLinkItems) link.push_back(item);
+      for (const char* item : toolchain::kLinkItems)
+        link.push_back(item);
       link.insert(link.end(), {"-o", program.string()});
       const ProcessResult linked = run_process(link, process);
       lesson.build_seconds += linked.seconds;
@@ -238,14 +263,16 @@ LessonOutcome grade_exercise(const fs::path& tree, const Exercise& exercise, con
     }
     if (lesson.built) {
       if (options.progress) options.progress(fmt::format("testing {}", exercise.label()));
-      for (TestOutcome& test : lesson.tests) test = run_test(exercise, program, dir, test.info, options);
+      for (TestOutcome& test : lesson.tests)
+        test = run_test(exercise, program, dir, test.info, options);
     }
   }
   if (!lesson.built) {
     for (TestOutcome& test : lesson.tests) {
       test.status = TestStatus::error;
       test.output = fmt::format("{} did not compile, so no test ran:\n{}",
-                                exercise.source().filename().string(), capped(lesson.build_log, kMaxEvidence));
+                                exercise.source().filename().string(),
+                                capped(lesson.build_log, kMaxEvidence));
     }
   }
   return lesson;

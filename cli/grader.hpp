@@ -40,7 +40,8 @@ struct GradeOptions {
   std::function<void(const std::string&)> progress;  // "building 03 softmax", when set
 };
 
-LessonOutcome grade_exercise(const std::filesystem::path& tree, const Exercise& exercise, const GradeOptions& options);
+LessonOutcome grade_exercise(const std::filesystem::path& tree, const Exercise& exercise,
+                             const GradeOptions& options);
 
 // Records each outcome in the tree's progress file.
 void record_progress(const std::filesystem::path& tree, const std::vector<LessonOutcome>& outcomes);

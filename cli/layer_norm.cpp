@@ -23,13 +23,17 @@ void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<LayerNormCliOptions>();
   CLI::App* sub = add_lesson_command(app, "layer-norm");
   add_lesson_options(*sub, o->cli);
-  sub->add_option("--variant", o->lesson.variant, "torch (nn.LayerNorm, default) or seed001 (seed 001's LayerNormalization)")
+  sub->add_option("--variant", o->lesson.variant,
+                  "torch (nn.LayerNorm, default) or seed001 (seed 001's LayerNormalization)")
       ->check(choice_validator("a LayerNorm variant", {"torch", "seed001"}))
       ->option_text("torch|seed001");
-  o->eps_option = sub->add_option("--eps", o->eps, "default 1e-5, BERT 1e-12; seed001 adds it to the std, default 1e-6")
-                      ->check(real_validator("an eps", -HUGE_VAL, HUGE_VAL, "1e-12"))
-                      ->option_text("EPS");
-  sub->add_option("--blocks", o->lesson.blocks, "residual blocks in the pre-LN / post-LN table (default 6)")
+  o->eps_option =
+      sub->add_option("--eps", o->eps,
+                      "default 1e-5, BERT 1e-12; seed001 adds it to the std, default 1e-6")
+          ->check(real_validator("an eps", -HUGE_VAL, HUGE_VAL, "1e-12"))
+          ->option_text("EPS");
+  sub->add_option("--blocks", o->lesson.blocks,
+                  "residual blocks in the pre-LN / post-LN table (default 6)")
       ->check(size_validator(1000))
       ->option_text("N");
   add_weights_options(*sub, o->weights, o->cli.output);

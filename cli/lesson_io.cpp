@@ -40,18 +40,22 @@ std::string non_finite_summary(const Array& array) {
   }
   std::vector<std::string> parts;
   if (nans > 0) parts.push_back(fmt::format("{} NaN", nans));
-  if (infinities > 0) parts.push_back(fmt::format("{} {}", infinities, infinities == 1 ? "infinity" : "infinities"));
-  return fmt::format("holds {} (the first at [{}])", fmt::join(parts, " and "), fmt::join(index, ", "));
+  if (infinities > 0)
+    parts.push_back(fmt::format("{} {}", infinities, infinities == 1 ? "infinity" : "infinities"));
+  return fmt::format("holds {} (the first at [{}])", fmt::join(parts, " and "),
+                     fmt::join(index, ", "));
 }
 
 // A size given beside --input must be the array's.
-void check_given_size(const CLI::Option* option, std::size_t given, std::size_t actual, const char* letter,
-                      const LessonCliOptions& o) {
+void check_given_size(const CLI::Option* option, std::size_t given, std::size_t actual,
+                      const char* letter, const LessonCliOptions& o) {
   if (option == nullptr || option->count() == 0 || given == actual) return;
-  throw Error(ErrorKind::bad_size, "load_lesson_input",
-              fmt::format("the --input array '{}' has {} = {}, not {} (shape {}): drop {}, the array sets it",
-                          printable(o.input_path), letter, actual, given, shape_string(o.lesson.input->shape),
-                          option->get_name()))
+  throw Error(
+      ErrorKind::bad_size, "load_lesson_input",
+      fmt::format(
+          "the --input array '{}' has {} = {}, not {} (shape {}): drop {}, the array sets it",
+          printable(o.input_path), letter, actual, given, shape_string(o.lesson.input->shape),
+          option->get_name()))
       .about(option->get_name().substr(2));
 }
 
@@ -63,10 +67,11 @@ void load_lesson_input(LessonCliOptions& o, Context& context) {
   try {
     if (path.ends_with(".pt") || path.ends_with(".pth")) {
       const InputFile file(path, "a .npy file written by numpy.save(path, array)");
-      throw Error(ErrorKind::bad_file, "load_lesson_input",
-                  fmt::format("'{}' is a PyTorch pickle, which attn does not read: save the tensor with "
-                              "numpy.save('x.npy', t.numpy()) and pass x.npy",
-                              printable(path)));
+      throw Error(
+          ErrorKind::bad_file, "load_lesson_input",
+          fmt::format("'{}' is a PyTorch pickle, which attn does not read: save the tensor with "
+                      "numpy.save('x.npy', t.numpy()) and pass x.npy",
+                      printable(path)));
     }
     o.lesson.input = read_npy(path);
   } catch (const Error& e) {
@@ -94,7 +99,8 @@ StateDict load_weights_file(const std::string& path, Context& context) {
   for (const auto& [key, array] : weights) {
     const std::string summary = non_finite_summary(array);
     if (summary.empty()) continue;
-    context.warnings.push_back(fmt::format("--weights '{}' ({}) {}", printable(path), printable(key), summary));
+    context.warnings.push_back(
+        fmt::format("--weights '{}' ({}) {}", printable(path), printable(key), summary));
     break;
   }
   return weights;
@@ -104,10 +110,12 @@ EncoderConfig resolve_config(const std::string& path) {
   try {
     struct stat st {};
     if (::lstat(path.c_str(), &st) != 0 && errno == ENOENT) {
-      if (const auto shipped = shipped_config(std::filesystem::path(path).filename().string())) return *shipped;
-      throw Error(ErrorKind::bad_file, "resolve_config",
-                  fmt::format("'{}' does not exist: give a config.json, or the name of a shipped one: {}",
-                              printable(path), fmt::join(shipped_config_names(), ", ")));
+      if (const auto shipped = shipped_config(std::filesystem::path(path).filename().string()))
+        return *shipped;
+      throw Error(
+          ErrorKind::bad_file, "resolve_config",
+          fmt::format("'{}' does not exist: give a config.json, or the name of a shipped one: {}",
+                      printable(path), fmt::join(shipped_config_names(), ", ")));
     }
     return load_config(path);
   } catch (const Error& e) {
@@ -115,16 +123,20 @@ EncoderConfig resolve_config(const std::string& path) {
   }
 }
 
-void check_outputs(const render::OutputOptions& output) { render::check_outputs(output); }
+void check_outputs(const render::OutputOptions& output) {
+  render::check_outputs(output);
+}
 
-int publish(const lessons::LessonRun& run, const render::OutputOptions& output, const Context& context) {
+int publish(const lessons::LessonRun& run, const render::OutputOptions& output,
+            const Context& context) {
   render::write_outputs(run, output, stdout);
   if (!context.warnings.empty()) {
-    const std::string line = printable(fmt::format("attn {}: warning: {}: the run goes on as PyTorch's would, and "
-                                                   "checks may fail; numpy.nan_to_num replaces non-finite values",
-                                                   run.lesson(), fmt::join(context.warnings, "; ")),
-                                       std::string::npos) +
-                             "\n";
+    const std::string line =
+        printable(fmt::format("attn {}: warning: {}: the run goes on as PyTorch's would, and "
+                              "checks may fail; numpy.nan_to_num replaces non-finite values",
+                              run.lesson(), fmt::join(context.warnings, "; ")),
+                  std::string::npos) +
+        "\n";
     std::fwrite(line.data(), 1, line.size(), stderr);
   }
   return run.all_checks_passed() ? kExitOk : kExitCheckFailed;

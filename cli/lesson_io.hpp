@@ -40,6 +40,7 @@ void check_outputs(const render::OutputOptions& output);
 // Writes the run (text or JSON on stdout, --save, --save-weights, all or nothing), then the
 // warnings on one stderr line, and returns the exit code: kExitOk, or kExitCheckFailed when a
 // check failed.
-int publish(const lessons::LessonRun& run, const render::OutputOptions& output, const Context& context);
+int publish(const lessons::LessonRun& run, const render::OutputOptions& output,
+            const Context& context);
 
 }  // namespace attn::cli

@@ -4,14 +4,15 @@
 
 #include <fmt/format.h>
 
-#include "catalog.hpp"
 #include "assignments.hpp"
+#include "catalog.hpp"
 #include "command.hpp"
 #include "lesson.hpp"
 
 namespace attn::cli {
 
-std::string exercise_progress_text(const std::filesystem::path& tree, const std::vector<Exercise>& exercises);
+std::string exercise_progress_text(const std::filesystem::path& tree,
+                                   const std::vector<Exercise>& exercises);
 
 namespace {
 
@@ -34,9 +35,11 @@ void setup(CLI::App& app, Context& context) {
     for (const lessons::LessonInfo& lesson : lessons::catalog()) {
       std::string mark;
       for (const Exercise& exercise : exercises) {
-        if (exercise.lesson == lesson.name) mark = lesson_done(progress, exercise) ? "done" : "pending";
+        if (exercise.lesson == lesson.name)
+          mark = lesson_done(progress, exercise) ? "done" : "pending";
       }
-      out += fmt::format("{:02}  {:<20} {:<8} {}\n", lesson.number, lesson.name, mark, lesson.summary);
+      out +=
+          fmt::format("{:02}  {:<20} {:<8} {}\n", lesson.number, lesson.name, mark, lesson.summary);
     }
     out += "\nRun one with `attn <lesson>`, e.g. `attn dot-product`.\n";
     if (!exercises.empty()) out += exercise_progress_text(tree, exercises);

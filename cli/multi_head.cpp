@@ -23,16 +23,22 @@ void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<MultiHeadCliOptions>();
   CLI::App* sub = add_lesson_command(app, "multi-head");
   add_lesson_options(*sub, o->cli);
-  sub->add_option("--variant", o->lesson.variant, "compare (default: all four side by side), narrow, wide, book or fused")
-      ->check(choice_validator("a multi-head variant", {"compare", "narrow", "wide", "book", "fused"}))
+  sub->add_option("--variant", o->lesson.variant,
+                  "compare (default: all four side by side), narrow, wide, book or fused")
+      ->check(
+          choice_validator("a multi-head variant", {"compare", "narrow", "wide", "book", "fused"}))
       ->option_text("compare|narrow|wide|book|fused");
-  sub->add_option("--heads", o->lesson.heads, "H, heads (default 2)")->check(size_validator())->option_text("H");
+  sub->add_option("--heads", o->lesson.heads, "H, heads (default 2)")
+      ->check(size_validator())
+      ->option_text("H");
   add_mask_options(*sub, o->mask);
   add_weights_options(*sub, o->weights, o->cli.output);
   sub->callback([o, &context] {
     if (o->lesson.variant == "compare" && !o->cli.output.save_weights.empty()) {
-      throw Error("multi_head", "the compare view runs four models with different state_dicts: add --variant narrow, "
-                                "wide, book or fused")
+      throw Error(
+          "multi_head",
+          "the compare view runs four models with different state_dicts: add --variant narrow, "
+          "wide, book or fused")
           .about("save_weights");
     }
     check_outputs(o->cli.output);

@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "catalog.hpp"
 #include "budget.hpp"
+#include "catalog.hpp"
 #include "error.hpp"
 #include "matmul.hpp"
 
@@ -22,7 +22,8 @@ std::string or_list(const std::vector<std::string>& words, std::string_view conj
   return out;
 }
 
-std::string choice_error(std::string_view what, const std::vector<std::string>& words, const std::string& text) {
+std::string choice_error(std::string_view what, const std::vector<std::string>& words,
+                         const std::string& text) {
   for (const std::string& word : words)
     if (text == word) return {};
   return fmt::format("'{}' is not {}: use {}", printable(text), what, or_list(words));
@@ -40,11 +41,13 @@ CLI::Validator size_validator(std::size_t max) {
         std::size_t value = 0;
         const char* end = text.data() + text.size();
         const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-        if (ec == std::errc::result_out_of_range || (ec == std::errc() && ptr == end && value > max)) {
+        if (ec == std::errc::result_out_of_range ||
+            (ec == std::errc() && ptr == end && value > max)) {
           return fmt::format("'{}' is too large: use a size from 1 to {}", printable(text), max);
         }
         if (ec != std::errc() || ptr != end || value == 0) {
-          return fmt::format("'{}' is not a size: give a whole number from 1 to {}", printable(text), max);
+          return fmt::format("'{}' is not a size: give a whole number from 1 to {}",
+                             printable(text), max);
         }
         return {};
       },
@@ -58,10 +61,12 @@ CLI::Validator whole_number_validator(long long min, long long max) {
         const char* end = text.data() + text.size();
         const auto [ptr, ec] = std::from_chars(text.data(), end, value);
         if (ec == std::errc::invalid_argument || ptr != end) {
-          return fmt::format("'{}' is not a whole number: give one from {} to {}", printable(text), min, max);
+          return fmt::format("'{}' is not a whole number: give one from {} to {}", printable(text),
+                             min, max);
         }
         if (ec == std::errc::result_out_of_range || value < min || value > max) {
-          return fmt::format("'{}' is out of range: give a whole number from {} to {}", printable(text), min, max);
+          return fmt::format("'{}' is out of range: give a whole number from {} to {}",
+                             printable(text), min, max);
         }
         return {};
       },
@@ -70,20 +75,25 @@ CLI::Validator whole_number_validator(long long min, long long max) {
 
 CLI::Validator real_validator(std::string what, double min, double max, std::string example) {
   return CLI::Validator(
-      [what = std::move(what), min, max, example = std::move(example)](std::string& text) -> std::string {
+      [what = std::move(what), min, max,
+       example = std::move(example)](std::string& text) -> std::string {
         // Decimal only: digits, one point, an exponent. strtod would also take hex, "inf" and blanks.
-        const bool plain = !text.empty() && text.find_first_not_of("0123456789.eE+-") == std::string::npos;
+        const bool plain =
+            !text.empty() && text.find_first_not_of("0123456789.eE+-") == std::string::npos;
         double value = 0.0;
         const char* end = text.data() + text.size();
         const auto [ptr, ec] = std::from_chars(text.data(), end, value);
         if (!plain || ptr != end || (ec != std::errc() && ec != std::errc::result_out_of_range)) {
-          return fmt::format("'{}' is not {}: give a number such as {}", printable(text), what, example);
+          return fmt::format("'{}' is not {}: give a number such as {}", printable(text), what,
+                             example);
         }
         if (ec == std::errc::result_out_of_range && !std::isfinite(max)) {
-          return fmt::format("'{}' is beyond what a double holds: give {} such as {}", printable(text), what, example);
+          return fmt::format("'{}' is beyond what a double holds: give {} such as {}",
+                             printable(text), what, example);
         }
         if (ec == std::errc::result_out_of_range || !(value >= min && value <= max)) {
-          return fmt::format("'{}' is outside {:g} to {:g}: give {} in that range", printable(text), min, max, what);
+          return fmt::format("'{}' is outside {:g} to {:g}: give {} in that range", printable(text),
+                             min, max, what);
         }
         return {};
       },
@@ -96,7 +106,8 @@ CLI::Validator seed_validator() {
         std::uint64_t value = 0;
         const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
         if (ec != std::errc() || ptr != text.data() + text.size()) {
-          return fmt::format("'{}' is not a seed: give a whole number from 0 to 2^64-1", printable(text));
+          return fmt::format("'{}' is not a seed: give a whole number from 0 to 2^64-1",
+                             printable(text));
         }
         return {};
       },
@@ -106,7 +117,8 @@ CLI::Validator seed_validator() {
 CLI::Validator not_empty_validator(std::string option, std::string example) {
   return CLI::Validator(
       [option = std::move(option), example = std::move(example)](std::string& text) -> std::string {
-        if (text.empty()) return fmt::format("the value is empty: give one, e.g. {} {}", option, example);
+        if (text.empty())
+          return fmt::format("the value is empty: give one, e.g. {} {}", option, example);
         return {};
       },
       "");
@@ -161,40 +173,51 @@ void add_output_options(CLI::App& app, render::OutputOptions& o) {
   });
   add_threads_option(app);
   app.add_option("--format", o.format, "text (default) or json: one JSON document on stdout")
-      ->transform(enum_validator<Format>("a format", {{"text", Format::text}, {"json", Format::json}}))
+      ->transform(
+          enum_validator<Format>("a format", {{"text", Format::text}, {"json", Format::json}}))
       ->option_text("text|json");
-  app.add_option("--save", o.save_dir, "write every step as DIR/<step>.npy plus DIR/manifest.json (all or nothing)")
+  app.add_option("--save", o.save_dir,
+                 "write every step as DIR/<step>.npy plus DIR/manifest.json (all or nothing)")
       ->check(not_empty_validator("--save", "out"))
       ->option_text("DIR");
-  app.add_option("--precision", o.precision, "digits after the point when printing tensors (default 4)")
+  app.add_option("--precision", o.precision,
+                 "digits after the point when printing tensors (default 4)")
       ->check(whole_number_validator(0, 16))
       ->option_text("P");
   app.add_flag("--full", o.full, "print whole tensors, never summarised with ...");
-  app.add_option("--color", o.color, "auto (default; off under NO_COLOR or when not a terminal), always, never")
-      ->transform(enum_validator<ColorMode>(
-          "a color mode", {{"auto", ColorMode::automatic}, {"always", ColorMode::always}, {"never", ColorMode::never}}))
+  app.add_option("--color", o.color,
+                 "auto (default; off under NO_COLOR or when not a terminal), always, never")
+      ->transform(enum_validator<ColorMode>("a color mode", {{"auto", ColorMode::automatic},
+                                                             {"always", ColorMode::always},
+                                                             {"never", ColorMode::never}}))
       ->option_text("auto|always|never");
   app.add_flag("--quiet", o.quiet, "only the final result and the parameter count");
 }
 
-void add_lesson_options(CLI::App& app, LessonCliOptions& o, const char* input_shape, bool with_width) {
+void add_lesson_options(CLI::App& app, LessonCliOptions& o, const char* input_shape,
+                        bool with_width) {
   app.add_option("--seed", o.lesson.seed, "random seed for the generated input (default 0)")
       ->check(seed_validator())
       ->option_text("N");
-  o.batch_option = app.add_option("--batch", o.lesson.batch, "B, sequences in the batch (default 1)")
-                       ->check(size_validator())
-                       ->option_text("B");
-  o.seq_option =
-      app.add_option("--seq", o.lesson.seq, "T, tokens per sequence (default 5)")->check(size_validator())->option_text("T");
-  app.add_option("--input", o.input_path,
-                 fmt::format("a float32 .npy of shape {} instead of random numbers (the sizes come from it)",
-                             input_shape))
+  o.batch_option =
+      app.add_option("--batch", o.lesson.batch, "B, sequences in the batch (default 1)")
+          ->check(size_validator())
+          ->option_text("B");
+  o.seq_option = app.add_option("--seq", o.lesson.seq, "T, tokens per sequence (default 5)")
+                     ->check(size_validator())
+                     ->option_text("T");
+  app.add_option(
+         "--input", o.input_path,
+         fmt::format(
+             "a float32 .npy of shape {} instead of random numbers (the sizes come from it)",
+             input_shape))
       ->check(not_empty_validator("--input", "x.npy"))
       ->option_text("FILE.npy");
   if (with_width) {
-    o.width_option = app.add_option("--d-model", o.lesson.d_model, "D, numbers per token (default 6)")
-                         ->check(size_validator())
-                         ->option_text("D");
+    o.width_option =
+        app.add_option("--d-model", o.lesson.d_model, "D, numbers per token (default 6)")
+            ->check(size_validator())
+            ->option_text("D");
   }
   add_output_options(app, o.output);
 }
@@ -209,20 +232,24 @@ void add_mask_options(CLI::App& app, MaskCliOptions& o) {
 }
 
 std::vector<std::size_t> mask_lengths(const MaskCliOptions& o) {
-  return o.lengths.empty() ? std::vector<std::size_t>{} : parse_size_list(o.lengths, "lengths", "--lengths");
+  return o.lengths.empty() ? std::vector<std::size_t>{}
+                           : parse_size_list(o.lengths, "lengths", "--lengths");
 }
 
 void add_weights_options(CLI::App& app, std::string& weights_path, render::OutputOptions& output) {
-  app.add_option("--weights", weights_path, "a .safetensors or .npz whose keys are the PyTorch module's state_dict keys")
+  app.add_option("--weights", weights_path,
+                 "a .safetensors or .npz whose keys are the PyTorch module's state_dict keys")
       ->check(not_empty_validator("--weights", "w.safetensors"))
       ->option_text("FILE");
-  app.add_option("--save-weights", output.save_weights,
-                 "write the weights used as .safetensors or .npz (by extension), loadable with load_state_dict")
+  app.add_option(
+         "--save-weights", output.save_weights,
+         "write the weights used as .safetensors or .npz (by extension), loadable with load_state_dict")
       ->check(not_empty_validator("--save-weights", "w.safetensors"))
       ->option_text("FILE");
 }
 
-std::vector<std::size_t> parse_size_list(const std::string& text, std::string_view subject, std::string_view option) {
+std::vector<std::size_t> parse_size_list(const std::string& text, std::string_view subject,
+                                         std::string_view option) {
   std::vector<std::size_t> values;
   std::size_t start = 0;
   while (start <= text.size()) {
@@ -231,9 +258,10 @@ std::vector<std::size_t> parse_size_list(const std::string& text, std::string_vi
     std::size_t value = 0;
     const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
     if (item.empty() || ec != std::errc() || ptr != item.data() + item.size() || value == 0) {
-      throw Error("parse_size_list", fmt::format("'{}' is not a list of sizes: give whole numbers of at least 1 "
-                                                 "separated by commas, e.g. {} 3,5",
-                                                 printable(text), option))
+      throw Error("parse_size_list",
+                  fmt::format("'{}' is not a list of sizes: give whole numbers of at least 1 "
+                              "separated by commas, e.g. {} 3,5",
+                              printable(text), option))
           .about(std::string(subject));
     }
     values.push_back(value);

@@ -31,8 +31,8 @@ CLI::App* add_lesson_command(CLI::App& app, std::string_view name);
 // --seed --batch --seq [--d-model] --input and the output options, on a lesson's subcommand.
 // `input_shape` describes --input's axes in the help, e.g. "(B, T, D)". --input and a size it
 // fixes may be given together when they agree (see check_input_sizes).
-void add_lesson_options(CLI::App& app, LessonCliOptions& options, const char* input_shape = "(B, T, D)",
-                        bool with_width = true);
+void add_lesson_options(CLI::App& app, LessonCliOptions& options,
+                        const char* input_shape = "(B, T, D)", bool with_width = true);
 // --format --save --precision --full --color --quiet --max-memory --threads.
 void add_output_options(CLI::App& app, render::OutputOptions& options);
 // --max-memory SIZE: the memory limit of core/budget.hpp.
@@ -67,16 +67,19 @@ CLI::Validator not_empty_validator(std::string option, std::string example);
 CLI::Validator choice_validator(std::string what, std::vector<std::string> words);
 
 // The refusal of `text` when it is none of `words`, or "" when it is one.
-std::string choice_error(std::string_view what, const std::vector<std::string>& words, const std::string& text);
+std::string choice_error(std::string_view what, const std::vector<std::string>& words,
+                         const std::string& text);
 
 // One of a fixed set of words, turned into the enum's number for CLI11 (which reads enums as
 // integers); anything else, the numbers included, is refused with the words to use.
 template <class Enum>
 CLI::Validator enum_validator(std::string what, std::vector<std::pair<std::string, Enum>> choices) {
   std::vector<std::string> words;
-  for (const auto& choice : choices) words.push_back(choice.first);
+  for (const auto& choice : choices)
+    words.push_back(choice.first);
   return CLI::Validator(
-      [what = std::move(what), words = std::move(words), choices = std::move(choices)](std::string& text) {
+      [what = std::move(what), words = std::move(words),
+       choices = std::move(choices)](std::string& text) {
         std::string error = choice_error(what, words, text);
         for (const auto& [word, value] : choices)
           if (error.empty() && text == word) text = std::to_string(static_cast<int>(value));
@@ -90,6 +93,7 @@ std::string or_list(const std::vector<std::string>& words, std::string_view conj
 
 // "3,5" -> {3, 5}: whole numbers of at least 1, comma-separated; the error is about `subject`
 // and names `option` in its example.
-std::vector<std::size_t> parse_size_list(const std::string& text, std::string_view subject, std::string_view option);
+std::vector<std::size_t> parse_size_list(const std::string& text, std::string_view subject,
+                                         std::string_view option);
 
 }  // namespace attn::cli

@@ -20,14 +20,16 @@ struct PositionalEncodingCliOptions {
 
 void run(PositionalEncodingCliOptions& o, Context& context) {
   if (o.lesson.kind == "sinusoidal" && !o.weights.empty()) {
-    throw Error("positional_encoding",
-                "the sinusoidal table is computed, not learned, so there are no weights to load: add --kind learned")
+    throw Error(
+        "positional_encoding",
+        "the sinusoidal table is computed, not learned, so there are no weights to load: add --kind learned")
         .about("weights");
   }
   if (o.lesson.kind == "sinusoidal" && !o.cli.output.save_weights.empty()) {
-    throw Error("positional_encoding",
-                "the sinusoidal table is computed, not learned, so there are no weights to save: add --kind learned, "
-                "or --save DIR to keep the table as pe.npy")
+    throw Error(
+        "positional_encoding",
+        "the sinusoidal table is computed, not learned, so there are no weights to save: add --kind learned, "
+        "or --save DIR to keep the table as pe.npy")
         .about("save_weights");
   }
   check_outputs(o.cli.output);
@@ -42,8 +44,9 @@ void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<PositionalEncodingCliOptions>();
   CLI::App* sub = add_lesson_command(app, "positional-encoding");
   add_lesson_options(*sub, o->cli);
-  sub->add_option("--kind", o->lesson.kind,
-                  "sinusoidal (seed 001 and the paper, default) or learned (the book's nn.Embedding)")
+  sub->add_option(
+         "--kind", o->lesson.kind,
+         "sinusoidal (seed 001 and the paper, default) or learned (the book's nn.Embedding)")
       ->check(choice_validator("a kind of encoding", {"sinusoidal", "learned"}))
       ->option_text("sinusoidal|learned");
   sub->add_option("--max-positions", o->max_positions,

@@ -45,15 +45,19 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     const std::string entry = *e;
     const std::string key = entry.substr(0, entry.find('='));
     bool replaced = false;
-    for (const auto& [name, value] : options.env) replaced = replaced || name == key;
+    for (const auto& [name, value] : options.env)
+      replaced = replaced || name == key;
     if (!replaced) env_strings.push_back(entry);
   }
-  for (const auto& [name, value] : options.env) env_strings.push_back(name + "=" + value);
+  for (const auto& [name, value] : options.env)
+    env_strings.push_back(name + "=" + value);
   std::vector<char*> child_env, child_argv;
-  for (std::string& s : env_strings) child_env.push_back(s.data());
+  for (std::string& s : env_strings)
+    child_env.push_back(s.data());
   child_env.push_back(nullptr);
   std::vector<std::string> args = argv;
-  for (std::string& s : args) child_argv.push_back(s.data());
+  for (std::string& s : args)
+    child_argv.push_back(s.data());
   child_argv.push_back(nullptr);
 
   const pid_t pid = fork();
@@ -67,7 +71,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     dup2(err_pipe[1], STDERR_FILENO);
     const int null_in = open("/dev/null", O_RDONLY);
     if (null_in >= 0) dup2(null_in, STDIN_FILENO);
-    close(out_pipe[0]), close(out_pipe[1]), close(err_pipe[0]), close(err_pipe[1]), close(exec_pipe[0]);
+    close(out_pipe[0]), close(out_pipe[1]), close(err_pipe[0]), close(err_pipe[1]),
+        close(exec_pipe[0]);
     if (!options.working_dir.empty() && chdir(options.working_dir.c_str()) != 0) {
       const int code = errno;
       (void)!write(exec_pipe[1], &code, sizeof code);
@@ -82,7 +87,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
   setpgid(pid, pid);
   close(out_pipe[1]), close(err_pipe[1]), close(exec_pipe[1]);
   int exec_errno = 0;
-  if (read(exec_pipe[0], &exec_errno, sizeof exec_errno) == static_cast<ssize_t>(sizeof exec_errno)) {
+  if (read(exec_pipe[0], &exec_errno, sizeof exec_errno) ==
+      static_cast<ssize_t>(sizeof exec_errno)) {
     result.start_error = fmt::format("cannot run {}: {}", argv.front(), std::strerror(exec_errno));
   }
   close(exec_pipe[0]);
@@ -92,7 +98,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
   int open_streams = 2;
   char buffer[65536];
   while (open_streams > 0) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       result.timed_out = true;
       kill(-pid, SIGKILL);
@@ -104,7 +111,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
       if (fds[i].fd < 0 || (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
       const ssize_t n = read(fds[i].fd, buffer, sizeof buffer);
       if (n > 0) {
-        append_capped(i == 0 ? result.out : result.err, buffer, static_cast<std::size_t>(n), options.max_output);
+        append_capped(i == 0 ? result.out : result.err, buffer, static_cast<std::size_t>(n),
+                      options.max_output);
       } else if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
         close(fds[i].fd);
         fds[i].fd = -1;

@@ -11,13 +11,14 @@ namespace attn::cli {
 
 struct ProcessOptions {
   double timeout_seconds = 60.0;
-  std::string working_dir;                                   // empty: this process's
-  std::vector<std::pair<std::string, std::string>> env;      // added to (or replacing in) the environment
-  std::size_t max_output = 1 << 20;                          // bytes kept per stream; the rest dropped
+  std::string working_dir;  // empty: this process's
+  std::vector<std::pair<std::string, std::string>>
+      env;                           // added to (or replacing in) the environment
+  std::size_t max_output = 1 << 20;  // bytes kept per stream; the rest dropped
 };
 
 struct ProcessResult {
-  bool started = false;    // false: the program could not be run (start_error says why)
+  bool started = false;  // false: the program could not be run (start_error says why)
   std::string start_error;
   int exit_code = -1;      // when it exited normally
   int signal = 0;          // when a signal ended it

@@ -20,7 +20,8 @@ void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<SoftmaxCliOptions>();
   CLI::App* sub = add_lesson_command(app, "softmax");
   add_lesson_options(*sub, o->cli, "(B, T, S)", /*with_width=*/false);
-  sub->add_option("--temperature", o->lesson.temperature, "τ: softmax(S / τ), from 0.001 to 1000 (default 1)")
+  sub->add_option("--temperature", o->lesson.temperature,
+                  "τ: softmax(S / τ), from 0.001 to 1000 (default 1)")
       ->check(real_validator("a temperature", 1e-3, 1e3, "0.5 or 2"))
       ->option_text("TAU");
   sub->add_option("--mask", o->mask, "none (default) or causal: -inf above the diagonal")

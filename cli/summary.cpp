@@ -33,21 +33,23 @@ struct SummaryCliOptions {
 
 // The options of a model, by the names ModelInfo::takes uses; --batch and --seq are every model's.
 const std::vector<std::pair<std::string_view, std::string_view>> kModelOptions = {
-    {"d_model", "--d-model"},       {"heads", "--heads"},   {"head_size", "--head-size"},
-    {"d_ff", "--d-ff"},             {"vocab_size", "--vocab-size"}, {"max_positions", "--max-positions"},
-    {"layers", "--layers"},         {"variant", "--variant"}, {"kind", "--kind"},
-    {"norm", "--norm"},             {"config", "--config"}, {"no_embeddings", "--no-embeddings"}};
+    {"d_model", "--d-model"}, {"heads", "--heads"},           {"head_size", "--head-size"},
+    {"d_ff", "--d-ff"},       {"vocab_size", "--vocab-size"}, {"max_positions", "--max-positions"},
+    {"layers", "--layers"},   {"variant", "--variant"},       {"kind", "--kind"},
+    {"norm", "--norm"},       {"config", "--config"},         {"no_embeddings", "--no-embeddings"}};
 
 std::vector<const lessons::ModelInfo*> models() {
   std::vector<const lessons::ModelInfo*> all;
   for (const lessons::LessonInfo& lesson : lessons::catalog())
-    for (const lessons::ModelInfo& model : lesson.models) all.push_back(&model);
+    for (const lessons::ModelInfo& model : lesson.models)
+      all.push_back(&model);
   return all;
 }
 
 std::string model_names() {
   std::vector<std::string> names;
-  for (const lessons::ModelInfo* m : models()) names.emplace_back(m->name);
+  for (const lessons::ModelInfo* m : models())
+    names.emplace_back(m->name);
   return or_list(names);
 }
 
@@ -59,8 +61,10 @@ void refuse_other_options(const CLI::App& sub, const lessons::ModelInfo& model) 
     if (std::find(model.takes.begin(), model.takes.end(), name) != model.takes.end()) continue;
     std::vector<std::string> takes = {"--batch", "--seq"};
     for (const auto& [other, spelt] : kModelOptions)
-      if (std::find(model.takes.begin(), model.takes.end(), other) != model.takes.end()) takes.emplace_back(spelt);
-    throw Error("summary", fmt::format("`attn summary {}` does not take it: it takes {}", model.name, or_list(takes, "and")))
+      if (std::find(model.takes.begin(), model.takes.end(), other) != model.takes.end())
+        takes.emplace_back(spelt);
+    throw Error("summary", fmt::format("`attn summary {}` does not take it: it takes {}",
+                                       model.name, or_list(takes, "and")))
         .about(std::string(name));
   }
 }
@@ -76,7 +80,8 @@ std::vector<std::string> split_names(const std::string& text) {
   return names;
 }
 
-std::string json_document(const SummaryCliOptions& o, const lessons::ModelDescription& d, const std::string& table) {
+std::string json_document(const SummaryCliOptions& o, const lessons::ModelDescription& d,
+                          const std::string& table) {
   nlohmann::ordered_json doc;
   doc["model"] = o.model;
   doc["class_name"] = d.module.class_name;
@@ -84,30 +89,38 @@ std::string json_document(const SummaryCliOptions& o, const lessons::ModelDescri
   doc["layers"] = nlohmann::ordered_json::array();
   for (const LayerInfo& l : d.layers) {
     Count own;
-    for (const ParameterInfo& p : l.parameters) own += Count::product(p.shape);
-    doc["layers"].push_back({{"class_name", l.class_name},
-                             {"var_name", l.var_name},
-                             {"depth", l.depth},
-                             {"input_shape", l.executed ? nlohmann::ordered_json(l.input_shape) : nullptr},
-                             {"output_shape", l.executed ? nlohmann::ordered_json(l.output_shape) : nullptr},
-                             {"own_parameters", own.value()}});
+    for (const ParameterInfo& p : l.parameters)
+      own += Count::product(p.shape);
+    doc["layers"].push_back(
+        {{"class_name", l.class_name},
+         {"var_name", l.var_name},
+         {"depth", l.depth},
+         {"input_shape", l.executed ? nlohmann::ordered_json(l.input_shape) : nullptr},
+         {"output_shape", l.executed ? nlohmann::ordered_json(l.output_shape) : nullptr},
+         {"own_parameters", own.value()}});
   }
   doc["total_params"] = count_parameters(d.module);
   doc["state_dict"] = nlohmann::ordered_json::array();
-  for (const StateDictEntry& e : state_dict_entries(d.module)) doc["state_dict"].push_back({{"key", e.key}, {"shape", e.shape}});
+  for (const StateDictEntry& e : state_dict_entries(d.module))
+    doc["state_dict"].push_back({{"key", e.key}, {"shape", e.shape}});
   doc["table"] = table;
   return doc.dump(2) + "\n";
 }
 
 int run_summary(SummaryCliOptions& o, const CLI::App& sub) {
   if (o.model.empty()) {
-    throw Error("summary", fmt::format("give a model, e.g. `attn summary multi-head`; the models: {}", model_names()))
+    throw Error(
+        "summary",
+        fmt::format("give a model, e.g. `attn summary multi-head`; the models: {}", model_names()))
         .about("model");
   }
   const std::vector<const lessons::ModelInfo*> all = models();
-  const auto it = std::find_if(all.begin(), all.end(), [&](const lessons::ModelInfo* m) { return m->name == o.model; });
+  const auto it = std::find_if(all.begin(), all.end(),
+                               [&](const lessons::ModelInfo* m) { return m->name == o.model; });
   if (it == all.end()) {
-    throw Error("summary", fmt::format("unknown model '{}': use {}", printable(o.model), model_names())).about("model");
+    throw Error("summary",
+                fmt::format("unknown model '{}': use {}", printable(o.model), model_names()))
+        .about("model");
   }
   const lessons::ModelInfo& model = **it;
   refuse_other_options(sub, model);
@@ -129,26 +142,42 @@ int run_summary(SummaryCliOptions& o, const CLI::App& sub) {
 void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<SummaryCliOptions>();
   lessons::ModelRequest& r = o->request;
-  CLI::App* sub = app.add_subcommand("summary", "torchinfo's summary table for a lesson's model: " + model_names());
+  CLI::App* sub = app.add_subcommand(
+      "summary", "torchinfo's summary table for a lesson's model: " + model_names());
   // The model's name is checked in run_summary, whose message lists the models.
   sub->add_option("model", o->model, "one of: " + model_names())->option_text("MODEL");
-  sub->add_option("--batch", r.batch, "B of the input (default 1)")->check(size_validator())->option_text("B");
-  sub->add_option("--seq", r.seq, "T of the input (default 5)")->check(size_validator())->option_text("T");
+  sub->add_option("--batch", r.batch, "B of the input (default 1)")
+      ->check(size_validator())
+      ->option_text("B");
+  sub->add_option("--seq", r.seq, "T of the input (default 5)")
+      ->check(size_validator())
+      ->option_text("T");
   sub->add_option("--d-model", r.d_model, "D, the model width (default: the lesson's)")
       ->check(size_validator())
       ->option_text("D");
-  sub->add_option("--heads", r.heads, "H, multi-head's and the encoder's heads")->check(size_validator())->option_text("H");
-  sub->add_option("--head-size", r.head_size, "hs of attention-head (default D)")->check(size_validator())->option_text("HS");
-  sub->add_option("--d-ff", r.d_ff, "F, the feed-forward width (default 4 x D; the encoder: its config's)")
+  sub->add_option("--heads", r.heads, "H, multi-head's and the encoder's heads")
+      ->check(size_validator())
+      ->option_text("H");
+  sub->add_option("--head-size", r.head_size, "hs of attention-head (default D)")
+      ->check(size_validator())
+      ->option_text("HS");
+  sub->add_option("--d-ff", r.d_ff,
+                  "F, the feed-forward width (default 4 x D; the encoder: its config's)")
       ->check(size_validator())
       ->option_text("F");
-  sub->add_option("--vocab-size", r.vocab_size, "V of embedding and the encoder")->check(size_validator())->option_text("V");
-  sub->add_option("--max-positions", r.max_positions, "P of positional-encoding (default 512) and the encoder")
+  sub->add_option("--vocab-size", r.vocab_size, "V of embedding and the encoder")
+      ->check(size_validator())
+      ->option_text("V");
+  sub->add_option("--max-positions", r.max_positions,
+                  "P of positional-encoding (default 512) and the encoder")
       ->check(size_validator())
       ->option_text("P");
-  sub->add_option("--layers", r.layers, "encoder: N layers (overrides the config)")->check(size_validator())->option_text("N");
-  sub->add_option("--variant", r.variant, "multi-head: narrow|wide|book|fused; layer-norm: torch|seed001; feed-forward: "
-                                          "book|relu|gelu-last")
+  sub->add_option("--layers", r.layers, "encoder: N layers (overrides the config)")
+      ->check(size_validator())
+      ->option_text("N");
+  sub->add_option("--variant", r.variant,
+                  "multi-head: narrow|wide|book|fused; layer-norm: torch|seed001; feed-forward: "
+                  "book|relu|gelu-last")
       ->check(not_empty_validator("--variant", "book"))
       ->option_text("NAME");
   sub->add_option("--kind", r.kind, "positional-encoding: sinusoidal (default) or learned")
@@ -157,18 +186,23 @@ void setup(CLI::App& app, Context& context) {
   sub->add_option("--norm", r.norm, "encoder: pre (default) or post")
       ->check(choice_validator("a placement", {"pre", "post"}))
       ->option_text("pre|post");
-  sub->add_option("--config", o->config, "encoder: a config.json, or bert-base / tiny (the shipped ones)")
+  sub->add_option("--config", o->config,
+                  "encoder: a config.json, or bert-base / tiny (the shipped ones)")
       ->check(not_empty_validator("--config", "bert-base"))
       ->option_text("FILE");
-  sub->add_flag("--no-embeddings", o->no_embeddings, "encoder: the layers only, on hidden states (B, T, D)");
-  sub->add_option("--col-names", o->col_names,
-                  "columns, comma-separated: input_size, output_size, num_params, params_percent, kernel_size, "
-                  "mult_adds, trainable (default output_size,num_params)")
+  sub->add_flag("--no-embeddings", o->no_embeddings,
+                "encoder: the layers only, on hidden states (B, T, D)");
+  sub->add_option(
+         "--col-names", o->col_names,
+         "columns, comma-separated: input_size, output_size, num_params, params_percent, kernel_size, "
+         "mult_adds, trainable (default output_size,num_params)")
       ->option_text("NAMES");
   sub->add_option("--col-width", o->col_width, "column width (default 25)")
       ->check(whole_number_validator(1, 200))
       ->option_text("N");
-  sub->add_option("--depth", o->depth, "deepest level shown (default 3)")->check(whole_number_validator(0, 100))->option_text("N");
+  sub->add_option("--depth", o->depth, "deepest level shown (default 3)")
+      ->check(whole_number_validator(0, 100))
+      ->option_text("N");
   sub->add_option("--verbose", o->verbose, "0, 1 (default) or 2: also a row per parameter")
       ->check(whole_number_validator(0, 2))
       ->option_text("0|1|2");
@@ -177,7 +211,8 @@ void setup(CLI::App& app, Context& context) {
       ->check(choice_validator("a torchinfo format", {"current", "0.1"}))
       ->option_text("current|0.1");
   sub->add_option("--format", o->format, "text (default) or json")
-      ->transform(enum_validator<render::Format>("a format", {{"text", render::Format::text}, {"json", render::Format::json}}))
+      ->transform(enum_validator<render::Format>(
+          "a format", {{"text", render::Format::text}, {"json", render::Format::json}}))
       ->option_text("text|json");
   add_memory_option(*sub);
   sub->callback([o, sub, &context] { context.exit_code = run_summary(*o, *sub); });

@@ -21,7 +21,9 @@ struct TokensCliOptions {
 
 void run(TokensCliOptions& o, Context& context) {
   if (!o.weights.empty() && o.width_option->count() > 0) {
-    throw Error("tokens", "--d-model and --weights exclude each other: the table in --weights sets D, so drop --d-model")
+    throw Error(
+        "tokens",
+        "--d-model and --weights exclude each other: the table in --weights sets D, so drop --d-model")
         .about("d_model");
   }
   check_outputs(o.output);
@@ -40,16 +42,20 @@ void run(TokensCliOptions& o, Context& context) {
 void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<TokensCliOptions>();
   CLI::App* sub = add_lesson_command(app, "tokens");
-  sub->add_option("--text", o->lesson.text, "the sentence to tokenize (default \"time flies like an arrow\")")
+  sub->add_option("--text", o->lesson.text,
+                  "the sentence to tokenize (default \"time flies like an arrow\")")
       ->option_text("TEXT");
-  sub->add_option("--vocab", o->vocab,
-                  "a Hugging Face vocab.txt, one token per line (default: data/vocab/lesson-vocab.txt)")
+  sub->add_option(
+         "--vocab", o->vocab,
+         "a Hugging Face vocab.txt, one token per line (default: data/vocab/lesson-vocab.txt)")
       ->check(not_empty_validator("--vocab", "vocab.txt"))
       ->option_text("FILE");
-  sub->add_flag("--add-special-tokens", o->lesson.add_special_tokens, "put [CLS] first and [SEP] last");
-  o->width_option = sub->add_option("--d-model", o->lesson.d_model, "D, numbers per token (default 6)")
-                        ->check(size_validator())
-                        ->option_text("D");
+  sub->add_flag("--add-special-tokens", o->lesson.add_special_tokens,
+                "put [CLS] first and [SEP] last");
+  o->width_option =
+      sub->add_option("--d-model", o->lesson.d_model, "D, numbers per token (default 6)")
+          ->check(size_validator())
+          ->option_text("D");
   sub->add_flag("--scale-by-sqrt-d", o->lesson.scale_by_sqrt_d,
                 "multiply the vectors by sqrt(D), as seed 001's InputEmbedding");
   sub->add_option("--seed", o->lesson.seed, "random seed for the table (default 0)")

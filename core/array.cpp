@@ -11,27 +11,39 @@ namespace attn {
 
 std::size_t dtype_size(Dtype dtype) {
   switch (dtype) {
-    case Dtype::float32: return 4;
-    case Dtype::float64: return 8;
-    case Dtype::int32: return 4;
-    case Dtype::int64: return 8;
-    case Dtype::boolean: return 1;
+    case Dtype::float32:
+      return 4;
+    case Dtype::float64:
+      return 8;
+    case Dtype::int32:
+      return 4;
+    case Dtype::int64:
+      return 8;
+    case Dtype::boolean:
+      return 1;
   }
   return 0;
 }
 
 std::string_view dtype_name(Dtype dtype) {
   switch (dtype) {
-    case Dtype::float32: return "float32";
-    case Dtype::float64: return "float64";
-    case Dtype::int32: return "int32";
-    case Dtype::int64: return "int64";
-    case Dtype::boolean: return "bool";
+    case Dtype::float32:
+      return "float32";
+    case Dtype::float64:
+      return "float64";
+    case Dtype::int32:
+      return "int32";
+    case Dtype::int64:
+      return "int64";
+    case Dtype::boolean:
+      return "bool";
   }
   return "?";
 }
 
-bool is_floating(Dtype dtype) { return dtype == Dtype::float32 || dtype == Dtype::float64; }
+bool is_floating(Dtype dtype) {
+  return dtype == Dtype::float32 || dtype == Dtype::float64;
+}
 
 std::string shape_string(const Shape& shape) {
   if (shape.size() == 1) return fmt::format("({},)", shape[0]);
@@ -50,7 +62,9 @@ std::size_t element_count(const Shape& shape) {
   return n;
 }
 
-std::size_t Array::size() const { return element_count(shape); }
+std::size_t Array::size() const {
+  return element_count(shape);
+}
 
 namespace {
 template <class T>
@@ -74,21 +88,30 @@ Array make(Dtype dtype, Shape shape, const std::vector<T>& values) {
 
 double Array::real(std::size_t i) const {
   switch (dtype) {
-    case Dtype::float32: return load<float>(bytes, i);
-    case Dtype::float64: return load<double>(bytes, i);
-    case Dtype::int32: return load<std::int32_t>(bytes, i);
-    case Dtype::int64: return static_cast<double>(load<std::int64_t>(bytes, i));
-    case Dtype::boolean: return bytes[i] != 0 ? 1.0 : 0.0;
+    case Dtype::float32:
+      return load<float>(bytes, i);
+    case Dtype::float64:
+      return load<double>(bytes, i);
+    case Dtype::int32:
+      return load<std::int32_t>(bytes, i);
+    case Dtype::int64:
+      return static_cast<double>(load<std::int64_t>(bytes, i));
+    case Dtype::boolean:
+      return bytes[i] != 0 ? 1.0 : 0.0;
   }
   return 0.0;
 }
 
 std::int64_t Array::integer(std::size_t i) const {
   switch (dtype) {
-    case Dtype::int32: return load<std::int32_t>(bytes, i);
-    case Dtype::int64: return load<std::int64_t>(bytes, i);
-    case Dtype::boolean: return bytes[i] != 0 ? 1 : 0;
-    default: return static_cast<std::int64_t>(real(i));
+    case Dtype::int32:
+      return load<std::int32_t>(bytes, i);
+    case Dtype::int64:
+      return load<std::int64_t>(bytes, i);
+    case Dtype::boolean:
+      return bytes[i] != 0 ? 1 : 0;
+    default:
+      return static_cast<std::int64_t>(real(i));
   }
 }
 
@@ -119,7 +142,8 @@ std::vector<float> to_float_vector(const Array& array) {
   if (array.dtype == Dtype::float32) {
     if (n != 0) std::memcpy(out.data(), array.bytes.data(), n * sizeof(float));
   } else {
-    for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<float>(array.real(i));
+    for (std::size_t i = 0; i < n; ++i)
+      out[i] = static_cast<float>(array.real(i));
   }
   return out;
 }

@@ -9,13 +9,15 @@
 
 namespace attn {
 
-AttentionSteps scaled_dot_product_attention(const Tensor3& queries, const Tensor3& keys, const Tensor3& values,
-                                            const Tensor3* mask) {
-  if (keys.shape(0) != queries.shape(0) || keys.shape(2) != queries.shape(2) || values.shape(0) != keys.shape(0) ||
-      values.shape(1) != keys.shape(1)) {
-    throw Error("scaled_dot_product_attention",
-                fmt::format("queries {}, keys {} and values {} do not fit: expected (B,T,hs), (B,S,hs), (B,S,hv)",
-                            shape_string_of(queries), shape_string_of(keys), shape_string_of(values)));
+AttentionSteps scaled_dot_product_attention(const Tensor3& queries, const Tensor3& keys,
+                                            const Tensor3& values, const Tensor3* mask) {
+  if (keys.shape(0) != queries.shape(0) || keys.shape(2) != queries.shape(2) ||
+      values.shape(0) != keys.shape(0) || values.shape(1) != keys.shape(1)) {
+    throw Error(
+        "scaled_dot_product_attention",
+        fmt::format(
+            "queries {}, keys {} and values {} do not fit: expected (B,T,hs), (B,S,hs), (B,S,hv)",
+            shape_string_of(queries), shape_string_of(keys), shape_string_of(values)));
   }
   AttentionSteps s;
   s.queries = queries;
@@ -26,26 +28,29 @@ AttentionSteps scaled_dot_product_attention(const Tensor3& queries, const Tensor
   s.scaled_scores = s.scores / std::sqrt(static_cast<float>(keys.shape(2)));
   if (mask != nullptr) {
     if (mask->shape() != s.scaled_scores.shape()) {
-      throw Error("scaled_dot_product_attention", fmt::format("mask {} does not fit scores {}", shape_string_of(*mask),
-                                                              shape_string_of(s.scaled_scores)));
+      throw Error("scaled_dot_product_attention",
+                  fmt::format("mask {} does not fit scores {}", shape_string_of(*mask),
+                              shape_string_of(s.scaled_scores)));
     }
     s.scaled_scores += *mask;
   }
-  s.weights = softmax(s.scaled_scores);               // (B,T,S)
-  s.output = batched_matmul(s.weights, values);       // (B,T,S) @ (B,S,hv) -> (B,T,hv)
+  s.weights = softmax(s.scaled_scores);          // (B,T,S)
+  s.output = batched_matmul(s.weights, values);  // (B,T,S) @ (B,S,hv) -> (B,T,hv)
   return s;
 }
 
-Tensor3d attention_float64(const Tensor3d& queries, const Tensor3d& keys, const Tensor3d& values, double divisor,
-                           const Tensor3* mask) {
+Tensor3d attention_float64(const Tensor3d& queries, const Tensor3d& keys, const Tensor3d& values,
+                           double divisor, const Tensor3* mask) {
   const std::size_t batch = queries.shape(0), t_count = queries.shape(1), s_count = keys.shape(1),
                     hs = keys.shape(2), hv = values.shape(2);
   if (keys.shape(0) != batch || keys.shape(2) != queries.shape(2) || values.shape(0) != batch ||
-      values.shape(1) != s_count || (mask != nullptr && (mask->shape(0) != batch || mask->shape(1) != t_count ||
-                                                         mask->shape(2) != s_count))) {
-    throw Error(ErrorKind::bad_size, "attention_float64",
-                fmt::format("queries {}, keys {} and values {} do not fit", shape_string_of(queries),
-                            shape_string_of(keys), shape_string_of(values)));
+      values.shape(1) != s_count ||
+      (mask != nullptr &&
+       (mask->shape(0) != batch || mask->shape(1) != t_count || mask->shape(2) != s_count))) {
+    throw Error(
+        ErrorKind::bad_size, "attention_float64",
+        fmt::format("queries {}, keys {} and values {} do not fit", shape_string_of(queries),
+                    shape_string_of(keys), shape_string_of(values)));
   }
   Tensor3d out = xt::zeros<double>({batch, t_count, hv});
   std::vector<double> row(s_count);
@@ -54,15 +59,18 @@ Tensor3d attention_float64(const Tensor3d& queries, const Tensor3d& keys, const 
       double largest = -std::numeric_limits<double>::infinity();
       for (std::size_t j = 0; j < s_count; ++j) {
         double score = 0.0;
-        for (std::size_t d = 0; d < hs; ++d) score += queries(b, i, d) * keys(b, j, d);  // q · k
+        for (std::size_t d = 0; d < hs; ++d)
+          score += queries(b, i, d) * keys(b, j, d);  // q · k
         row[j] = score / divisor + (mask != nullptr ? (*mask)(b, i, j) : 0.0f);
         largest = std::max(largest, row[j]);
       }
       if (std::isinf(largest) && largest < 0) continue;  // every key masked: zeros
       double total = 0.0;
-      for (std::size_t j = 0; j < s_count; ++j) total += row[j] = std::exp(row[j] - largest);
       for (std::size_t j = 0; j < s_count; ++j)
-        for (std::size_t d = 0; d < hv; ++d) out(b, i, d) += row[j] / total * values(b, j, d);
+        total += row[j] = std::exp(row[j] - largest);
+      for (std::size_t j = 0; j < s_count; ++j)
+        for (std::size_t d = 0; d < hv; ++d)
+          out(b, i, d) += row[j] / total * values(b, j, d);
     }
   return out;
 }
@@ -86,10 +94,12 @@ MemoryPlan plan_attention_float64(std::size_t batch, std::size_t tokens, std::si
           {"Q, K, V and the output in float64", {4, batch, tokens, head_size}, " B T hs", 8}};
 }
 
-Tensor3 attention_mask(std::size_t batch, std::size_t tokens, bool causal, const std::vector<std::size_t>& lengths) {
+Tensor3 attention_mask(std::size_t batch, std::size_t tokens, bool causal,
+                       const std::vector<std::size_t>& lengths) {
   if (!lengths.empty() && lengths.size() != batch) {
     throw Error(ErrorKind::bad_size, "attention_mask",
-                fmt::format("{} lengths for a batch of {}: give one length per sequence", lengths.size(), batch))
+                fmt::format("{} lengths for a batch of {}: give one length per sequence",
+                            lengths.size(), batch))
         .about("lengths");
   }
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
@@ -97,10 +107,12 @@ Tensor3 attention_mask(std::size_t batch, std::size_t tokens, bool causal, const
   for (std::size_t b = 0; b < batch; ++b) {
     const std::size_t length = lengths.empty() ? tokens : lengths[b];
     if (length == 0 || length > tokens) {
-      throw Error(ErrorKind::bad_size, "attention_mask",
-                  fmt::format("length {} of sequence {} is outside 1..{} (T): give each length from 1 to T, the "
-                              "tokens per sequence",
-                              length, b, tokens))
+      throw Error(
+          ErrorKind::bad_size, "attention_mask",
+          fmt::format(
+              "length {} of sequence {} is outside 1..{} (T): give each length from 1 to T, the "
+              "tokens per sequence",
+              length, b, tokens))
           .about("lengths");
     }
     for (std::size_t i = 0; i < tokens; ++i)
@@ -141,8 +153,9 @@ AttentionSteps forward(const SelfAttention& layer, const Tensor3& x, const Tenso
 Tensor3d forward_float64(const SelfAttention& layer, const Tensor3& x, const Tensor3* mask) {
   const Tensor3d x64 = xt::cast<double>(x);
   const double divisor = std::sqrt(static_cast<double>(layer.tokeys.weight.shape(0)));  // √hs
-  return attention_float64(forward_float64(layer.toqueries, x64), forward_float64(layer.tokeys, x64),
-                           forward_float64(layer.tovalues, x64), divisor, mask);
+  return attention_float64(forward_float64(layer.toqueries, x64),
+                           forward_float64(layer.tokeys, x64), forward_float64(layer.tovalues, x64),
+                           divisor, mask);
 }
 
 std::vector<LayerInfo> trace_self_attention(std::size_t k, const Shape& shape) {
@@ -150,7 +163,8 @@ std::vector<LayerInfo> trace_self_attention(std::size_t k, const Shape& shape) {
   Trace trace;
   trace.call(m, shape, shape);
   trace.enter();
-  for (const char* name : {"toqueries", "tokeys", "tovalues"}) trace.call(child(m, name), shape, linear_output(shape, k));
+  for (const char* name : {"toqueries", "tokeys", "tovalues"})
+    trace.call(child(m, name), shape, linear_output(shape, k));
   trace.leave();
   return trace.layers();
 }
@@ -164,39 +178,44 @@ AttentionHead init_attention_head(Rng& rng, std::size_t embed_dim, std::size_t h
 }
 
 Module describe_attention_head(std::size_t embed_dim, std::size_t head_dim, std::string name) {
-  return Module{"AttentionHead",
-                std::move(name),
-                {},
-                {linear_module("q", embed_dim, head_dim, true), linear_module("k", embed_dim, head_dim, true),
-                 linear_module("v", embed_dim, head_dim, true)}};
+  return Module{
+      "AttentionHead",
+      std::move(name),
+      {},
+      {linear_module("q", embed_dim, head_dim, true), linear_module("k", embed_dim, head_dim, true),
+       linear_module("v", embed_dim, head_dim, true)}};
 }
 
-void visit_parameters(AttentionHead& head, const std::string& prefix, const ParameterVisitor& visit) {
+void visit_parameters(AttentionHead& head, const std::string& prefix,
+                      const ParameterVisitor& visit) {
   visit_parameters(head.q, prefix + "q.", visit);
   visit_parameters(head.k, prefix + "k.", visit);
   visit_parameters(head.v, prefix + "v.", visit);
 }
 
 AttentionSteps forward(const AttentionHead& head, const Tensor3& x, const Tensor3* mask) {
-  return scaled_dot_product_attention(forward(head.q, x), forward(head.k, x), forward(head.v, x), mask);
+  return scaled_dot_product_attention(forward(head.q, x), forward(head.k, x), forward(head.v, x),
+                                      mask);
 }
 
 Tensor3d forward_float64(const AttentionHead& head, const Tensor3& x, const Tensor3* mask) {
   const Tensor3d x64 = xt::cast<double>(x);
   const double divisor = std::sqrt(static_cast<double>(head.k.weight.shape(0)));  // √hs
-  return attention_float64(forward_float64(head.q, x64), forward_float64(head.k, x64), forward_float64(head.v, x64),
-                           divisor, mask);
+  return attention_float64(forward_float64(head.q, x64), forward_float64(head.k, x64),
+                           forward_float64(head.v, x64), divisor, mask);
 }
 
 void trace_attention_head(Trace& trace, const Module& head, const Shape& shape) {
   const std::size_t head_dim = head.children.front().parameters.front().shape[0];
   trace.call(head, shape, linear_output(shape, head_dim));
   trace.enter();
-  for (const Module& projection : head.children) trace.call(projection, shape, linear_output(shape, head_dim));
+  for (const Module& projection : head.children)
+    trace.call(projection, shape, linear_output(shape, head_dim));
   trace.leave();
 }
 
-std::vector<LayerInfo> trace_attention_head(std::size_t embed_dim, std::size_t head_dim, const Shape& shape) {
+std::vector<LayerInfo> trace_attention_head(std::size_t embed_dim, std::size_t head_dim,
+                                            const Shape& shape) {
   Trace trace;
   trace_attention_head(trace, describe_attention_head(embed_dim, head_dim), shape);
   return trace.layers();

@@ -27,14 +27,14 @@ struct AttentionSteps {
 
 // softmax(Q Kᵀ / sqrt(hs) + mask) V, with hs the keys' last size. `mask` is additive (B,T,S):
 // 0 where a query may look, -inf where it may not; null for none.
-AttentionSteps scaled_dot_product_attention(const Tensor3& queries, const Tensor3& keys, const Tensor3& values,
-                                            const Tensor3* mask);
+AttentionSteps scaled_dot_product_attention(const Tensor3& queries, const Tensor3& keys,
+                                            const Tensor3& values, const Tensor3* mask);
 
 // softmax(Q Kᵀ / divisor + mask) V in float64: what a float32 attention would give without its
 // round-off (to float64's), for checks that compare two float32 results. A fully masked row
 // gives zeros, as softmax() does. Queries (B,T,hs), keys (B,S,hs), values (B,S,hv).
-Tensor3d attention_float64(const Tensor3d& queries, const Tensor3d& keys, const Tensor3d& values, double divisor,
-                           const Tensor3* mask);
+Tensor3d attention_float64(const Tensor3d& queries, const Tensor3d& keys, const Tensor3d& values,
+                           double divisor, const Tensor3* mask);
 
 // For a memory budget (core/budget.hpp) on (B,T,D): AttentionSteps' tensors; what the forward of
 // SelfAttention or AttentionHead holds beside them at its peak (the three projections it copies
@@ -47,7 +47,8 @@ MemoryPlan plan_attention_float64(std::size_t batch, std::size_t tokens, std::si
 // The additive (B,T,T) mask: -inf above the diagonal when `causal`, and -inf on the keys at or
 // past lengths[b] (padding) when `lengths` is not empty. Throws attn::Error for a length of 0 or
 // past T, or a lengths list that is not B long.
-Tensor3 attention_mask(std::size_t batch, std::size_t tokens, bool causal, const std::vector<std::size_t>& lengths);
+Tensor3 attention_mask(std::size_t batch, std::size_t tokens, bool causal,
+                       const std::vector<std::size_t>& lengths);
 
 // Seed 004: SelfAttention(k).
 struct SelfAttention {
@@ -68,12 +69,16 @@ struct AttentionHead {
 };
 AttentionHead init_attention_head(Rng& rng, std::size_t embed_dim, std::size_t head_dim);
 Module describe_attention_head(std::size_t embed_dim, std::size_t head_dim, std::string name = "");
-void visit_parameters(AttentionHead& head, const std::string& prefix, const ParameterVisitor& visit);
-inline void visit_parameters(AttentionHead& head, const ParameterVisitor& visit) { visit_parameters(head, "", visit); }
+void visit_parameters(AttentionHead& head, const std::string& prefix,
+                      const ParameterVisitor& visit);
+inline void visit_parameters(AttentionHead& head, const ParameterVisitor& visit) {
+  visit_parameters(head, "", visit);
+}
 AttentionSteps forward(const AttentionHead& head, const Tensor3& x, const Tensor3* mask);
 Tensor3d forward_float64(const AttentionHead& head, const Tensor3& x, const Tensor3* mask);
 // Adds the rows of one AttentionHead call (the head, then q, k, v) to `trace`.
 void trace_attention_head(Trace& trace, const Module& head, const Shape& shape);
-std::vector<LayerInfo> trace_attention_head(std::size_t embed_dim, std::size_t head_dim, const Shape& shape);
+std::vector<LayerInfo> trace_attention_head(std::size_t embed_dim, std::size_t head_dim,
+                                            const Shape& shape);
 
 }  // namespace attn

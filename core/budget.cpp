@@ -68,14 +68,19 @@ Limit& current() {
 
 std::size_t default_memory_limit() {
   const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
-  std::size_t total = pages > 0 && page_size > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page_size)
-                                                 : std::size_t{2} << 30;
+  std::size_t total = pages > 0 && page_size > 0
+                          ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page_size)
+                          : std::size_t{2} << 30;
   if (const auto cgroup = cgroup_limit(); cgroup && *cgroup < total) total = *cgroup;
   return total / 2;
 }
 
-std::size_t memory_limit() { return current().bytes; }
-std::string memory_limit_source() { return current().source; }
+std::size_t memory_limit() {
+  return current().bytes;
+}
+std::string memory_limit_source() {
+  return current().source;
+}
 
 std::string memory_limit_origin() {
   const std::string& source = current().source;
@@ -92,7 +97,8 @@ std::size_t parse_memory_size(std::string_view text, std::string_view what) {
                              printable(text)));
   };
   std::size_t i = 0;
-  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
+    ++i;
   if (i == 0) throw bad();
   double value = 0.0;
   try {
@@ -103,7 +109,8 @@ std::size_t parse_memory_size(std::string_view text, std::string_view what) {
     throw bad();
   }
   std::string unit(text.substr(i));
-  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (char& c : unit)
+    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   double scale = 1.0;
   if (!unit.empty() && unit != "B") {
     const std::string prefixes = "KMGT";
@@ -124,7 +131,8 @@ std::size_t parse_memory_size(std::string_view text, std::string_view what) {
 std::string format_bytes(double bytes) {
   static const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   int unit = 0;
-  while (bytes >= 1024.0 && unit < 6) bytes /= 1024.0, ++unit;
+  while (bytes >= 1024.0 && unit < 6)
+    bytes /= 1024.0, ++unit;
   if (unit == 0) return fmt::format("{:.0f} bytes", bytes);
   // Three significant digits, never an exponent: 999.5 to 1023.9 of a unit print whole.
   if (bytes >= 999.5) return fmt::format("{:.0f} {}", bytes, units[unit]);
@@ -249,7 +257,8 @@ std::size_t planned_bytes(const MemoryPlan& plan) {
 void check_budget(std::string_view command, const MemoryPlan& plan) {
   if (const Limit& limit = current(); limit.bytes == 0) {
     if (!limit.problem.empty())
-      throw Error(ErrorKind::bad_value, "check_budget", "ATTN_MAX_MEMORY: " + limit.problem + ", or unset it");
+      throw Error(ErrorKind::bad_value, "check_budget",
+                  "ATTN_MAX_MEMORY: " + limit.problem + ", or unset it");
     throw Error(ErrorKind::bad_value, command,
                 fmt::format("{} is not a memory size", printable(limit.source)));
   }

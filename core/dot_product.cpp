@@ -10,8 +10,8 @@ DotProductSteps dot_product_attention(const Tensor3& x, float divisor) {
   DotProductSteps s;
   s.raw_weights = batched_matmul_transposed(x, x);  // (B,T,D) @ (B,T,D)^T -> (B,T,T)
   if (divisor != 1.0f) s.raw_weights /= divisor;
-  s.weights = softmax(s.raw_weights);               // (B,T,T), rows sum to 1
-  s.output = batched_matmul(s.weights, x);          // (B,T,T) @ (B,T,D) -> (B,T,D)
+  s.weights = softmax(s.raw_weights);       // (B,T,T), rows sum to 1
+  s.output = batched_matmul(s.weights, x);  // (B,T,T) @ (B,T,D) -> (B,T,D)
   return s;
 }
 
@@ -33,16 +33,18 @@ MemoryPlan plan_dot_product_attention_float64(std::size_t batch, std::size_t tok
 
 Tensor3 permute_tokens(const Tensor3& x, const std::vector<std::size_t>& order) {
   if (order.size() != x.shape(1)) {
-    throw Error("permute_tokens", fmt::format("order has {} entries for x {}", order.size(),
-                                              shape_string_of(x)));
+    throw Error("permute_tokens",
+                fmt::format("order has {} entries for x {}", order.size(), shape_string_of(x)));
   }
   Tensor3 out(x.shape());
   for (std::size_t b = 0; b < x.shape(0); ++b)
     for (std::size_t i = 0; i < x.shape(1); ++i) {
       if (order[i] >= x.shape(1)) {
-        throw Error("permute_tokens", fmt::format("order[{}] = {} is past T = {}", i, order[i], x.shape(1)));
+        throw Error("permute_tokens",
+                    fmt::format("order[{}] = {} is past T = {}", i, order[i], x.shape(1)));
       }
-      for (std::size_t d = 0; d < x.shape(2); ++d) out(b, i, d) = x(b, order[i], d);
+      for (std::size_t d = 0; d < x.shape(2); ++d)
+        out(b, i, d) = x(b, order[i], d);
     }
   return out;
 }

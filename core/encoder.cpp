@@ -11,7 +11,9 @@ GeluApproximation gelu_of(const EncoderConfig& config) {
   return config.hidden_act == "gelu" ? GeluApproximation::none : GeluApproximation::tanh;
 }
 
-Tensor3 add(const Tensor3& a, const Tensor3& b) { return a + b; }  // (B,T,D) + (B,T,D)
+Tensor3 add(const Tensor3& a, const Tensor3& b) {
+  return a + b;
+}  // (B,T,D) + (B,T,D)
 }  // namespace
 
 EncoderLayer init_encoder_layer(Rng& rng, const EncoderConfig& config, NormPlacement placement) {
@@ -19,9 +21,10 @@ EncoderLayer init_encoder_layer(Rng& rng, const EncoderConfig& config, NormPlace
   layer.placement = placement;
   layer.layer_norm_1 = init_layer_norm(config.hidden_size);
   layer.layer_norm_2 = init_layer_norm(config.hidden_size);
-  layer.attention = init_multi_head(rng, MultiHeadVariant::book, config.hidden_size, config.num_attention_heads);
-  layer.feed_forward = init_feed_forward(rng, FeedForwardVariant::book, config.hidden_size, config.intermediate_size,
-                                         gelu_of(config));
+  layer.attention =
+      init_multi_head(rng, MultiHeadVariant::book, config.hidden_size, config.num_attention_heads);
+  layer.feed_forward = init_feed_forward(rng, FeedForwardVariant::book, config.hidden_size,
+                                         config.intermediate_size, gelu_of(config));
   return layer;
 }
 
@@ -33,8 +36,8 @@ Module layer_with(const EncoderConfig& config, std::string name, Module attentio
                 {},
                 {describe_layer_norm(config.hidden_size, "layer_norm_1"),
                  describe_layer_norm(config.hidden_size, "layer_norm_2"), std::move(attention),
-                 describe_feed_forward(FeedForwardVariant::book, config.hidden_size, config.intermediate_size,
-                                       "feed_forward")}};
+                 describe_feed_forward(FeedForwardVariant::book, config.hidden_size,
+                                       config.intermediate_size, "feed_forward")}};
 }
 }  // namespace
 
@@ -49,22 +52,24 @@ ModuleSize encoder_layer_size(const EncoderConfig& config, std::string name) {
          multi_head_size(MultiHeadVariant::book, config.hidden_size, config.num_attention_heads);
 }
 
-void visit_parameters(EncoderLayer& layer, const std::string& prefix, const ParameterVisitor& visit) {
+void visit_parameters(EncoderLayer& layer, const std::string& prefix,
+                      const ParameterVisitor& visit) {
   visit_parameters(layer.layer_norm_1, prefix + "layer_norm_1.", visit);
   visit_parameters(layer.layer_norm_2, prefix + "layer_norm_2.", visit);
   visit_parameters(layer.attention, [&](const std::string& key, float* data, const Shape& shape) {
     visit(prefix + "attention." + key, data, shape);
   });
-  visit_parameters(layer.feed_forward, [&](const std::string& key, float* data, const Shape& shape) {
-    visit(prefix + "feed_forward." + key, data, shape);
-  });
+  visit_parameters(layer.feed_forward,
+                   [&](const std::string& key, float* data, const Shape& shape) {
+                     visit(prefix + "feed_forward." + key, data, shape);
+                   });
 }
 
 EncoderLayerSteps forward(const EncoderLayer& layer, const Tensor3& x) {
   EncoderLayerSteps s;
   s.input = x;
   if (layer.placement == NormPlacement::pre) {
-    s.norm_1 = forward(layer.layer_norm_1, x).output;             // (B,T,D)
+    s.norm_1 = forward(layer.layer_norm_1, x).output;  // (B,T,D)
     s.attention = forward(layer.attention, s.norm_1, nullptr).output;
     s.residual_1 = add(x, s.attention);
     s.norm_2 = forward(layer.layer_norm_2, s.residual_1).output;
@@ -97,7 +102,8 @@ MemoryPlan plan_encoder_layer_temporaries(const EncoderConfig& config, std::size
   return plan;
 }
 
-void trace_encoder_layer(Trace& trace, const Module& layer, const Shape& shape, NormPlacement placement) {
+void trace_encoder_layer(Trace& trace, const Module& layer, const Shape& shape,
+                         NormPlacement placement) {
   trace.call(layer, shape, shape);
   trace.enter();
   const Module& norm_1 = child(layer, "layer_norm_1");
@@ -110,7 +116,8 @@ void trace_encoder_layer(Trace& trace, const Module& layer, const Shape& shape, 
     trace.enter();
     trace.container(heads);
     trace.enter();
-    for (const Module& head : heads.children) trace_attention_head(trace, head, shape);
+    for (const Module& head : heads.children)
+      trace_attention_head(trace, head, shape);
     trace.leave();
     trace.call(child(attention, "output_linear"), linear_output(shape, d_model), shape);
     trace.leave();
@@ -138,12 +145,14 @@ Embeddings init_embeddings(Rng& rng, const EncoderConfig& config) {
 }
 
 Module describe_embeddings(const EncoderConfig& config, std::string name) {
-  return Module{"Embeddings",
-                std::move(name),
-                {},
-                {describe_embedding(config.vocab_size, config.hidden_size, "token_embeddings"),
-                 describe_embedding(config.max_position_embeddings, config.hidden_size, "position_embeddings"),
-                 describe_layer_norm(config.hidden_size, "layer_norm"), leaf_module("Dropout", "dropout")}};
+  return Module{
+      "Embeddings",
+      std::move(name),
+      {},
+      {describe_embedding(config.vocab_size, config.hidden_size, "token_embeddings"),
+       describe_embedding(config.max_position_embeddings, config.hidden_size,
+                          "position_embeddings"),
+       describe_layer_norm(config.hidden_size, "layer_norm"), leaf_module("Dropout", "dropout")}};
 }
 
 void visit_parameters(Embeddings& e, const std::string& prefix, const ParameterVisitor& visit) {
@@ -153,21 +162,26 @@ void visit_parameters(Embeddings& e, const std::string& prefix, const ParameterV
 }
 
 EmbeddingsSteps forward(const Embeddings& e, const Ids& ids) {
-  const std::size_t batch = ids.shape(0), tokens = ids.shape(1), positions = e.position_embeddings.weight.shape(0);
+  const std::size_t batch = ids.shape(0), tokens = ids.shape(1),
+                    positions = e.position_embeddings.weight.shape(0);
   if (tokens > positions) {
-    throw Error("Embeddings", fmt::format("{} tokens but only {} positions (max_position_embeddings): use at most {} "
-                                          "tokens",
-                                          tokens, positions, positions));
+    throw Error(
+        "Embeddings",
+        fmt::format("{} tokens but only {} positions (max_position_embeddings): use at most {} "
+                    "tokens",
+                    tokens, positions, positions));
   }
   EmbeddingsSteps s;
   s.token = forward(e.token_embeddings, ids);  // (B,T) -> (B,T,D)
   Ids position_ids({1, tokens});
-  for (std::size_t t = 0; t < tokens; ++t) position_ids(0, t) = static_cast<std::int64_t>(t);
+  for (std::size_t t = 0; t < tokens; ++t)
+    position_ids(0, t) = static_cast<std::int64_t>(t);
   s.position = forward(e.position_embeddings, position_ids);  // (1,T,D)
   s.sum = s.token;
   for (std::size_t b = 0; b < batch; ++b)
     for (std::size_t t = 0; t < tokens; ++t)
-      for (std::size_t d = 0; d < s.sum.shape(2); ++d) s.sum(b, t, d) += s.position(0, t, d);
+      for (std::size_t d = 0; d < s.sum.shape(2); ++d)
+        s.sum(b, t, d) += s.position(0, t, d);
   s.output = forward(e.layer_norm, s.sum).output;
   return s;
 }
@@ -192,11 +206,13 @@ void trace_embeddings(Trace& trace, const Module& e, const Shape& input) {
   trace.leave();
 }
 
-Encoder init_encoder(Rng& rng, const EncoderConfig& config, NormPlacement placement, bool with_embeddings) {
+Encoder init_encoder(Rng& rng, const EncoderConfig& config, NormPlacement placement,
+                     bool with_embeddings) {
   Encoder encoder;
   encoder.with_embeddings = with_embeddings;
   if (with_embeddings) encoder.embeddings = init_embeddings(rng, config);
-  for (std::size_t i = 0; i < config.num_hidden_layers; ++i) encoder.layers.push_back(init_encoder_layer(rng, config, placement));
+  for (std::size_t i = 0; i < config.num_hidden_layers; ++i)
+    encoder.layers.push_back(init_encoder_layer(rng, config, placement));
   return encoder;
 }
 
@@ -258,8 +274,8 @@ void visit_parameters(Encoder& encoder, const ParameterVisitor& visit) {
   }
 }
 
-std::vector<LayerInfo> trace_encoder(const EncoderConfig& config, bool with_embeddings, NormPlacement placement,
-                                     const Shape& input) {
+std::vector<LayerInfo> trace_encoder(const EncoderConfig& config, bool with_embeddings,
+                                     NormPlacement placement, const Shape& input) {
   check_budget("trace_encoder", planned_summary(encoder_size(config, with_embeddings), "L/H"));
   const Module model = describe_encoder(config, with_embeddings);
   Trace trace;
@@ -274,7 +290,8 @@ std::vector<LayerInfo> trace_encoder(const EncoderConfig& config, bool with_embe
   const Module& layers = child(model, "layers");
   trace.container(layers);
   trace.enter();
-  for (const Module& layer : layers.children) trace_encoder_layer(trace, layer, hidden, placement);
+  for (const Module& layer : layers.children)
+    trace_encoder_layer(trace, layer, hidden, placement);
   trace.leave();
   trace.leave();
   return trace.layers();

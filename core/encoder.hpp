@@ -32,23 +32,27 @@ struct EncoderLayer {
 };
 
 struct EncoderLayerSteps {
-  Tensor3 input;          // (B,T,D)
-  Tensor3 norm_1;         // pre: LN1(x)             post: LN1(x + attention)
-  Tensor3 attention;      // (B,T,D) the attention sublayer's output
-  Tensor3 residual_1;     // pre: x + attention       post: = norm_1
-  Tensor3 norm_2;         // pre: LN2(residual_1)     post: LN2(residual_1 + feed_forward)
-  Tensor3 feed_forward;   // (B,T,D) the feed-forward sublayer's output
-  Tensor3 output;         // pre: residual_1 + feed_forward   post: = norm_2
+  Tensor3 input;         // (B,T,D)
+  Tensor3 norm_1;        // pre: LN1(x)             post: LN1(x + attention)
+  Tensor3 attention;     // (B,T,D) the attention sublayer's output
+  Tensor3 residual_1;    // pre: x + attention       post: = norm_1
+  Tensor3 norm_2;        // pre: LN2(residual_1)     post: LN2(residual_1 + feed_forward)
+  Tensor3 feed_forward;  // (B,T,D) the feed-forward sublayer's output
+  Tensor3 output;        // pre: residual_1 + feed_forward   post: = norm_2
 };
 
 EncoderLayer init_encoder_layer(Rng& rng, const EncoderConfig& config, NormPlacement placement);
 Module describe_encoder_layer(const EncoderConfig& config, std::string name = "");
 // describe_encoder_layer's size, from one head (see multi_head_size).
 ModuleSize encoder_layer_size(const EncoderConfig& config, std::string name = "");
-void visit_parameters(EncoderLayer& layer, const std::string& prefix, const ParameterVisitor& visit);
-inline void visit_parameters(EncoderLayer& layer, const ParameterVisitor& visit) { visit_parameters(layer, "", visit); }
+void visit_parameters(EncoderLayer& layer, const std::string& prefix,
+                      const ParameterVisitor& visit);
+inline void visit_parameters(EncoderLayer& layer, const ParameterVisitor& visit) {
+  visit_parameters(layer, "", visit);
+}
 EncoderLayerSteps forward(const EncoderLayer& layer, const Tensor3& x);
-void trace_encoder_layer(Trace& trace, const Module& layer, const Shape& shape, NormPlacement placement);
+void trace_encoder_layer(Trace& trace, const Module& layer, const Shape& shape,
+                         NormPlacement placement);
 // For a memory budget (core/budget.hpp) on x (B,T,D): EncoderLayerSteps' seven tensors; what
 // forward() holds beside them at its peak (a norm's steps, and the larger of its sublayers').
 MemoryPlan plan_encoder_layer(const EncoderConfig& config, std::size_t batch, std::size_t tokens);
@@ -70,8 +74,11 @@ struct EmbeddingsSteps {
 
 Embeddings init_embeddings(Rng& rng, const EncoderConfig& config);
 Module describe_embeddings(const EncoderConfig& config, std::string name = "");
-void visit_parameters(Embeddings& embeddings, const std::string& prefix, const ParameterVisitor& visit);
-inline void visit_parameters(Embeddings& e, const ParameterVisitor& visit) { visit_parameters(e, "", visit); }
+void visit_parameters(Embeddings& embeddings, const std::string& prefix,
+                      const ParameterVisitor& visit);
+inline void visit_parameters(Embeddings& e, const ParameterVisitor& visit) {
+  visit_parameters(e, "", visit);
+}
 // torchinfo's rows of one Embeddings call on ids of shape `input` (B,T).
 void trace_embeddings(Trace& trace, const Module& embeddings, const Shape& input);
 // ids (B,T); throws attn::Error for T > P or an id outside the vocabulary.
@@ -86,7 +93,8 @@ struct Encoder {
   std::vector<EncoderLayer> layers;
 };
 
-Encoder init_encoder(Rng& rng, const EncoderConfig& config, NormPlacement placement, bool with_embeddings);
+Encoder init_encoder(Rng& rng, const EncoderConfig& config, NormPlacement placement,
+                     bool with_embeddings);
 // TransformerEncoder{embeddings, layers}; without embeddings and with one layer, the bare
 // TransformerEncoderLayer (whose keys have no "layers.0." prefix).
 Module describe_encoder(const EncoderConfig& config, bool with_embeddings);
@@ -95,7 +103,7 @@ Module describe_encoder(const EncoderConfig& config, bool with_embeddings);
 ModuleSize encoder_size(const EncoderConfig& config, bool with_embeddings);
 void visit_parameters(Encoder& encoder, const ParameterVisitor& visit);
 // torchinfo's rows: for ids (B,T) with embeddings, for hidden states (B,T,D) without.
-std::vector<LayerInfo> trace_encoder(const EncoderConfig& config, bool with_embeddings, NormPlacement placement,
-                                     const Shape& input);
+std::vector<LayerInfo> trace_encoder(const EncoderConfig& config, bool with_embeddings,
+                                     NormPlacement placement, const Shape& input);
 
 }  // namespace attn

@@ -10,12 +10,18 @@ namespace attn {
 
 std::string_view kind_name(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::bad_value: return "bad value";
-    case ErrorKind::bad_size: return "bad size";
-    case ErrorKind::bad_file: return "bad file";
-    case ErrorKind::too_large: return "too large";
-    case ErrorKind::write_failed: return "write failed";
-    case ErrorKind::internal: return "internal error";
+    case ErrorKind::bad_value:
+      return "bad value";
+    case ErrorKind::bad_size:
+      return "bad size";
+    case ErrorKind::bad_file:
+      return "bad file";
+    case ErrorKind::too_large:
+      return "too large";
+    case ErrorKind::write_failed:
+      return "write failed";
+    case ErrorKind::internal:
+      return "internal error";
   }
   return "error";
 }
@@ -57,13 +63,17 @@ Error& Error::about(std::string subject) & {
   return *this;
 }
 
-Error&& Error::about(std::string subject) && { return std::move(about(std::move(subject))); }
+Error&& Error::about(std::string subject) && {
+  return std::move(about(std::move(subject)));
+}
 
 Error& Error::driven_by(std::vector<std::string> sizes) & {
   sizes_ = std::move(sizes);
   return *this;
 }
 
-Error&& Error::driven_by(std::vector<std::string> sizes) && { return std::move(driven_by(std::move(sizes))); }
+Error&& Error::driven_by(std::vector<std::string> sizes) && {
+  return std::move(driven_by(std::move(sizes)));
+}
 
 }  // namespace attn

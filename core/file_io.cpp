@@ -213,7 +213,8 @@ void write_file_atomic(const std::string& path, std::string_view contents) {
 }
 
 void write_file_atomic(const std::string& path, const std::vector<unsigned char>& contents) {
-  write_file_atomic(path, std::string_view(reinterpret_cast<const char*>(contents.data()), contents.size()));
+  write_file_atomic(
+      path, std::string_view(reinterpret_cast<const char*>(contents.data()), contents.size()));
 }
 
 }  // namespace attn

@@ -25,7 +25,8 @@ Tensor3 forward(const Linear& layer, const Tensor3& x);
 Tensor3d forward_float64(const Linear& layer, const Tensor3d& x);
 
 // Called once per parameter with its state_dict key, storage and shape, in state_dict order.
-using ParameterVisitor = std::function<void(const std::string& key, float* data, const Shape& shape)>;
+using ParameterVisitor =
+    std::function<void(const std::string& key, float* data, const Shape& shape)>;
 void visit_parameters(Linear& layer, const std::string& prefix, const ParameterVisitor& visit);
 
 }  // namespace attn

@@ -10,7 +10,8 @@ namespace attn {
 
 namespace {
 // Checks (B,T,K) against (B,K,N), or (B,N,K) when `transposed`; returns N.
-std::size_t check_shapes(const char* function, const Tensor3& a, const Tensor3& b, bool transposed) {
+std::size_t check_shapes(const char* function, const Tensor3& a, const Tensor3& b,
+                         bool transposed) {
   const std::size_t inner_b = transposed ? b.shape(2) : b.shape(1);
   if (a.shape(0) != b.shape(0) || a.shape(2) != inner_b) {
     throw Error(function, fmt::format("shapes do not match: {} @ {}{}", shape_string_of(a),
@@ -42,8 +43,8 @@ Tensor3 gemm(const char* function, const Tensor3& a, const Tensor3& b, bool tran
   if (rows == 0 || cols == 0 || inner == 0) return c;
   if (inner * rows * cols < kTorchSmallProduct) {
     for (std::size_t i = 0; i < batch; ++i) {
-      small_product(a.data() + i * rows * inner, b.data() + i * inner * cols, c.data() + i * rows * cols, rows,
-                    inner, cols, transposed);
+      small_product(a.data() + i * rows * inner, b.data() + i * inner * cols,
+                    c.data() + i * rows * cols, rows, inner, cols, transposed);
     }
     return c;
   }
@@ -90,12 +91,15 @@ Tensor3 batched_matmul_transposed_reference(const Tensor3& a, const Tensor3& b) 
 }
 
 namespace {
-std::size_t check_linear(const char* function, const Tensor3& x, const Tensor2& weight, const Tensor1* bias) {
+std::size_t check_linear(const char* function, const Tensor3& x, const Tensor2& weight,
+                         const Tensor1* bias) {
   if (x.shape(2) != weight.shape(1) || (bias != nullptr && bias->shape(0) != weight.shape(0))) {
-    throw Error(function, fmt::format("x {} does not fit weight {}{}: expected x (B, T, {})", shape_string_of(x),
-                                      shape_string_of(weight),
-                                      bias != nullptr ? fmt::format(" and bias {}", shape_string_of(*bias)) : "",
-                                      weight.shape(1)));
+    throw Error(
+        function,
+        fmt::format("x {} does not fit weight {}{}: expected x (B, T, {})", shape_string_of(x),
+                    shape_string_of(weight),
+                    bias != nullptr ? fmt::format(" and bias {}", shape_string_of(*bias)) : "",
+                    weight.shape(1)));
   }
   return weight.shape(0);
 }
@@ -106,12 +110,14 @@ Tensor3 linear(const Tensor3& x, const Tensor2& weight, const Tensor1* bias) {
   const std::size_t rows = x.shape(0) * x.shape(1);
   Tensor3 y = xt::zeros<float>({x.shape(0), x.shape(1), out});
   if (bias != nullptr)
-    for (std::size_t r = 0; r < rows; ++r) std::copy(bias->begin(), bias->end(), y.data() + r * out);
+    for (std::size_t r = 0; r < rows; ++r)
+      std::copy(bias->begin(), bias->end(), y.data() + r * out);
   if (rows == 0 || out == 0 || in == 0) return y;
   // Row-major (rows,in) @ (out,in)^T -> (rows,out), beta = 1 keeps the preloaded bias.
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(rows), static_cast<int>(out),
-              static_cast<int>(in), 1.0f, x.data(), static_cast<int>(in), weight.data(), static_cast<int>(in),
-              bias != nullptr ? 1.0f : 0.0f, y.data(), static_cast<int>(out));
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(rows),
+              static_cast<int>(out), static_cast<int>(in), 1.0f, x.data(), static_cast<int>(in),
+              weight.data(), static_cast<int>(in), bias != nullptr ? 1.0f : 0.0f, y.data(),
+              static_cast<int>(out));
   return y;
 }
 
@@ -122,15 +128,16 @@ Tensor3 linear_reference(const Tensor3& x, const Tensor2& weight, const Tensor1*
     for (std::size_t t = 0; t < x.shape(1); ++t)
       for (std::size_t o = 0; o < out; ++o) {
         double sum = bias != nullptr ? (*bias)(o) : 0.0;
-        for (std::size_t i = 0; i < in; ++i) sum += static_cast<double>(x(b, t, i)) * weight(o, i);
+        for (std::size_t i = 0; i < in; ++i)
+          sum += static_cast<double>(x(b, t, i)) * weight(o, i);
         y(b, t, o) = static_cast<float>(sum);
       }
   return y;
 }
 
 void sgemm(bool transpose_a, bool transpose_b, std::size_t m, std::size_t n, std::size_t k,
-           float alpha, const float* a, std::size_t lda, const float* b, std::size_t ldb, float beta,
-           float* c, std::size_t ldc) {
+           float alpha, const float* a, std::size_t lda, const float* b, std::size_t ldb,
+           float beta, float* c, std::size_t ldc) {
   constexpr auto kMaxInt = static_cast<std::size_t>(std::numeric_limits<int>::max());
   if (std::max({m, n, k, lda, ldb, ldc}) > kMaxInt) {
     throw Error("sgemm", fmt::format("m={} n={} k={} (lda={} ldb={} ldc={}) exceed the BLAS's int "
@@ -151,6 +158,8 @@ void sgemm(bool transpose_a, bool transpose_b, std::size_t m, std::size_t n, std
               as_int(lda), b, as_int(ldb), beta, c, as_int(ldc));
 }
 
-void set_blas_threads(int threads) { openblas_set_num_threads(threads); }
+void set_blas_threads(int threads) {
+  openblas_set_num_threads(threads);
+}
 
 }  // namespace attn

@@ -26,8 +26,8 @@ Tensor3 linear_reference(const Tensor3& x, const Tensor2& weight, const Tensor1*
 // cblas_sgemm wrapper for the fast paths, which multiply strided blocks of larger buffers in
 // place. lda, ldb, ldc are the row strides of A, B, C as stored. beta = 0 ignores C's contents.
 void sgemm(bool transpose_a, bool transpose_b, std::size_t m, std::size_t n, std::size_t k,
-           float alpha, const float* a, std::size_t lda, const float* b, std::size_t ldb, float beta,
-           float* c, std::size_t ldc);
+           float alpha, const float* a, std::size_t lda, const float* b, std::size_t ldb,
+           float beta, float* c, std::size_t ldc);
 
 // OpenBLAS's own thread pool is the only one; this sets its size.
 void set_blas_threads(int threads);

@@ -109,8 +109,10 @@ MemoryPlan planned_summary(const ModuleSize& size, std::string axes) {
 
 namespace {
 void collect(const Module& module, const std::string& prefix, std::vector<StateDictEntry>& out) {
-  for (const ParameterInfo& p : module.parameters) out.push_back({prefix + p.name, p.shape});
-  for (const Module& c : module.children) collect(c, prefix + c.name + ".", out);
+  for (const ParameterInfo& p : module.parameters)
+    out.push_back({prefix + p.name, p.shape});
+  for (const Module& c : module.children)
+    collect(c, prefix + c.name + ".", out);
 }
 }  // namespace
 

@@ -19,7 +19,8 @@ xt::xtensor<T, 3> split_heads(const xt::xtensor<T, 3>& x, std::size_t heads) {
   for (std::size_t b = 0; b < batch; ++b)
     for (std::size_t h = 0; h < heads; ++h)
       for (std::size_t t = 0; t < tokens; ++t)
-        for (std::size_t i = 0; i < size; ++i) out(b * heads + h, t, i) = x(b, t, h * size + i);
+        for (std::size_t i = 0; i < size; ++i)
+          out(b * heads + h, t, i) = x(b, t, h * size + i);
   return out;
 }
 
@@ -31,7 +32,8 @@ xt::xtensor<T, 3> merge_heads(const xt::xtensor<T, 3>& y, std::size_t heads) {
   for (std::size_t b = 0; b < batch; ++b)
     for (std::size_t h = 0; h < heads; ++h)
       for (std::size_t t = 0; t < tokens; ++t)
-        for (std::size_t i = 0; i < size; ++i) out(b, t, h * size + i) = y(b * heads + h, t, i);
+        for (std::size_t i = 0; i < size; ++i)
+          out(b, t, h * size + i) = y(b * heads + h, t, i);
   return out;
 }
 
@@ -48,7 +50,8 @@ Tensor3 repeat_mask(const Tensor3& mask, std::size_t heads) {
   Tensor3 out({batch * heads, t, s});
   for (std::size_t b = 0; b < batch; ++b)
     for (std::size_t h = 0; h < heads; ++h)
-      std::copy(mask.data() + b * t * s, mask.data() + (b + 1) * t * s, out.data() + (b * heads + h) * t * s);
+      std::copy(mask.data() + b * t * s, mask.data() + (b + 1) * t * s,
+                out.data() + (b * heads + h) * t * s);
   return out;
 }
 
@@ -67,21 +70,28 @@ Projected project(const MultiHeadAttention& m, const Tensor3& x) {
 
 void check_input(const MultiHeadAttention& m, const Tensor3& x, const Tensor3* mask) {
   if (x.shape(2) != m.d_model) {
-    throw Error("multi_head", fmt::format("x {} does not fit a layer of width D = {}", shape_string_of(x), m.d_model));
+    throw Error("multi_head", fmt::format("x {} does not fit a layer of width D = {}",
+                                          shape_string_of(x), m.d_model));
   }
-  if (mask != nullptr && (mask->shape(0) != x.shape(0) || mask->shape(1) != x.shape(1) || mask->shape(2) != x.shape(1))) {
-    throw Error("multi_head", fmt::format("mask {} does not fit x {}: expected ({}, {}, {})", shape_string_of(*mask),
-                                          shape_string_of(x), x.shape(0), x.shape(1), x.shape(1)));
+  if (mask != nullptr && (mask->shape(0) != x.shape(0) || mask->shape(1) != x.shape(1) ||
+                          mask->shape(2) != x.shape(1))) {
+    throw Error("multi_head", fmt::format("mask {} does not fit x {}: expected ({}, {}, {})",
+                                          shape_string_of(*mask), shape_string_of(x), x.shape(0),
+                                          x.shape(1), x.shape(1)));
   }
 }
 }  // namespace
 
 std::string_view variant_name(MultiHeadVariant variant) {
   switch (variant) {
-    case MultiHeadVariant::narrow: return "narrow";
-    case MultiHeadVariant::wide: return "wide";
-    case MultiHeadVariant::book: return "book";
-    case MultiHeadVariant::fused: return "fused";
+    case MultiHeadVariant::narrow:
+      return "narrow";
+    case MultiHeadVariant::wide:
+      return "wide";
+    case MultiHeadVariant::book:
+      return "book";
+    case MultiHeadVariant::fused:
+      return "fused";
   }
   return "?";
 }
@@ -94,21 +104,25 @@ std::optional<MultiHeadVariant> multi_head_variant(std::string_view name) {
 
 std::size_t head_size(MultiHeadVariant variant, std::size_t d_model, std::size_t heads) {
   if (d_model == 0 || heads == 0) {
-    throw Error("multi_head", fmt::format("d_model={} and heads={} must both be at least 1", d_model, heads));
+    throw Error("multi_head",
+                fmt::format("d_model={} and heads={} must both be at least 1", d_model, heads));
   }
   if (variant == MultiHeadVariant::wide) return d_model;
   if (d_model % heads != 0) {
-    throw Error(ErrorKind::bad_size, "multi_head",
-                fmt::format("d_model={} is not divisible by heads={}: the {} variant splits D into H heads of D/H; "
-                            "give <heads> that divides D, or <variant> wide, whose heads are D wide",
-                            d_model, heads, variant_name(variant)))
+    throw Error(
+        ErrorKind::bad_size, "multi_head",
+        fmt::format(
+            "d_model={} is not divisible by heads={}: the {} variant splits D into H heads of D/H; "
+            "give <heads> that divides D, or <variant> wide, whose heads are D wide",
+            d_model, heads, variant_name(variant)))
         .about("heads")
         .driven_by({"D", "H"});
   }
   return d_model / heads;
 }
 
-MultiHeadAttention init_multi_head(Rng& rng, MultiHeadVariant variant, std::size_t d_model, std::size_t heads) {
+MultiHeadAttention init_multi_head(Rng& rng, MultiHeadVariant variant, std::size_t d_model,
+                                   std::size_t heads) {
   const std::size_t hs = head_size(variant, d_model, heads);
   MultiHeadAttention m;
   m.variant = variant;
@@ -123,7 +137,8 @@ MultiHeadAttention init_multi_head(Rng& rng, MultiHeadVariant variant, std::size
       m.unifyheads = init_linear(rng, hs * heads, d_model, true);
       break;
     case MultiHeadVariant::book:
-      for (std::size_t h = 0; h < heads; ++h) m.head_list.push_back(init_attention_head(rng, d_model, hs));
+      for (std::size_t h = 0; h < heads; ++h)
+        m.head_list.push_back(init_attention_head(rng, d_model, hs));
       m.output_linear = init_linear(rng, d_model, d_model, true);
       break;
     case MultiHeadVariant::fused:
@@ -179,8 +194,10 @@ Module describe_multi_head(MultiHeadVariant variant, std::size_t d_model, std::s
     }
     case MultiHeadVariant::fused:
       // Seed 001 registers its dropout first; it has no parameters.
-      m.children = {leaf_module("Dropout", "dropout"), linear_module("W_Q", d_model, d_model, false),
-                    linear_module("W_K", d_model, d_model, false), linear_module("W_V", d_model, d_model, false),
+      m.children = {leaf_module("Dropout", "dropout"),
+                    linear_module("W_Q", d_model, d_model, false),
+                    linear_module("W_K", d_model, d_model, false),
+                    linear_module("W_V", d_model, d_model, false),
                     linear_module("W_O", d_model, d_model, false)};
       break;
   }
@@ -228,8 +245,10 @@ MultiHeadSteps forward(const MultiHeadAttention& m, const Tensor3& x, const Tens
   if (m.variant == MultiHeadVariant::book) {
     // Each head is its own module on the whole input; torch.cat puts their outputs side by side.
     std::vector<AttentionSteps> per_head;
-    for (const AttentionHead& head : m.head_list) per_head.push_back(forward(head, x, mask));
-    const std::size_t batch = x.shape(0), tokens = x.shape(1), hs = per_head.front().output.shape(2);
+    for (const AttentionHead& head : m.head_list)
+      per_head.push_back(forward(head, x, mask));
+    const std::size_t batch = x.shape(0), tokens = x.shape(1),
+                      hs = per_head.front().output.shape(2);
     s.queries = Tensor4({batch, heads, tokens, hs});
     s.keys = s.values = s.queries;
     s.scores = s.weights = Tensor4({batch, heads, tokens, tokens});
@@ -254,16 +273,16 @@ MultiHeadSteps forward(const MultiHeadAttention& m, const Tensor3& x, const Tens
   // wide, narrow, fused: one projection per role, viewed as H heads folded into the batch.
   const Projected p = project(m, x);
   const Tensor3 mask_per_head = mask != nullptr ? repeat_mask(*mask, heads) : Tensor3();
-  const AttentionSteps a = scaled_dot_product_attention(split_heads(p.queries, heads), split_heads(p.keys, heads),
-                                                        split_heads(p.values, heads),
-                                                        mask != nullptr ? &mask_per_head : nullptr);
+  const AttentionSteps a = scaled_dot_product_attention(
+      split_heads(p.queries, heads), split_heads(p.keys, heads), split_heads(p.values, heads),
+      mask != nullptr ? &mask_per_head : nullptr);
   s.queries = as_4d(a.queries, heads);
   s.keys = as_4d(a.keys, heads);
   s.values = as_4d(a.values, heads);
   s.scores = as_4d(a.scaled_scores, heads);
   s.weights = as_4d(a.weights, heads);
   s.concatenated = merge_heads(a.output, heads);  // (B*H,T,hs) -> (B,T,H*hs)
-  s.output = forward(*p.output, s.concatenated);   // (B,T,H*hs) -> (B,T,D)
+  s.output = forward(*p.output, s.concatenated);  // (B,T,H*hs) -> (B,T,D)
   return s;
 }
 
@@ -287,14 +306,18 @@ Tensor3d forward_float64(const MultiHeadAttention& m, const Tensor3& x, const Te
   const Tensor3 mask_per_head = mask != nullptr ? repeat_mask(*mask, heads) : Tensor3();
   const double divisor = std::sqrt(static_cast<double>(queries.shape(2) / heads));  // √hs
   const Tensor3d y = attention_float64(split_heads(queries, heads), split_heads(keys, heads),
-                                       split_heads(values, heads), divisor, mask != nullptr ? &mask_per_head : nullptr);
-  return forward_float64(fused ? m.W_O : m.unifyheads, merge_heads(y, heads));  // (B,T,H*hs) -> (B,T,D)
+                                       split_heads(values, heads), divisor,
+                                       mask != nullptr ? &mask_per_head : nullptr);
+  return forward_float64(fused ? m.W_O : m.unifyheads,
+                         merge_heads(y, heads));  // (B,T,H*hs) -> (B,T,D)
 }
 
-Tensor3 forward_with_seed001_bug(const MultiHeadAttention& m, const Tensor3& x, const Tensor3* mask) {
+Tensor3 forward_with_seed001_bug(const MultiHeadAttention& m, const Tensor3& x,
+                                 const Tensor3* mask) {
   if (m.variant != MultiHeadVariant::fused) {
-    throw Error("forward_with_seed001_bug", fmt::format("the bug is seed 001's, in the fused variant, not {}",
-                                                        variant_name(m.variant)));
+    throw Error("forward_with_seed001_bug",
+                fmt::format("the bug is seed 001's, in the fused variant, not {}",
+                            variant_name(m.variant)));
   }
   check_input(m, x, mask);
   const Projected p = project(m, x);
@@ -354,33 +377,37 @@ MemoryPlan plan_multi_head_float64(MultiHeadVariant variant, std::size_t batch, 
       {"Q, K, V, split and merged, in float64", {8, batch, tokens, heads * hs}, " B T H/hs", 8}};
 }
 
-std::vector<LayerInfo> trace_multi_head(MultiHeadVariant variant, std::size_t d_model, std::size_t heads,
-                                        const Shape& shape) {
+std::vector<LayerInfo> trace_multi_head(MultiHeadVariant variant, std::size_t d_model,
+                                        std::size_t heads, const Shape& shape) {
   const std::size_t hs = head_size(variant, d_model, heads);
   check_budget("trace_multi_head", planned_summary(multi_head_size(variant, d_model, heads),
                                                    variant == MultiHeadVariant::book ? "H" : ""));
   const Module m = describe_multi_head(variant, d_model, heads);
-  const Shape projected = linear_output(shape, variant == MultiHeadVariant::fused ? d_model : hs * heads);
+  const Shape projected =
+      linear_output(shape, variant == MultiHeadVariant::fused ? d_model : hs * heads);
   Trace trace;
   trace.call(m, shape, shape);
   trace.enter();
   switch (variant) {
     case MultiHeadVariant::wide:
     case MultiHeadVariant::narrow:
-      for (const char* name : {"toqueries", "tokeys", "tovalues"}) trace.call(child(m, name), shape, projected);
+      for (const char* name : {"toqueries", "tokeys", "tovalues"})
+        trace.call(child(m, name), shape, projected);
       trace.call(child(m, "unifyheads"), projected, shape);
       break;
     case MultiHeadVariant::book: {
       const Module& list = child(m, "heads");
       trace.container(list);
       trace.enter();
-      for (const Module& head : list.children) trace_attention_head(trace, head, shape);
+      for (const Module& head : list.children)
+        trace_attention_head(trace, head, shape);
       trace.leave();
       trace.call(child(m, "output_linear"), linear_output(shape, d_model), shape);
       break;
     }
     case MultiHeadVariant::fused: {
-      for (const char* name : {"W_Q", "W_K", "W_V"}) trace.call(child(m, name), shape, projected);
+      for (const char* name : {"W_Q", "W_K", "W_V"})
+        trace.call(child(m, name), shape, projected);
       const Shape weights = {shape[0], heads, shape[1], shape[1]};  // dropout(attention_weights)
       trace.call(child(m, "dropout"), weights, weights);
       trace.call(child(m, "W_O"), shape, shape);
@@ -393,7 +420,8 @@ std::vector<LayerInfo> trace_multi_head(MultiHeadVariant variant, std::size_t d_
 
 MultiHeadAttention stack_book_heads(const MultiHeadAttention& book) {
   if (book.variant != MultiHeadVariant::book) {
-    throw Error("stack_book_heads", fmt::format("expected the book variant, got {}", variant_name(book.variant)));
+    throw Error("stack_book_heads",
+                fmt::format("expected the book variant, got {}", variant_name(book.variant)));
   }
   const std::size_t d = book.d_model, hs = d / book.heads;
   MultiHeadAttention fused;
@@ -404,7 +432,8 @@ MultiHeadAttention stack_book_heads(const MultiHeadAttention& book) {
     Linear l{Tensor2({d, d}), Tensor1({0}), false};
     for (std::size_t h = 0; h < book.heads; ++h)
       for (std::size_t r = 0; r < hs; ++r)
-        for (std::size_t c = 0; c < d; ++c) l.weight(h * hs + r, c) = (book.head_list[h].*member).weight(r, c);
+        for (std::size_t c = 0; c < d; ++c)
+          l.weight(h * hs + r, c) = (book.head_list[h].*member).weight(r, c);
     return l;
   };
   fused.W_Q = stack(&AttentionHead::q);

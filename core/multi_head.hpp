@@ -20,8 +20,9 @@
 namespace attn {
 
 enum class MultiHeadVariant { narrow, wide, book, fused };
-inline constexpr MultiHeadVariant kMultiHeadVariants[] = {MultiHeadVariant::narrow, MultiHeadVariant::wide,
-                                                          MultiHeadVariant::book, MultiHeadVariant::fused};
+inline constexpr MultiHeadVariant kMultiHeadVariants[] = {
+    MultiHeadVariant::narrow, MultiHeadVariant::wide, MultiHeadVariant::book,
+    MultiHeadVariant::fused};
 std::string_view variant_name(MultiHeadVariant variant);
 // The variant of that name ("narrow", ...), or none.
 std::optional<MultiHeadVariant> multi_head_variant(std::string_view name);
@@ -41,16 +42,17 @@ struct MultiHeadAttention {
   MultiHeadVariant variant = MultiHeadVariant::book;
   std::size_t d_model = 0, heads = 0;
   Linear tokeys, toqueries, tovalues, unifyheads;  // wide, narrow
-  std::vector<AttentionHead> head_list;           // book: heads.N
-  Linear output_linear;                           // book
-  Linear W_Q, W_K, W_V, W_O;                      // fused
+  std::vector<AttentionHead> head_list;            // book: heads.N
+  Linear output_linear;                            // book
+  Linear W_Q, W_K, W_V, W_O;                       // fused
 };
 
 // hs for a variant: D for wide, D / H otherwise. Throws attn::Error when H does not divide D
 // (narrow, book, fused) or a size is 0.
 std::size_t head_size(MultiHeadVariant variant, std::size_t d_model, std::size_t heads);
 
-MultiHeadAttention init_multi_head(Rng& rng, MultiHeadVariant variant, std::size_t d_model, std::size_t heads);
+MultiHeadAttention init_multi_head(Rng& rng, MultiHeadVariant variant, std::size_t d_model,
+                                   std::size_t heads);
 Module describe_multi_head(MultiHeadVariant variant, std::size_t d_model, std::size_t heads);
 // describe_multi_head's size, from one head for the book variant (whose tree has a module per
 // head): for a memory budget without building the tree.
@@ -62,7 +64,8 @@ MultiHeadSteps forward(const MultiHeadAttention& layer, const Tensor3& x, const 
 // float32's round-off, for checks that compare two float32 results.
 Tensor3d forward_float64(const MultiHeadAttention& layer, const Tensor3& x, const Tensor3* mask);
 // Seed 001's bug: `attention_weights @ key` instead of `@ value` (fused variant only).
-Tensor3 forward_with_seed001_bug(const MultiHeadAttention& layer, const Tensor3& x, const Tensor3* mask);
+Tensor3 forward_with_seed001_bug(const MultiHeadAttention& layer, const Tensor3& x,
+                                 const Tensor3* mask);
 // For a memory budget (core/budget.hpp) on x (B,T,D): MultiHeadSteps' tensors; what forward()
 // holds beside them at its peak (the heads' own steps it gathers them from, the projections, the
 // mask repeated for each head); what forward_float64 holds.
@@ -75,8 +78,8 @@ MemoryPlan plan_multi_head_float64(MultiHeadVariant variant, std::size_t batch, 
                                    std::size_t d_model, std::size_t heads);
 
 // torchinfo's rows for the variant on an input of `shape` (B,T,D).
-std::vector<LayerInfo> trace_multi_head(MultiHeadVariant variant, std::size_t d_model, std::size_t heads,
-                                        const Shape& shape);
+std::vector<LayerInfo> trace_multi_head(MultiHeadVariant variant, std::size_t d_model,
+                                        std::size_t heads, const Shape& shape);
 
 // The fused layer that computes the same function as a book layer whose biases are zero: each
 // W_Q/W_K/W_V stacks the heads' weights, W_O is output_linear's weight.

@@ -49,10 +49,10 @@ struct Entry;
 struct Value {
   enum class Kind { string, integer, number, boolean, none, tuple, list, dict };
   Kind kind = Kind::none;
-  std::string text;          // string contents, an integer's digits or another number's token
-  bool negative = false;     // integer sign
-  bool flag = false;         // boolean
-  std::vector<Value> items;  // tuple, list
+  std::string text;            // string contents, an integer's digits or another number's token
+  bool negative = false;       // integer sign
+  bool flag = false;           // boolean
+  std::vector<Value> items;    // tuple, list
   std::vector<Entry> entries;  // dict
 };
 

@@ -11,17 +11,21 @@ std::uint64_t splitmix64(std::uint64_t& x) {
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
 }
-std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+std::uint64_t rotl(std::uint64_t x, int k) {
+  return (x << k) | (x >> (64 - k));
+}
 
 template <class T>
 void fill_normal(Rng& rng, T& tensor, float std) {
-  for (float& v : tensor) v = static_cast<float>(rng.normal() * std);
+  for (float& v : tensor)
+    v = static_cast<float>(rng.normal() * std);
 }
 }  // namespace
 
 Rng::Rng(std::uint64_t seed) {
   std::uint64_t x = seed;
-  for (auto& s : state_) s = splitmix64(x);
+  for (auto& s : state_)
+    s = splitmix64(x);
 }
 
 std::uint64_t Rng::next_u64() {
@@ -36,7 +40,9 @@ std::uint64_t Rng::next_u64() {
   return result;
 }
 
-double Rng::uniform() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
+double Rng::uniform() {
+  return static_cast<double>(next_u64() >> 11) * 0x1.0p-53;
+}
 
 double Rng::normal() {
   if (has_spare_) {

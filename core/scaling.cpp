@@ -11,13 +11,15 @@ namespace attn {
 namespace {
 std::vector<float> normal_vector(Rng& rng, std::size_t n) {
   std::vector<float> v(n);
-  for (float& x : v) x = static_cast<float>(rng.normal());
+  for (float& x : v)
+    x = static_cast<float>(rng.normal());
   return v;
 }
 
 float dot(const std::vector<float>& a, const std::vector<float>& b) {
   float sum = 0.0f;
-  for (std::size_t i = 0; i < a.size(); ++i) sum += a[i] * b[i];
+  for (std::size_t i = 0; i < a.size(); ++i)
+    sum += a[i] * b[i];
   return sum;
 }
 
@@ -43,9 +45,11 @@ DotProductSpread measure_dot_product_spread(Rng& rng, std::size_t d_model, std::
   }
   DotProductSpread s;
   s.d_model = d_model;
-  for (double v : values) s.mean += v;
+  for (double v : values)
+    s.mean += v;
   s.mean /= static_cast<double>(samples);
-  for (double v : values) s.variance += (v - s.mean) * (v - s.mean);
+  for (double v : values)
+    s.variance += (v - s.mean) * (v - s.mean);
   s.variance /= static_cast<double>(samples - 1);
   s.scaled_variance = s.variance / static_cast<double>(d_model);  // Var(x / c) = Var(x) / c^2
   return s;
@@ -56,7 +60,8 @@ SoftmaxPeakComparison measure_softmax_peak(Rng& rng, std::size_t d_model, std::s
   Tensor2 scores({rows, keys});
   for (std::size_t r = 0; r < rows; ++r) {
     const auto q = normal_vector(rng, d_model);
-    for (std::size_t j = 0; j < keys; ++j) scores(r, j) = dot(q, normal_vector(rng, d_model));
+    for (std::size_t j = 0; j < keys; ++j)
+      scores(r, j) = dot(q, normal_vector(rng, d_model));
   }
   SoftmaxPeakComparison c;
   c.d_model = d_model;

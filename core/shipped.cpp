@@ -20,17 +20,20 @@ std::string_view shipped_file(std::string_view path) {
 }
 
 const Vocabulary& lesson_vocabulary() {
-  static const Vocabulary vocab = parse_vocabulary(shipped_file("vocab/lesson-vocab.txt"), "lesson-vocab.txt");
+  static const Vocabulary vocab =
+      parse_vocabulary(shipped_file("vocab/lesson-vocab.txt"), "lesson-vocab.txt");
   return vocab;
 }
 
 const Vocabulary& bert_vocabulary() {
-  static const Vocabulary vocab =
-      parse_vocabulary(shipped_file("vocab/bert-base-uncased-vocab.txt"), "bert-base-uncased-vocab.txt");
+  static const Vocabulary vocab = parse_vocabulary(
+      shipped_file("vocab/bert-base-uncased-vocab.txt"), "bert-base-uncased-vocab.txt");
   return vocab;
 }
 
-std::vector<std::string> shipped_config_names() { return {"bert-base", "tiny"}; }
+std::vector<std::string> shipped_config_names() {
+  return {"bert-base", "tiny"};
+}
 
 std::optional<EncoderConfig> shipped_config(std::string_view name) {
   if (name.ends_with(".json")) name.remove_suffix(5);
@@ -42,8 +45,12 @@ std::optional<EncoderConfig> shipped_config(std::string_view name) {
   return std::nullopt;
 }
 
-EncoderConfig tiny_config() { return *shipped_config("tiny"); }
+EncoderConfig tiny_config() {
+  return *shipped_config("tiny");
+}
 
-bool uses_bert_vocabulary(const EncoderConfig& config) { return config.vocab_size == bert_vocabulary().size(); }
+bool uses_bert_vocabulary(const EncoderConfig& config) {
+  return config.vocab_size == bert_vocabulary().size();
+}
 
 }  // namespace attn

@@ -22,16 +22,21 @@ float power_of_two(int e) {  // 2^e for -126 <= e <= 127
 float torch_row_sum(const float* x, std::size_t n) {
   if (n < 8) {
     float sum = 0.0f;
-    for (std::size_t j = 0; j < n; ++j) sum += x[j];
+    for (std::size_t j = 0; j < n; ++j)
+      sum += x[j];
     return sum;
   }
   float lanes[8];
-  for (std::size_t l = 0; l < 8; ++l) lanes[l] = x[l];
+  for (std::size_t l = 0; l < 8; ++l)
+    lanes[l] = x[l];
   std::size_t d = 8;
   for (; d + 8 <= n; d += 8)
-    for (std::size_t l = 0; l < 8; ++l) lanes[l] += x[d + l];
-  for (std::size_t l = 0; d + l < n; ++l) lanes[l] += x[d + l];
-  const float a0 = lanes[0] + lanes[4], a1 = lanes[1] + lanes[5], a2 = lanes[2] + lanes[6], a3 = lanes[3] + lanes[7];
+    for (std::size_t l = 0; l < 8; ++l)
+      lanes[l] += x[d + l];
+  for (std::size_t l = 0; d + l < n; ++l)
+    lanes[l] += x[d + l];
+  const float a0 = lanes[0] + lanes[4], a1 = lanes[1] + lanes[5], a2 = lanes[2] + lanes[6],
+              a3 = lanes[3] + lanes[7];
   return (a0 + a2) + (a1 + a3);
 }
 
@@ -41,18 +46,22 @@ void softmax_row(const float* in, float* out, std::size_t n) {
   float max = kNegInf;
   for (std::size_t j = 0; j < n; ++j) {
     if (std::isnan(in[j])) {  // NaN propagates to the whole row, as in torch
-      for (std::size_t k = 0; k < n; ++k) out[k] = std::numeric_limits<float>::quiet_NaN();
+      for (std::size_t k = 0; k < n; ++k)
+        out[k] = std::numeric_limits<float>::quiet_NaN();
       return;
     }
     max = std::fmax(max, in[j]);
   }
   if (max == kNegInf) {  // fully masked (or empty): attend to nothing
-    for (std::size_t j = 0; j < n; ++j) out[j] = 0.0f;
+    for (std::size_t j = 0; j < n; ++j)
+      out[j] = 0.0f;
     return;
   }
-  for (std::size_t j = 0; j < n; ++j) out[j] = torch_exp(in[j] - max);
+  for (std::size_t j = 0; j < n; ++j)
+    out[j] = torch_exp(in[j] - max);
   const float inverse = 1.0f / torch_row_sum(out, n);
-  for (std::size_t j = 0; j < n; ++j) out[j] *= inverse;
+  for (std::size_t j = 0; j < n; ++j)
+    out[j] *= inverse;
 }
 
 template <class T>
@@ -60,7 +69,8 @@ T softmax_last_axis(const T& scores) {
   T out(scores.shape());
   const std::size_t n = scores.shape(scores.dimension() - 1);
   if (n == 0) return out;
-  for (std::size_t r = 0; r < scores.size() / n; ++r) softmax_row(scores.data() + r * n, out.data() + r * n, n);
+  for (std::size_t r = 0; r < scores.size() / n; ++r)
+    softmax_row(scores.data() + r * n, out.data() + r * n, n);
   return out;
 }
 }  // namespace
@@ -85,9 +95,15 @@ float torch_exp(float x) {
   return u * power_of_two(q >> 1) * power_of_two(q - (q >> 1));  // u * 2^q without overflow
 }
 
-Tensor2 softmax(const Tensor2& scores) { return softmax_last_axis(scores); }
-Tensor3 softmax(const Tensor3& scores) { return softmax_last_axis(scores); }
-Tensor4 softmax(const Tensor4& scores) { return softmax_last_axis(scores); }
+Tensor2 softmax(const Tensor2& scores) {
+  return softmax_last_axis(scores);
+}
+Tensor3 softmax(const Tensor3& scores) {
+  return softmax_last_axis(scores);
+}
+Tensor4 softmax(const Tensor4& scores) {
+  return softmax_last_axis(scores);
+}
 
 Tensor3 softmax_naive(const Tensor3& scores) {
   Tensor3 out(scores.shape());
@@ -96,8 +112,10 @@ Tensor3 softmax_naive(const Tensor3& scores) {
     const float* in = scores.data() + r * n;
     float* o = out.data() + r * n;
     float sum = 0.0f;
-    for (std::size_t j = 0; j < n; ++j) sum += (o[j] = torch_exp(in[j]));
-    for (std::size_t j = 0; j < n; ++j) o[j] /= sum;
+    for (std::size_t j = 0; j < n; ++j)
+      sum += (o[j] = torch_exp(in[j]));
+    for (std::size_t j = 0; j < n; ++j)
+      o[j] /= sum;
   }
   return out;
 }
@@ -108,7 +126,8 @@ std::size_t count_fully_masked_rows(const Tensor3& scores) {
   std::size_t count = 0;
   for (std::size_t r = 0; r < scores.size() / n; ++r) {
     bool masked = true;
-    for (std::size_t j = 0; j < n && masked; ++j) masked = scores.data()[r * n + j] == kNegInf;
+    for (std::size_t j = 0; j < n && masked; ++j)
+      masked = scores.data()[r * n + j] == kNegInf;
     count += masked;
   }
   return count;
@@ -117,7 +136,8 @@ std::size_t count_fully_masked_rows(const Tensor3& scores) {
 Tensor2 causal_mask(std::size_t tokens) {
   Tensor2 mask = xt::zeros<float>({tokens, tokens});
   for (std::size_t i = 0; i < tokens; ++i)
-    for (std::size_t j = i + 1; j < tokens; ++j) mask(i, j) = kNegInf;
+    for (std::size_t j = i + 1; j < tokens; ++j)
+      mask(i, j) = kNegInf;
   return mask;
 }
 
@@ -130,7 +150,8 @@ Tensor3 apply_mask(const Tensor3& scores, const Tensor2& mask) {
   Tensor3 out = scores;
   for (std::size_t b = 0; b < scores.shape(0); ++b)
     for (std::size_t i = 0; i < scores.shape(1); ++i)
-      for (std::size_t j = 0; j < scores.shape(2); ++j) out(b, i, j) += mask(i, j);
+      for (std::size_t j = 0; j < scores.shape(2); ++j)
+        out(b, i, j) += mask(i, j);
   return out;
 }
 

@@ -26,10 +26,11 @@ void check_state_dict(const Module& model, const StateDict& weights, std::string
     if (it == weights.end()) {
       missing.push_back(e.key);
     } else if (it->second.shape != e.shape) {
-      wrong.push_back(fmt::format("{} is {} but the model needs {}", e.key, shape_string(it->second.shape),
-                                  shape_string(e.shape)));
+      wrong.push_back(fmt::format("{} is {} but the model needs {}", e.key,
+                                  shape_string(it->second.shape), shape_string(e.shape)));
     } else if (it->second.dtype != Dtype::float32) {
-      wrong.push_back(fmt::format("{} has dtype {} (save float32: .float())", e.key, dtype_name(it->second.dtype)));
+      wrong.push_back(fmt::format("{} has dtype {} (save float32: .float())", e.key,
+                                  dtype_name(it->second.dtype)));
     }
   }
   std::vector<std::string> unexpected;
@@ -39,7 +40,8 @@ void check_state_dict(const Module& model, const StateDict& weights, std::string
 
   auto listed = [](const std::vector<std::string>& keys) {
     constexpr std::size_t kShown = 6;
-    std::vector<std::string> shown(keys.begin(), keys.begin() + static_cast<long>(std::min(keys.size(), kShown)));
+    std::vector<std::string> shown(keys.begin(),
+                                   keys.begin() + static_cast<long>(std::min(keys.size(), kShown)));
     if (keys.size() > kShown) shown.push_back(fmt::format("and {} more", keys.size() - kShown));
     return fmt::format("{}", fmt::join(shown, ", "));
   };
@@ -47,21 +49,27 @@ void check_state_dict(const Module& model, const StateDict& weights, std::string
   if (!missing.empty()) parts.push_back(fmt::format("missing {}", listed(missing)));
   if (!unexpected.empty()) parts.push_back(fmt::format("unexpected {}", listed(unexpected)));
   if (!wrong.empty()) parts.push_back(listed(wrong));
-  throw Error(ErrorKind::bad_value, "load_state_dict", fmt::format("'{}' does not fit {}: {}; export the state_dict of the same class with the "
+  throw Error(
+      ErrorKind::bad_value, "load_state_dict",
+      fmt::format("'{}' does not fit {}: {}; export the state_dict of the same class with the "
                   "same sizes",
-                  printable(source), model.class_name, fmt::join(parts, "; "))).about("weights");
+                  printable(source), model.class_name, fmt::join(parts, "; ")))
+      .about("weights");
 }
 
-void copy_parameter_in(const StateDict& weights, const std::string& key, float* data, const Shape& shape) {
+void copy_parameter_in(const StateDict& weights, const std::string& key, float* data,
+                       const Shape& shape) {
   const Array& a = weights.at(key);
   if (a.shape != shape || a.dtype != Dtype::float32) {
-    throw Error("load_state_dict", fmt::format("{} is {} {}, expected float32 {}", key, dtype_name(a.dtype),
-                                               shape_string(a.shape), shape_string(shape)));
+    throw Error("load_state_dict",
+                fmt::format("{} is {} {}, expected float32 {}", key, dtype_name(a.dtype),
+                            shape_string(a.shape), shape_string(shape)));
   }
   if (!a.bytes.empty()) std::memcpy(data, a.bytes.data(), a.bytes.size());
 }
 
-void copy_parameter_out(StateDict& weights, const std::string& key, const float* data, const Shape& shape) {
+void copy_parameter_out(StateDict& weights, const std::string& key, const float* data,
+                        const Shape& shape) {
   Array a{Dtype::float32, shape, std::vector<unsigned char>(element_count(shape) * sizeof(float))};
   if (!a.bytes.empty()) std::memcpy(a.bytes.data(), data, a.bytes.size());
   weights[key] = std::move(a);

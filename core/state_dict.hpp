@@ -16,18 +16,22 @@ void check_state_dict(const Module& model, const StateDict& weights, std::string
 
 // Checks, then copies each parameter the visitor offers from `weights`.
 template <class Layer>
-void load_state_dict(Layer& layer, const Module& model, const StateDict& weights, std::string_view source);
+void load_state_dict(Layer& layer, const Module& model, const StateDict& weights,
+                     std::string_view source);
 
 // The layer's parameters keyed like model.state_dict(), as float32 arrays.
 template <class Layer>
 StateDict collect_state_dict(Layer& layer);
 
 // Visitor glue used by the templates.
-void copy_parameter_in(const StateDict& weights, const std::string& key, float* data, const Shape& shape);
-void copy_parameter_out(StateDict& weights, const std::string& key, const float* data, const Shape& shape);
+void copy_parameter_in(const StateDict& weights, const std::string& key, float* data,
+                       const Shape& shape);
+void copy_parameter_out(StateDict& weights, const std::string& key, const float* data,
+                        const Shape& shape);
 
 template <class Layer>
-void load_state_dict(Layer& layer, const Module& model, const StateDict& weights, std::string_view source) {
+void load_state_dict(Layer& layer, const Module& model, const StateDict& weights,
+                     std::string_view source) {
   check_state_dict(model, weights, source);
   visit_parameters(layer, [&](const std::string& key, float* data, const Shape& shape) {
     copy_parameter_in(weights, key, data, shape);

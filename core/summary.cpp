@@ -69,7 +69,6 @@ std::string group_thousands(std::string_view digits) {
   return out;
 }
 
-
 // str(list(shape)): "[1, 5, 768]".
 std::string shape_list(const Shape& shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
@@ -95,9 +94,9 @@ bool contains(std::string_view text, std::string_view part) {
 
 struct Tree {
   const std::vector<LayerInfo>& layers;
-  std::vector<std::size_t> parent;        // index of the parent row; npos for the top rows
-  std::vector<std::size_t> subtree_end;   // one past the last descendant
-  std::vector<Count> num_params;          // own + descendants' (module.named_parameters())
+  std::vector<std::size_t> parent;       // index of the parent row; npos for the top rows
+  std::vector<std::size_t> subtree_end;  // one past the last descendant
+  std::vector<Count> num_params;         // own + descendants' (module.named_parameters())
   std::vector<Count> trainable_params;
   std::vector<Count> own_params;
   std::vector<Count> own_trainable_params;
@@ -294,12 +293,14 @@ void check_options(const std::vector<LayerInfo>& layers, const SummaryOptions& o
     std::vector<std::string_view> valid;
     for (const Column& column : kColumns)
       if (!v0_1 || column.in_v0_1) valid.push_back(column.name);
-    throw Error(kFunction, fmt::format("unknown column \"{}\"{}; valid columns: {}", printable(name),
-                                       v0_1 ? " for torchinfo 0.1.0" : "", fmt::join(valid, ", ")))
+    throw Error(kFunction,
+                fmt::format("unknown column \"{}\"{}; valid columns: {}", printable(name),
+                            v0_1 ? " for torchinfo 0.1.0" : "", fmt::join(valid, ", ")))
         .about("col_names");
   }
   if (options.col_width < 1)
-    throw Error(kFunction, fmt::format("col_width={} must be at least 1", options.col_width)).about("col_width");
+    throw Error(kFunction, fmt::format("col_width={} must be at least 1", options.col_width))
+        .about("col_width");
   if (options.depth < 0)
     throw Error(kFunction, fmt::format("depth={} must be 0 or more", options.depth)).about("depth");
   if (options.verbose < 0 || options.verbose > 2)
@@ -656,6 +657,8 @@ std::string format_summary(const std::vector<LayerInfo>& layers,
                                                  : format_current(tree, inputs, options);
 }
 
-std::string with_commas(std::int64_t n) { return group_thousands(std::to_string(n)); }
+std::string with_commas(std::int64_t n) {
+  return group_thousands(std::to_string(n));
+}
 
 }  // namespace attn

@@ -50,7 +50,7 @@ std::string with_commas(std::int64_t n);
 
 // The table torchinfo.summary(model, input_size=..., **options) prints, ending in a newline.
 // Throws attn::Error for an unknown column name or an option out of range.
-std::string format_summary(const std::vector<LayerInfo>& layers, const std::vector<SummaryInput>& inputs,
-                           const SummaryOptions& options);
+std::string format_summary(const std::vector<LayerInfo>& layers,
+                           const std::vector<SummaryInput>& inputs, const SummaryOptions& options);
 
 }  // namespace attn

@@ -47,7 +47,8 @@ float max_row_sum_error(const E& weights) {
   float largest = 0.0f;
   for (std::size_t r = 0; r < weights.size() / n; ++r) {
     float sum = 0.0f;
-    for (std::size_t j = 0; j < n; ++j) sum += weights.data()[r * n + j];
+    for (std::size_t j = 0; j < n; ++j)
+      sum += weights.data()[r * n + j];
     const float error = std::fabs(sum - 1.0f);
     if (std::isnan(error)) return error;
     if (error > largest) largest = error;
@@ -77,7 +78,8 @@ std::string shape_string_of(const E& tensor) {
 
 template <std::size_t N>
 Array to_array(const xt::xtensor<float, N>& tensor) {
-  Array a{Dtype::float32, shape_of(tensor), std::vector<unsigned char>(tensor.size() * sizeof(float))};
+  Array a{Dtype::float32, shape_of(tensor),
+          std::vector<unsigned char>(tensor.size() * sizeof(float))};
   if (tensor.size() != 0) std::memcpy(a.bytes.data(), tensor.data(), a.bytes.size());
   return a;
 }
@@ -90,13 +92,15 @@ xt::xtensor<float, N> to_tensor(const Array& array, std::string_view what) {
                                          shape_string(array.shape), array.rank(), N));
   }
   if (array.dtype != Dtype::float32) {
-    throw Error("to_tensor", fmt::format("{} has dtype {}, expected float32", what,
-                                         dtype_name(array.dtype)));
+    throw Error("to_tensor",
+                fmt::format("{} has dtype {}, expected float32", what, dtype_name(array.dtype)));
   }
   std::array<std::size_t, N> shape;
-  for (std::size_t i = 0; i < N; ++i) shape[i] = array.shape[i];
+  for (std::size_t i = 0; i < N; ++i)
+    shape[i] = array.shape[i];
   xt::xtensor<float, N> tensor(shape);
-  if (tensor.size() != 0) std::memcpy(tensor.data(), array.bytes.data(), tensor.size() * sizeof(float));
+  if (tensor.size() != 0)
+    std::memcpy(tensor.data(), array.bytes.data(), tensor.size() * sizeof(float));
   return tensor;
 }
 

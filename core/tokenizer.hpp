@@ -65,9 +65,9 @@ struct TokenSpan {
 
 struct Encoding {
   BasicTokens basic;
-  std::vector<std::string> tokens;  // WordPiece tokens, with [CLS] ... [SEP] when asked
-  std::vector<std::int64_t> ids;    // each token's id; [UNK]'s for a token not in the vocabulary
-  std::vector<std::int64_t> word;   // index into basic.split of each token; -1 for [CLS]/[SEP]
+  std::vector<std::string> tokens;     // WordPiece tokens, with [CLS] ... [SEP] when asked
+  std::vector<std::int64_t> ids;       // each token's id; [UNK]'s for a token not in the vocabulary
+  std::vector<std::int64_t> word;      // index into basic.split of each token; -1 for [CLS]/[SEP]
   std::vector<TokenSpan> word_tokens;  // per word of basic.split: its tokens, the inverse of `word`
 };
 

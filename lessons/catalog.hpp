@@ -19,7 +19,8 @@ namespace attn::lessons {
 // a summary describes the module the lesson runs.
 struct ModelRequest {
   std::size_t batch = 1, seq = 5;
-  std::size_t d_model = 0, heads = 0, head_size = 0, d_ff = 0, vocab_size = 0, max_positions = 0, layers = 0;
+  std::size_t d_model = 0, heads = 0, head_size = 0, d_ff = 0, vocab_size = 0, max_positions = 0,
+              layers = 0;
   std::string variant, kind, norm;
   std::optional<EncoderConfig> config;  // the encoder's config.json, already read
   bool embeddings = true;

@@ -27,15 +27,21 @@ void LessonRun::check(std::string name, bool passed, std::string detail) {
   items_.emplace_back(Check{std::move(name), passed, std::move(detail)});
 }
 
-void LessonRun::table(Table table) { items_.emplace_back(std::move(table)); }
+void LessonRun::table(Table table) {
+  items_.emplace_back(std::move(table));
+}
 
-void LessonRun::heatmap(Heatmap heatmap) { items_.emplace_back(std::move(heatmap)); }
+void LessonRun::heatmap(Heatmap heatmap) {
+  items_.emplace_back(std::move(heatmap));
+}
 
 void LessonRun::setting(std::string name, std::string value) {
   settings_.emplace_back(std::move(name), std::move(value));
 }
 
-void LessonRun::listing(std::string name, Listing values) { listings_.emplace_back(std::move(name), std::move(values)); }
+void LessonRun::listing(std::string name, Listing values) {
+  listings_.emplace_back(std::move(name), std::move(values));
+}
 
 std::vector<const Step*> LessonRun::steps() const {
   std::vector<const Step*> out;
@@ -54,16 +60,18 @@ std::string roundoff_evidence(std::string_view measured, double value, double al
   return fmt::format("{} = {:.3g} (round-off allows {:.2g})", measured, value, allowed);
 }
 
-void check_same_up_to_roundoff(LessonRun& run, std::string name, std::string_view measured, float difference,
-                               float roundoff_a, float roundoff_b) {
+void check_same_up_to_roundoff(LessonRun& run, std::string name, std::string_view measured,
+                               float difference, float roundoff_a, float roundoff_b) {
   // Each distance from float64 is itself rounded to float: a part in 2^20 covers that.
   const double allowed = (static_cast<double>(roundoff_a) + roundoff_b) * (1.0 + 0x1p-20);
-  run.check(std::move(name), difference <= allowed, roundoff_evidence(measured, difference, allowed));
+  run.check(std::move(name), difference <= allowed,
+            roundoff_evidence(measured, difference, allowed));
 }
 
 std::string index_list(const std::vector<std::size_t>& indices, std::size_t shown) {
   if (indices.size() <= shown) return fmt::format("{}", fmt::join(indices, ", "));
-  const std::vector<std::size_t> head(indices.begin(), indices.begin() + static_cast<std::ptrdiff_t>(shown - 1));
+  const std::vector<std::size_t> head(indices.begin(),
+                                      indices.begin() + static_cast<std::ptrdiff_t>(shown - 1));
   return fmt::format("{}, …, {}; {} in all", fmt::join(head, ", "), indices.back(), indices.size());
 }
 
@@ -82,22 +90,31 @@ Tensor3 lesson_input(const LessonOptions& options, std::string_view axes, Sizes3
   }
   const Array& input = *options.input;
   if (input.rank() != 3) {
-    throw Error(ErrorKind::bad_value, "lesson", fmt::format("the array has shape {}, but this lesson takes rank 3 {}: {}",
-                                       shape_string(input.shape), axes,
-                                       input.rank() == 2 ? "add a batch axis, e.g. numpy.save(path, x[None])"
-                                                         : fmt::format("reshape it to 3 axes {}, e.g. numpy.save(path, "
-                                                                       "x.reshape(1, T, -1))",
-                                                                       axes))).about("input");
+    throw Error(ErrorKind::bad_value, "lesson",
+                fmt::format("the array has shape {}, but this lesson takes rank 3 {}: {}",
+                            shape_string(input.shape), axes,
+                            input.rank() == 2
+                                ? "add a batch axis, e.g. numpy.save(path, x[None])"
+                                : fmt::format("reshape it to 3 axes {}, e.g. numpy.save(path, "
+                                              "x.reshape(1, T, -1))",
+                                              axes)))
+        .about("input");
   }
   if (input.dtype != Dtype::float32) {
-    throw Error(ErrorKind::bad_value, "lesson", fmt::format("the array has dtype {}, but lessons take float32: save it with "
-                                       "numpy.save(path, x.astype(numpy.float32))",
-                                       dtype_name(input.dtype))).about("input");
+    throw Error(ErrorKind::bad_value, "lesson",
+                fmt::format("the array has dtype {}, but lessons take float32: save it with "
+                            "numpy.save(path, x.astype(numpy.float32))",
+                            dtype_name(input.dtype)))
+        .about("input");
   }
   for (std::size_t s : input.shape)
     if (s == 0) {
-      throw Error(ErrorKind::bad_value, "lesson", fmt::format("the array has shape {} with an empty axis: every size in {} must be at least 1",
-                                         shape_string(input.shape), axes)).about("input");
+      throw Error(
+          ErrorKind::bad_value, "lesson",
+          fmt::format(
+              "the array has shape {} with an empty axis: every size in {} must be at least 1",
+              shape_string(input.shape), axes))
+          .about("input");
     }
   return to_tensor<3>(input, "the input");
 }
@@ -138,13 +155,16 @@ void record_settings(LessonRun& run, const LessonOptions& options,
   } else {
     run.setting("seed", std::to_string(options.seed));
   }
-  for (const auto& [name, value] : sizes) run.setting(name, std::to_string(value));
+  for (const auto& [name, value] : sizes)
+    run.setting(name, std::to_string(value));
 }
 
 namespace {
 std::string_view trim_newlines(std::string_view s) {
-  while (!s.empty() && (s.front() == '\n' || s.front() == '\r')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.remove_suffix(1);
+  while (!s.empty() && (s.front() == '\n' || s.front() == '\r'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' '))
+    s.remove_suffix(1);
   return s;
 }
 }  // namespace

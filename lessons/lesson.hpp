@@ -29,7 +29,7 @@ struct Step {
 };
 
 struct Check {
-  std::string name;    // "rows of W sum to 1"
+  std::string name;  // "rows of W sum to 1"
   bool passed = true;
   std::string detail;  // the measured evidence: "max |sum - 1| = 5.96e-08"
 };
@@ -77,7 +77,8 @@ class LessonRun {
   bool all_checks_passed() const;
 
   std::int64_t parameters = 0;
-  StateDict state_dict;  // the weights the run used, keyed like the PyTorch module's (for --save-weights)
+  StateDict
+      state_dict;  // the weights the run used, keyed like the PyTorch module's (for --save-weights)
 
  private:
   std::string lesson_;
@@ -94,8 +95,8 @@ std::string roundoff_evidence(std::string_view measured, double value, double al
 // at most the two results' own round-off (each one's largest distance from the same computation
 // in float64). That holds on every CPU, OpenBLAS kernel and thread count, and a mistake in the
 // math (a wrong permutation, another function) is far larger.
-void check_same_up_to_roundoff(LessonRun& run, std::string name, std::string_view measured, float difference,
-                               float roundoff_a, float roundoff_b);
+void check_same_up_to_roundoff(LessonRun& run, std::string name, std::string_view measured,
+                               float difference, float roundoff_a, float roundoff_b);
 
 // "2, 0, 1", or past `shown` entries "5, 3, 0, 1, …, 17; 6000 in all".
 std::string index_list(const std::vector<std::size_t>& indices, std::size_t shown = 8);
@@ -131,7 +132,8 @@ PlannedTensor planned_table_rows(std::string name, std::size_t rows, std::string
 PlannedTensor planned_heatmap(std::size_t rows, std::size_t cols, std::string axes);
 
 // Records the input (seed or file) and the sizes as the run's settings.
-void record_settings(LessonRun& run, const LessonOptions& options, std::initializer_list<std::pair<const char*, std::size_t>> sizes);
+void record_settings(LessonRun& run, const LessonOptions& options,
+                     std::initializer_list<std::pair<const char*, std::size_t>> sizes);
 
 // The lesson's Markdown text split into sections: the part before the first marker is "intro",
 // then one section per `<!-- step: NAME -->` line.

@@ -23,7 +23,8 @@ namespace {
 nlohmann::ordered_json json_number(double value, Dtype dtype) {
   if (std::isnan(value)) return "NaN";
   if (std::isinf(value)) return value > 0 ? "Infinity" : "-Infinity";
-  if (dtype == Dtype::float32) return std::strtod(fmt::format("{}", static_cast<float>(value)).c_str(), nullptr);
+  if (dtype == Dtype::float32)
+    return std::strtod(fmt::format("{}", static_cast<float>(value)).c_str(), nullptr);
   return value;
 }
 
@@ -35,7 +36,8 @@ nlohmann::ordered_json json_values(const Array& a, std::size_t axis, std::size_t
     return json_number(a.real(i), a.dtype);
   }
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
-  for (std::size_t k = 0; k < a.shape[axis]; ++k) list.push_back(json_values(a, axis + 1, flat));
+  for (std::size_t k = 0; k < a.shape[axis]; ++k)
+    list.push_back(json_values(a, axis + 1, flat));
   return list;
 }
 
@@ -54,8 +56,10 @@ std::string render_json(const LessonRun& run) {
   nlohmann::ordered_json doc;
   doc["lesson"] = run.lesson();
   doc["settings"] = nlohmann::ordered_json::object();
-  for (const auto& [name, value] : run.settings()) doc["settings"][name] = json_setting(value);
-  for (const auto& [name, values] : run.listings()) std::visit([&](const auto& list) { doc[name] = list; }, values);
+  for (const auto& [name, value] : run.settings())
+    doc["settings"][name] = json_setting(value);
+  for (const auto& [name, values] : run.listings())
+    std::visit([&](const auto& list) { doc[name] = list; }, values);
   doc["steps"] = nlohmann::ordered_json::array();
   doc["checks"] = nlohmann::ordered_json::array();
   doc["tables"] = nlohmann::ordered_json::array();
@@ -68,9 +72,11 @@ std::string render_json(const LessonRun& run) {
                               {"dtype", std::string(dtype_name(step->value.dtype))},
                               {"values", json_values(step->value, 0, flat)}});
     } else if (const auto* check = std::get_if<Check>(&item)) {
-      doc["checks"].push_back({{"name", check->name}, {"passed", check->passed}, {"detail", check->detail}});
+      doc["checks"].push_back(
+          {{"name", check->name}, {"passed", check->passed}, {"detail", check->detail}});
     } else if (const auto* table = std::get_if<Table>(&item)) {
-      doc["tables"].push_back({{"title", table->title}, {"header", table->header}, {"rows", table->rows}});
+      doc["tables"].push_back(
+          {{"title", table->title}, {"header", table->header}, {"rows", table->rows}});
     }
   }
   doc["parameters"] = run.parameters;

@@ -19,7 +19,7 @@ struct OutputOptions {
   int precision = 4;         // digits after the point when printing tensors
   bool full = false;         // print whole tensors, never summarised with ...
   ColorMode color = ColorMode::automatic;
-  bool quiet = false;        // only the final result and the parameter count
+  bool quiet = false;  // only the final result and the parameter count
 };
 
 // What showing a run with these options costs beyond the run itself (core/budget.hpp's

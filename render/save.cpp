@@ -40,7 +40,9 @@ namespace {
 
 constexpr std::string_view kManifest = "manifest.json";
 
-Error save_error(std::string_view message) { return Error(ErrorKind::bad_file, "save", message).about("save"); }
+Error save_error(std::string_view message) {
+  return Error(ErrorKind::bad_file, "save", message).about("save");
+}
 Error weights_error(std::string_view message) {
   return Error(ErrorKind::bad_file, "save_weights", message).about("save_weights");
 }
@@ -50,7 +52,8 @@ Error write_error(std::string_view subject, std::string_view message) {
 
 std::string lowercase_extension(const std::string& path) {
   std::string ext = fs::path(path).extension().string();
-  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char& c : ext)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return ext;
 }
 
@@ -59,7 +62,8 @@ std::string lowercase_extension(const std::string& path) {
 fs::path save_target(const std::string& text) {
   auto strip = [](const fs::path& p) {
     std::string s = p.string();
-    while (s.size() > 1 && s.back() == '/') s.pop_back();
+    while (s.size() > 1 && s.back() == '/')
+      s.pop_back();
     return fs::path(s);
   };
   fs::path p = strip(fs::path(text).lexically_normal());
@@ -71,7 +75,9 @@ fs::path save_target(const std::string& text) {
   return p;
 }
 
-fs::path parent_of(const fs::path& p) { return p.parent_path().empty() ? fs::path(".") : p.parent_path(); }
+fs::path parent_of(const fs::path& p) {
+  return p.parent_path().empty() ? fs::path(".") : p.parent_path();
+}
 
 // Whether the weights file goes into the save directory (then it is part of the save).
 bool weights_into_save(const OutputOptions& o) {
@@ -101,9 +107,10 @@ std::set<std::string> files_of_save(const fs::path& dir, const std::string& show
   const fs::path manifest = dir / kManifest;
   std::error_code ec;
   if (!fs::is_regular_file(fs::symlink_status(manifest, ec))) {
-    throw save_error(fmt::format("'{}' exists and is not an attn save (it has no manifest.json): choose a new or "
-                                 "empty directory",
-                                 printable(shown)));
+    throw save_error(fmt::format(
+        "'{}' exists and is not an attn save (it has no manifest.json): choose a new or "
+        "empty directory",
+        printable(shown)));
   }
   std::set<std::string> allowed = {std::string(kManifest)};
   try {
@@ -112,59 +119,69 @@ std::set<std::string> files_of_save(const fs::path& dir, const std::string& show
     if (file != nullptr) {
       char buffer[65536];
       std::size_t n;
-      while ((n = std::fread(buffer, 1, sizeof buffer, file)) > 0 && text.size() < (1u << 20)) text.append(buffer, n);
+      while ((n = std::fread(buffer, 1, sizeof buffer, file)) > 0 && text.size() < (1u << 20))
+        text.append(buffer, n);
       std::fclose(file);
     }
     const auto doc = nlohmann::json::parse(text);
-    if (!doc.is_object() || !doc.contains("lesson") || !doc.contains("steps") || !doc["steps"].is_array()) {
+    if (!doc.is_object() || !doc.contains("lesson") || !doc.contains("steps") ||
+        !doc["steps"].is_array()) {
       throw std::runtime_error("not attn's manifest");
     }
-    for (const auto& step : doc["steps"]) allowed.insert(step.at("file").get<std::string>());
+    for (const auto& step : doc["steps"])
+      allowed.insert(step.at("file").get<std::string>());
     if (doc.contains("weights")) allowed.insert(doc["weights"].get<std::string>());
   } catch (const std::exception&) {
-    throw save_error(fmt::format("'{}' exists and its manifest.json is not one attn wrote: choose a new or empty "
-                                 "directory",
-                                 printable(shown)));
+    throw save_error(fmt::format(
+        "'{}' exists and its manifest.json is not one attn wrote: choose a new or empty "
+        "directory",
+        printable(shown)));
   }
   std::vector<std::string> others;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (!allowed.contains(name) || !entry.is_regular_file(ec) || entry.is_symlink(ec)) others.push_back(name);
+    if (!allowed.contains(name) || !entry.is_regular_file(ec) || entry.is_symlink(ec))
+      others.push_back(name);
   }
   if (ec) throw save_error(fmt::format("cannot read '{}': {}", printable(shown), ec.message()));
   if (!others.empty()) {
     std::sort(others.begin(), others.end());
     const std::size_t shown_count = std::min<std::size_t>(others.size(), 3);
     std::vector<std::string> names;
-    for (std::size_t i = 0; i < shown_count; ++i) names.push_back(printable(others[i]));
-    throw save_error(fmt::format("'{}' holds {} that attn did not write ({}{}): choose a new or empty directory; "
-                                 "attn replaces only its own saves",
-                                 printable(shown), others.size() == 1 ? "a file" : "files",
-                                 fmt::join(names, ", "), others.size() > shown_count ? ", ..." : ""));
+    for (std::size_t i = 0; i < shown_count; ++i)
+      names.push_back(printable(others[i]));
+    throw save_error(fmt::format(
+        "'{}' holds {} that attn did not write ({}{}): choose a new or empty directory; "
+        "attn replaces only its own saves",
+        printable(shown), others.size() == 1 ? "a file" : "files", fmt::join(names, ", "),
+        others.size() > shown_count ? ", ..." : ""));
   }
   return allowed;
 }
 
 // Refuses, with `error`, a folder that `target` (as the user wrote it) cannot be made in.
-void check_folder(const fs::path& folder, const std::string& target, Error (*error)(std::string_view)) {
+void check_folder(const fs::path& folder, const std::string& target,
+                  Error (*error)(std::string_view)) {
   std::error_code ec;
   const fs::file_status status = fs::status(folder, ec);
   if (ec && ec != std::errc::no_such_file_or_directory) {
-    throw error(fmt::format("cannot write '{}': its folder '{}': {}", printable(target), printable(folder.string()),
-                            ec.message()));
+    throw error(fmt::format("cannot write '{}': its folder '{}': {}", printable(target),
+                            printable(folder.string()), ec.message()));
   }
   if (!fs::exists(status)) {
-    throw error(fmt::format("cannot write '{}': its folder '{}' does not exist; create it first or choose another "
-                            "path",
-                            printable(target), printable(folder.string())));
+    throw error(fmt::format(
+        "cannot write '{}': its folder '{}' does not exist; create it first or choose another "
+        "path",
+        printable(target), printable(folder.string())));
   }
   if (!fs::is_directory(status)) {
-    throw error(fmt::format("cannot write '{}': '{}' is a file, not a directory; choose another path",
-                            printable(target), printable(folder.string())));
+    throw error(
+        fmt::format("cannot write '{}': '{}' is a file, not a directory; choose another path",
+                    printable(target), printable(folder.string())));
   }
   if (::access(folder.c_str(), W_OK) != 0) {
-    throw error(fmt::format("cannot write '{}' in '{}': {}; choose a writable directory", printable(target),
-                            printable(folder.string()), std::strerror(errno)));
+    throw error(fmt::format("cannot write '{}' in '{}': {}; choose a writable directory",
+                            printable(target), printable(folder.string()), std::strerror(errno)));
   }
 }
 
@@ -180,17 +197,20 @@ Identity check_save_target(const std::string& text) {
   }
   if (!fs::exists(status)) return {};
   if (fs::is_symlink(status)) {
-    throw save_error(fmt::format("'{}' is a symbolic link: give the directory itself, or a new name",
-                                 printable(text)));
+    throw save_error(fmt::format(
+        "'{}' is a symbolic link: give the directory itself, or a new name", printable(text)));
   }
   if (!fs::is_directory(status)) {
-    throw save_error(fmt::format("'{}' is a file, not a directory: choose a directory path", printable(text)));
+    throw save_error(
+        fmt::format("'{}' is a file, not a directory: choose a directory path", printable(text)));
   }
-  const fs::path here = fs::weakly_canonical(fs::current_path(ec), ec), there = fs::weakly_canonical(dir, ec);
+  const fs::path here = fs::weakly_canonical(fs::current_path(ec), ec),
+                 there = fs::weakly_canonical(dir, ec);
   const auto [end, _] = std::mismatch(there.begin(), there.end(), here.begin(), here.end());
   if (!ec && end == there.end()) {
     throw save_error(fmt::format("'{}' is {} directory: save into a new directory, e.g. --save out",
-                                 printable(text), there == here ? "the current" : "above the current"));
+                                 printable(text),
+                                 there == here ? "the current" : "above the current"));
   }
   if (!fs::is_empty(dir, ec)) files_of_save(dir, text);
   return identity_of(dir);
@@ -198,28 +218,34 @@ Identity check_save_target(const std::string& text) {
 
 void check_weights_target(const OutputOptions& o) {
   const std::string& path = o.save_weights;
-  if (path.empty()) throw weights_error("the file name is empty: give a path, e.g. --save-weights w.safetensors");
+  if (path.empty())
+    throw weights_error("the file name is empty: give a path, e.g. --save-weights w.safetensors");
   const std::string ext = lowercase_extension(path);
   if (ext == ".pt" || ext == ".pth") {
-    throw weights_error(fmt::format("'{}': attn writes .safetensors or .npz, not PyTorch pickles: name it "
-                                    "w.safetensors and load it with safetensors.torch.load_file",
-                                    printable(path)));
+    throw weights_error(
+        fmt::format("'{}': attn writes .safetensors or .npz, not PyTorch pickles: name it "
+                    "w.safetensors and load it with safetensors.torch.load_file",
+                    printable(path)));
   }
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
   if (fs::is_directory(status)) {
     std::string dir = path;
-    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-    throw weights_error(fmt::format("'{}' is a folder: give a file name, e.g. --save-weights {}/w.safetensors",
-                                    printable(path), printable(dir)));
+    while (dir.size() > 1 && dir.back() == '/')
+      dir.pop_back();
+    throw weights_error(
+        fmt::format("'{}' is a folder: give a file name, e.g. --save-weights {}/w.safetensors",
+                    printable(path), printable(dir)));
   }
   if (ext != ".safetensors" && ext != ".npz") {
-    throw weights_error(fmt::format("'{}': attn writes .safetensors or .npz, chosen by the extension: name the file "
-                                    "e.g. w.safetensors",
-                                    printable(path)));
+    throw weights_error(fmt::format(
+        "'{}': attn writes .safetensors or .npz, chosen by the extension: name the file "
+        "e.g. w.safetensors",
+        printable(path)));
   }
   if (fs::exists(status) && !fs::is_regular_file(status)) {
-    throw weights_error(fmt::format("'{}' exists and is not a regular file: choose another name", printable(path)));
+    throw weights_error(
+        fmt::format("'{}' exists and is not a regular file: choose another name", printable(path)));
   }
   if (weights_into_save(o)) return;  // the save directory's checks cover its folder
   check_folder(parent_of(fs::path(path).lexically_normal()), path, weights_error);
@@ -229,9 +255,9 @@ void check_weights_target(const OutputOptions& o) {
 // signals are blocked, and the handler only reads it and makes system calls.
 
 struct Swap {
-  std::string target;     // where the output goes
-  std::string temporary;  // where it was staged; after an exchange, where the old one is
-  std::vector<std::string> files;      // a directory's files written so far (names), or empty
+  std::string target;              // where the output goes
+  std::string temporary;           // where it was staged; after an exchange, where the old one is
+  std::vector<std::string> files;  // a directory's files written so far (names), or empty
   std::vector<std::string> old_files;  // after an exchange: the old directory's files
   bool directory = false;
   bool staged = false;     // something exists at `temporary`
@@ -255,7 +281,8 @@ class SignalsBlocked {
   SignalsBlocked() {
     sigset_t set;
     sigemptyset(&set);
-    for (int s : kSignals) sigaddset(&set, s);
+    for (int s : kSignals)
+      sigaddset(&set, s);
     ::sigprocmask(SIG_BLOCK, &set, &saved_);
   }
   ~SignalsBlocked() { ::sigprocmask(SIG_SETMASK, &saved_, nullptr); }
@@ -274,7 +301,8 @@ void remove_staged(const std::string& path, const std::vector<std::string>& file
   }
   const int dir = ::open(path.c_str(), O_RDONLY | O_DIRECTORY);
   if (dir >= 0) {
-    for (const std::string& name : files) ::unlinkat(dir, name.c_str(), 0);
+    for (const std::string& name : files)
+      ::unlinkat(dir, name.c_str(), 0);
     ::close(dir);
   }
   ::rmdir(path.c_str());
@@ -325,27 +353,31 @@ class SignalHandlers {
     struct sigaction action {};
     action.sa_handler = on_signal;
     sigemptyset(&action.sa_mask);
-    for (int s : kSignals) sigaddset(&action.sa_mask, s);
-    for (std::size_t i = 0; i < std::size(kSignals); ++i) ::sigaction(kSignals[i], &action, &saved_[i]);
+    for (int s : kSignals)
+      sigaddset(&action.sa_mask, s);
+    for (std::size_t i = 0; i < std::size(kSignals); ++i)
+      ::sigaction(kSignals[i], &action, &saved_[i]);
     struct sigaction ignore {};
     ignore.sa_handler = SIG_IGN;
     ::sigaction(SIGPIPE, &ignore, &saved_pipe_);
   }
   ~SignalHandlers() {
-    for (std::size_t i = 0; i < std::size(kSignals); ++i) ::sigaction(kSignals[i], &saved_[i], nullptr);
+    for (std::size_t i = 0; i < std::size(kSignals); ++i)
+      ::sigaction(kSignals[i], &saved_[i], nullptr);
     ::sigaction(SIGPIPE, &saved_pipe_, nullptr);
   }
   SignalHandlers(const SignalHandlers&) = delete;
   SignalHandlers& operator=(const SignalHandlers&) = delete;
 
  private:
-  struct sigaction saved_[std::size(kSignals)] {};
+  struct sigaction saved_[std::size(kSignals)]{};
   struct sigaction saved_pipe_ {};
 };
 
 // A unique name beside `target`: ".NAME.attn-XXXXXX", made as a directory or an empty file.
 std::string make_temporary(const fs::path& target, bool directory, std::string_view subject) {
-  std::string pattern = (parent_of(target) / fmt::format(".{}.attn-XXXXXX", target.filename().string())).string();
+  std::string pattern =
+      (parent_of(target) / fmt::format(".{}.attn-XXXXXX", target.filename().string())).string();
   if (directory) {
     if (::mkdtemp(pattern.data()) == nullptr) {
       throw write_error(subject, fmt::format("cannot create '{}': {}; choose a writable directory",
@@ -371,7 +403,8 @@ void write_bytes(const std::string& path, const std::vector<unsigned char>& byte
 }
 
 std::vector<unsigned char> weights_bytes(const lessons::LessonRun& run, const std::string& path) {
-  return lowercase_extension(path) == ".npz" ? serialize_npz(run.state_dict) : serialize_safetensors(run.state_dict);
+  return lowercase_extension(path) == ".npz" ? serialize_npz(run.state_dict)
+                                             : serialize_safetensors(run.state_dict);
 }
 
 // True when a SIGINT, SIGTERM or SIGHUP arrived while they were blocked.
@@ -395,7 +428,8 @@ void stage_save(const lessons::LessonRun& run, const OutputOptions& o, Swap& s) 
   nlohmann::ordered_json manifest;
   manifest["lesson"] = run.lesson();
   manifest["settings"] = nlohmann::ordered_json::object();
-  for (const auto& [name, value] : run.settings()) manifest["settings"][name] = value;
+  for (const auto& [name, value] : run.settings())
+    manifest["settings"][name] = value;
   manifest["steps"] = nlohmann::ordered_json::array();
   auto write = [&](const std::string& name, const std::vector<unsigned char>& bytes) {
     {
@@ -405,8 +439,9 @@ void stage_save(const lessons::LessonRun& run, const OutputOptions& o, Swap& s) 
     try {
       write_bytes((fs::path(s.temporary) / name).string(), bytes);
     } catch (const std::system_error& e) {
-      throw write_error("save", fmt::format("cannot write '{}': {}; free space or choose another directory",
-                                            printable(o.save_dir), e.code().message()));
+      throw write_error("save",
+                        fmt::format("cannot write '{}': {}; free space or choose another directory",
+                                    printable(o.save_dir), e.code().message()));
     }
   };
   for (const lessons::Step* step : run.steps()) {
@@ -447,8 +482,9 @@ void stage_weights(const lessons::LessonRun& run, const OutputOptions& o, Swap& 
   try {
     write_bytes(s.temporary, bytes);
   } catch (const std::system_error& e) {
-    throw write_error("save_weights", fmt::format("cannot write '{}': {}; free space or choose another path",
-                                                  printable(o.save_weights), e.code().message()));
+    throw write_error("save_weights",
+                      fmt::format("cannot write '{}': {}; free space or choose another path",
+                                  printable(o.save_weights), e.code().message()));
   }
 }
 
@@ -459,12 +495,14 @@ void commit(Swap& s, bool target_exists, std::string_view subject, const std::st
   SignalsBlocked blocked;
   if (interrupted()) return;
   const auto changed = [&] {
-    return write_error(subject, fmt::format("'{}' was changed by another program while this run was writing it: "
-                                            "nothing was written; run again",
-                                            printable(shown)));
+    return write_error(
+        subject, fmt::format("'{}' was changed by another program while this run was writing it: "
+                             "nothing was written; run again",
+                             printable(shown)));
   };
   const auto failed = [&](int error) {
-    return write_error(subject, fmt::format("cannot write '{}': {}", printable(shown), std::strerror(error)));
+    return write_error(
+        subject, fmt::format("cannot write '{}': {}", printable(shown), std::strerror(error)));
   };
   const unsigned flags = target_exists ? RENAME_EXCHANGE : RENAME_NOREPLACE;
   if (::renameat2(AT_FDCWD, s.temporary.c_str(), AT_FDCWD, s.target.c_str(), flags) == 0) {
@@ -499,7 +537,8 @@ void commit(Swap& s, bool target_exists, std::string_view subject, const std::st
 // saving to the same place take turns: the second sees the first's save and fails cleanly.
 class FolderLock {
  public:
-  explicit FolderLock(const fs::path& folder) : fd_(::open(folder.c_str(), O_RDONLY | O_DIRECTORY)) {
+  explicit FolderLock(const fs::path& folder)
+      : fd_(::open(folder.c_str(), O_RDONLY | O_DIRECTORY)) {
     if (fd_ >= 0) ::flock(fd_, LOCK_EX);
   }
   ~FolderLock() {
@@ -520,10 +559,13 @@ void write_stdout(const std::string& text, std::FILE* out, bool& broken_pipe) {
   broken_pipe = error == EPIPE;
   if (broken_pipe) throw write_error("stdout", "the reader of the output went away");
   if (error == EBADF) {
-    throw write_error("stdout", "stdout is closed: give the output somewhere to go, e.g. > out.txt or > /dev/null");
+    throw write_error(
+        "stdout",
+        "stdout is closed: give the output somewhere to go, e.g. > out.txt or > /dev/null");
   }
-  throw write_error("stdout", fmt::format("cannot write the result: {}: free space or send the output elsewhere",
-                                          std::strerror(error)));
+  throw write_error(
+      "stdout", fmt::format("cannot write the result: {}: free space or send the output elsewhere",
+                            std::strerror(error)));
 }
 
 }  // namespace
@@ -552,9 +594,11 @@ void write_outputs(const lessons::LessonRun& run, const OutputOptions& o, std::F
       const fs::path target = save_target(o.save_dir);
       FolderLock lock(parent_of(target));
       if (identity_of(target) != save_before) {
-        throw write_error("save", fmt::format("'{}' was changed by another program while this run was writing it: "
-                                              "nothing was written; run again",
-                                              printable(o.save_dir)));
+        throw write_error(
+            "save",
+            fmt::format("'{}' was changed by another program while this run was writing it: "
+                        "nothing was written; run again",
+                        printable(o.save_dir)));
       }
       if (save_before.exists) {
         const std::set<std::string> old_files = files_of_save(target, o.save_dir);
@@ -564,9 +608,10 @@ void write_outputs(const lessons::LessonRun& run, const OutputOptions& o, std::F
     }
     if (separate_weights) {
       if (identity_of(o.save_weights) != weights_before) {
-        throw write_error("save_weights", fmt::format("'{}' was changed by another program while this run was "
-                                                      "writing it: nothing was written; run again",
-                                                      printable(o.save_weights)));
+        throw write_error("save_weights",
+                          fmt::format("'{}' was changed by another program while this run was "
+                                      "writing it: nothing was written; run again",
+                                      printable(o.save_weights)));
       }
       commit(t.weights, weights_before.exists, "save_weights", o.save_weights);
     }

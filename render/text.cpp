@@ -6,10 +6,10 @@
 #include <fmt/format.h>
 
 #include "heatmap.hpp"
-#include "text.hpp"
-#include "utf8.hpp"
 #include "print.hpp"
 #include "summary.hpp"
+#include "text.hpp"
+#include "utf8.hpp"
 
 namespace attn::render {
 
@@ -23,11 +23,21 @@ using lessons::Table;
 
 struct Style {
   bool color;
-  std::string bold(std::string_view s) const { return color ? fmt::format("\x1b[1m{}\x1b[0m", s) : std::string(s); }
-  std::string dim(std::string_view s) const { return color ? fmt::format("\x1b[2m{}\x1b[0m", s) : std::string(s); }
-  std::string green(std::string_view s) const { return color ? fmt::format("\x1b[32m{}\x1b[0m", s) : std::string(s); }
-  std::string red(std::string_view s) const { return color ? fmt::format("\x1b[1;31m{}\x1b[0m", s) : std::string(s); }
-  std::string cyan(std::string_view s) const { return color ? fmt::format("\x1b[1;36m{}\x1b[0m", s) : std::string(s); }
+  std::string bold(std::string_view s) const {
+    return color ? fmt::format("\x1b[1m{}\x1b[0m", s) : std::string(s);
+  }
+  std::string dim(std::string_view s) const {
+    return color ? fmt::format("\x1b[2m{}\x1b[0m", s) : std::string(s);
+  }
+  std::string green(std::string_view s) const {
+    return color ? fmt::format("\x1b[32m{}\x1b[0m", s) : std::string(s);
+  }
+  std::string red(std::string_view s) const {
+    return color ? fmt::format("\x1b[1;31m{}\x1b[0m", s) : std::string(s);
+  }
+  std::string cyan(std::string_view s) const {
+    return color ? fmt::format("\x1b[1;36m{}\x1b[0m", s) : std::string(s);
+  }
 };
 
 PrintOptions print_options(const OutputOptions& o) {
@@ -73,33 +83,41 @@ bool is_number(std::string s) {
 std::string render_table(const Table& table, const Style& style) {
   std::vector<bool> numeric(table.header.size(), true);
   for (const auto& row : table.rows)
-    for (std::size_t c = 0; c < row.size() && c < numeric.size(); ++c) numeric[c] = numeric[c] && is_number(row[c]);
+    for (std::size_t c = 0; c < row.size() && c < numeric.size(); ++c)
+      numeric[c] = numeric[c] && is_number(row[c]);
   std::vector<std::size_t> widths(table.header.size(), 0);
-  for (std::size_t c = 0; c < table.header.size(); ++c) widths[c] = column_width(table.header[c]);
+  for (std::size_t c = 0; c < table.header.size(); ++c)
+    widths[c] = column_width(table.header[c]);
   for (const auto& row : table.rows)
-    for (std::size_t c = 0; c < row.size() && c < widths.size(); ++c) widths[c] = std::max(widths[c], column_width(row[c]));
+    for (std::size_t c = 0; c < row.size() && c < widths.size(); ++c)
+      widths[c] = std::max(widths[c], column_width(row[c]));
   auto line = [&](const std::vector<std::string>& cells) {
     std::string s = "  ";
     for (std::size_t c = 0; c < cells.size() && c < widths.size(); ++c) {
       if (c > 0) s += "  ";
       s += pad(cells[c], widths[c], numeric[c]);
     }
-    while (!s.empty() && s.back() == ' ') s.pop_back();
+    while (!s.empty() && s.back() == ' ')
+      s.pop_back();
     return s + '\n';
   };
   std::string out = style.bold(table.title) + '\n' + line(table.header);
   std::size_t total = 0;
-  for (std::size_t w : widths) total += w;
+  for (std::size_t w : widths)
+    total += w;
   std::string rule;
-  for (std::size_t i = 0; i < total + 2 * (widths.size() - 1); ++i) rule += "─";
+  for (std::size_t i = 0; i < total + 2 * (widths.size() - 1); ++i)
+    rule += "─";
   out += "  " + style.dim(rule) + '\n';
-  for (const auto& row : table.rows) out += line(row);
+  for (const auto& row : table.rows)
+    out += line(row);
   return out;
 }
 
 std::string settings_line(const LessonRun& run) {
   std::vector<std::string> parts;
-  for (const auto& [name, value] : run.settings()) parts.push_back(fmt::format("{} {}", name, value));
+  for (const auto& [name, value] : run.settings())
+    parts.push_back(fmt::format("{} {}", name, value));
   return fmt::format("attn {}  ({})", run.lesson(), fmt::join(parts, ", "));
 }
 }  // namespace
@@ -112,22 +130,24 @@ std::string render_text(const LessonRun& run, const OutputOptions& options, bool
   std::size_t step_number = 0;
   auto step_text = [&](const Step& step) {
     return fmt::format("{} {}\n{}\n",
-                       style.cyan(fmt::format("[{}/{}] {}, shape {}:", step_number, step_count, step.name,
-                                              shape_string(step.value.shape))),
+                       style.cyan(fmt::format("[{}/{}] {}, shape {}:", step_number, step_count,
+                                              step.name, shape_string(step.value.shape))),
                        step.title, format_torch(step.value, print));
   };
   auto check_text = [&](const Check& check) {
-    return fmt::format("{} {}: {}\n", check.passed ? style.green("✓") : style.red("✗ FAILED"), check.name,
-                       check.detail);
+    return fmt::format("{} {}: {}\n", check.passed ? style.green("✓") : style.red("✗ FAILED"),
+                       check.name, check.detail);
   };
   const std::string parameters = fmt::format("Parameters: {}\n", with_commas(run.parameters));
 
   if (options.quiet) {
     for (const auto& item : run.items()) {
-      if (const auto* step = std::get_if<Step>(&item); step != nullptr && ++step_number == step_count) {
+      if (const auto* step = std::get_if<Step>(&item);
+          step != nullptr && ++step_number == step_count) {
         out += step_text(*step) + "\n";
       }
-      if (const auto* check = std::get_if<Check>(&item); check != nullptr && !check->passed) out += check_text(*check);
+      if (const auto* check = std::get_if<Check>(&item); check != nullptr && !check->passed)
+        out += check_text(*check);
     }
     return out + parameters;
   }
@@ -143,7 +163,8 @@ std::string render_text(const LessonRun& run, const OutputOptions& options, bool
       out += check_text(*check);
       // Consecutive checks stay together; the blank line comes after the last.
       const auto next = std::next(&item);
-      if (next != run.items().data() + run.items().size() && std::holds_alternative<Check>(*next)) continue;
+      if (next != run.items().data() + run.items().size() && std::holds_alternative<Check>(*next))
+        continue;
     } else if (const auto* table = std::get_if<Table>(&item)) {
       out += render_table(*table, style);
     } else if (const auto* map = std::get_if<Heatmap>(&item)) {
@@ -156,8 +177,8 @@ std::string render_text(const LessonRun& run, const OutputOptions& options, bool
         h.zero_meaning = "";  // an exact 0 is just a value (sin 0 = 0)
       }
       const std::vector<float> values = to_float_vector(map->values);
-      out += render_heatmap(values.data(), map->values.shape[0], map->values.shape[1], map->row_labels,
-                            map->col_labels, h);
+      out += render_heatmap(values.data(), map->values.shape[0], map->values.shape[1],
+                            map->row_labels, map->col_labels, h);
     }
     out += '\n';
   }

@@ -17,7 +17,6 @@
 
 namespace attn::lessons {
 
-
 namespace {
 
 // Past this many numbers the table is shown by its first rows only (BERT-base's has 23 million).
@@ -91,20 +90,21 @@ double positional_rms(std::size_t tokens, std::size_t width) {
   return std::sqrt(sum / static_cast<double>(tokens * width));
 }
 
-
 // The table's size from --weights: its `weight` must be a matrix.
 std::pair<std::size_t, std::size_t> weights_shape(const StateDict& weights,
                                                   const std::string& name) {
   const auto it = weights.find("weight");
   if (it == weights.end() || it->second.rank() != 2 || it->second.shape[0] == 0 ||
       it->second.shape[1] == 0) {
-    throw Error(ErrorKind::bad_value, "tokens_lesson", fmt::format("'{}' has no {}: nn.Embedding's state_dict has one key, weight, of "
+    throw Error(ErrorKind::bad_value, "tokens_lesson",
+                fmt::format("'{}' has no {}: nn.Embedding's state_dict has one key, weight, of "
                             "shape (V, D); save it with attn tokens <save_weights> or "
                             "safetensors.torch.save_file(token_emb.state_dict(), path)",
                             name,
                             it == weights.end() ? std::string("key weight")
                                                 : fmt::format("non-empty 2-D weight (it is {})",
-                                                              shape_string(it->second.shape)))).about("weights");
+                                                              shape_string(it->second.shape))))
+        .about("weights");
   }
   return {it->second.shape[0], it->second.shape[1]};
 }
@@ -118,26 +118,32 @@ LessonRun run_tokens(const TokensLessonOptions& options) {
                                      ? std::filesystem::path(options.vocab_name).filename().string()
                                      : "lesson-vocab.txt";
   if (std::size_t bad = 0; !is_valid_utf8(options.text, &bad)) {
-    throw Error(ErrorKind::bad_value, "tokens_lesson", fmt::format("the text is not valid UTF-8: byte 0x{:02x} at offset {} does not "
+    throw Error(ErrorKind::bad_value, "tokens_lesson",
+                fmt::format("the text is not valid UTF-8: byte 0x{:02x} at offset {} does not "
                             "start a UTF-8 character; pass UTF-8 text (a terminal with "
                             "LANG=C.UTF-8 sends it)",
-                            static_cast<unsigned char>(options.text[bad]), bad)).about("text");
+                            static_cast<unsigned char>(options.text[bad]), bad))
+        .about("text");
   }
   if (options.add_special_tokens) {
     for (std::string_view token : {kClassifierToken, kSeparatorToken}) {
       if (!vocab.find(token)) {
-        throw Error(ErrorKind::bad_value, "tokens_lesson", fmt::format("the vocabulary {} has no {} line: add one, or leave out "
+        throw Error(ErrorKind::bad_value, "tokens_lesson",
+                    fmt::format("the vocabulary {} has no {} line: add one, or leave out "
                                 "<add_special_tokens>",
-                                vocab_name, token)).about("add_special_tokens");
+                                vocab_name, token))
+            .about("add_special_tokens");
       }
     }
   }
   const Encoding e = encode(options.text, vocab, options.add_special_tokens);
   if (e.tokens.empty()) {
-    throw Error(ErrorKind::bad_value, "tokens_lesson", fmt::format("{} has no tokens: it is empty or only spaces and control "
-                                      "characters; give some words, e.g. <text> \"time flies like "
-                                      "an arrow\"",
-                                      in_quotes(options.text))).about("text");
+    throw Error(ErrorKind::bad_value, "tokens_lesson",
+                fmt::format("{} has no tokens: it is empty or only spaces and control "
+                            "characters; give some words, e.g. <text> \"time flies like "
+                            "an arrow\"",
+                            in_quotes(options.text)))
+        .about("text");
   }
   const std::size_t tokens = e.tokens.size();
   const auto [rows, width] = options.weights ? weights_shape(*options.weights, options.weights_name)
@@ -164,10 +170,13 @@ LessonRun run_tokens(const TokensLessonOptions& options) {
   Ids ids({1, tokens});  // (1,T)
   std::copy(e.ids.begin(), e.ids.end(), ids.begin());
   if (std::size_t at = 0; first_id_out_of_range(ids, rows, &at)) {
-    throw Error(ErrorKind::bad_value, "tokens_lesson", fmt::format("'{}' has {} rows, but the token '{}' has id {} in {}: the table needs a "
+    throw Error(
+        ErrorKind::bad_value, "tokens_lesson",
+        fmt::format("'{}' has {} rows, but the token '{}' has id {} in {}: the table needs a "
                     "row for every id, at least {} rows (this vocabulary has {} tokens)",
                     options.weights_name, rows, e.tokens[at], e.ids[at], vocab_name, e.ids[at] + 1,
-                    vocab.size())).about("weights");
+                    vocab.size()))
+        .about("weights");
   }
 
   const Module model = describe_embedding(rows, width);

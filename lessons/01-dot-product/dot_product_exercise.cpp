@@ -20,8 +20,9 @@ Tensor3 batched_matmul_transposed(const Tensor3& a, const Tensor3& b) {
   // every batch entry i, row t and column n set out(i, t, n) to the sum over k of a(i, t, k) * b(i, n, k).
   // BEGIN SOLUTION
   if (a.shape(0) != b.shape(0) || a.shape(2) != b.shape(2)) {
-    throw std::invalid_argument(fmt::format("batched_matmul_transposed: shapes do not match: {} @ {}^T",
-                                            shape_string_of(a), shape_string_of(b)));
+    throw std::invalid_argument(
+        fmt::format("batched_matmul_transposed: shapes do not match: {} @ {}^T", shape_string_of(a),
+                    shape_string_of(b)));
   }
   const std::size_t batch = a.shape(0), rows = a.shape(1), inner = a.shape(2), cols = b.shape(1);
   Tensor3 out({batch, rows, cols});  // (B,T,N)
@@ -29,7 +30,8 @@ Tensor3 batched_matmul_transposed(const Tensor3& a, const Tensor3& b) {
     for (std::size_t t = 0; t < rows; ++t) {
       for (std::size_t n = 0; n < cols; ++n) {
         float sum = 0.0f;
-        for (std::size_t k = 0; k < inner; ++k) sum += a(i, t, k) * b(i, n, k);
+        for (std::size_t k = 0; k < inner; ++k)
+          sum += a(i, t, k) * b(i, n, k);
         out(i, t, n) = sum;
       }
     }
@@ -52,7 +54,8 @@ Tensor3 batched_matmul(const Tensor3& a, const Tensor3& b) {
     for (std::size_t t = 0; t < rows; ++t) {
       for (std::size_t n = 0; n < cols; ++n) {
         float sum = 0.0f;
-        for (std::size_t k = 0; k < inner; ++k) sum += a(i, t, k) * b(i, k, n);
+        for (std::size_t k = 0; k < inner; ++k)
+          sum += a(i, t, k) * b(i, k, n);
         out(i, t, n) = sum;
       }
     }
@@ -67,7 +70,8 @@ DotProductSteps dot_product_attention(const Tensor3& x, float divisor) {
   // BEGIN SOLUTION
   DotProductSteps steps;
   steps.raw_weights = batched_matmul_transposed(x, x);  // (B,T,D) @ (B,T,D)^T -> (B,T,T)
-  for (float& w : steps.raw_weights) w /= divisor;
+  for (float& w : steps.raw_weights)
+    w /= divisor;
   steps.weights = attn::softmax(steps.raw_weights);  // (B,T,T), rows sum to 1
   steps.output = batched_matmul(steps.weights, x);   // (B,T,T) @ (B,T,D) -> (B,T,D)
   return steps;

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "grading.hpp"
 #include "dot_product_exercise.hpp"
+#include "grading.hpp"
 
 using attn::Tensor3;
 using attn::grading::check_close;
@@ -20,31 +20,37 @@ constexpr attn::testing::Tolerance kTolerance{1e-5, 1e-4};
 void check_transposed(const std::string& name) {
   const Tensor3 a = fixture<3>("dot-product/" + name + "_a");
   const Tensor3 b = fixture<3>("dot-product/" + name + "_b");
-  check_close("batched_matmul_transposed(a " + attn::shape_string_of(a) + ", b " + attn::shape_string_of(b) + ")",
-              attn::exercise::batched_matmul_transposed(a, b), fixture<3>("dot-product/" + name + "_out"),
-              kTolerance);
+  check_close("batched_matmul_transposed(a " + attn::shape_string_of(a) + ", b " +
+                  attn::shape_string_of(b) + ")",
+              attn::exercise::batched_matmul_transposed(a, b),
+              fixture<3>("dot-product/" + name + "_out"), kTolerance);
 }
 
 void check_matmul(const std::string& name) {
   const Tensor3 a = fixture<3>("dot-product/" + name + "_a");
   const Tensor3 b = fixture<3>("dot-product/" + name + "_b");
-  check_close("batched_matmul(a " + attn::shape_string_of(a) + ", b " + attn::shape_string_of(b) + ")",
-              attn::exercise::batched_matmul(a, b), fixture<3>("dot-product/" + name + "_out"), kTolerance);
+  check_close(
+      "batched_matmul(a " + attn::shape_string_of(a) + ", b " + attn::shape_string_of(b) + ")",
+      attn::exercise::batched_matmul(a, b), fixture<3>("dot-product/" + name + "_out"), kTolerance);
 }
 
 void check_attention(const std::string& name, float divisor) {
   const Tensor3 x = fixture<3>("dot-product/" + name + "_x");
   const attn::DotProductSteps steps = attn::exercise::dot_product_attention(x, divisor);
-  const std::string call = "dot_product_attention(x " + attn::shape_string_of(x) + ", " + std::to_string(divisor) + ")";
-  check_close(call + ".raw_weights", steps.raw_weights, fixture<3>("dot-product/" + name + "_raw_weights"),
+  const std::string call =
+      "dot_product_attention(x " + attn::shape_string_of(x) + ", " + std::to_string(divisor) + ")";
+  check_close(call + ".raw_weights", steps.raw_weights,
+              fixture<3>("dot-product/" + name + "_raw_weights"), kTolerance);
+  check_close(call + ".weights", steps.weights, fixture<3>("dot-product/" + name + "_weights"),
               kTolerance);
-  check_close(call + ".weights", steps.weights, fixture<3>("dot-product/" + name + "_weights"), kTolerance);
-  check_close(call + ".output", steps.output, fixture<3>("dot-product/" + name + "_output"), kTolerance);
+  check_close(call + ".output", steps.output, fixture<3>("dot-product/" + name + "_output"),
+              kTolerance);
 }
 
 }  // namespace
 
-TEST_CASE("batched_matmul_transposed matches torch.bmm of a and b transposed", "[dot-product][points=2]") {
+TEST_CASE("batched_matmul_transposed matches torch.bmm of a and b transposed",
+          "[dot-product][points=2]") {
   check_transposed("transposed_b2_t3_n4_k5");
   check_transposed("transposed_b3_t6_n2_k7");
   check_transposed("transposed_b1_t1_n1_k3");
@@ -56,7 +62,9 @@ TEST_CASE("batched_matmul matches torch.bmm on odd shapes", "[dot-product][point
   check_matmul("matmul_b1_t5_k1_n3");
 }
 
-TEST_CASE("batched_matmul_transposed of x with itself is symmetric with squared lengths on the diagonal", "[dot-product][points=1]") {
+TEST_CASE(
+    "batched_matmul_transposed of x with itself is symmetric with squared lengths on the diagonal",
+    "[dot-product][points=1]") {
   const Tensor3 x = fixture<3>("dot-product/b3_t4_d7_x");
   const Tensor3 gram = attn::exercise::batched_matmul_transposed(x, x);
   REQUIRE(gram.dimension() == 3);
@@ -66,49 +74,57 @@ TEST_CASE("batched_matmul_transposed of x with itself is symmetric with squared 
   for (std::size_t b = 0; b < 3; ++b) {
     for (std::size_t i = 0; i < 4; ++i) {
       double squared_length = 0.0;
-      for (std::size_t d = 0; d < 7; ++d) squared_length += static_cast<double>(x(b, i, d)) * x(b, i, d);
-      INFO("gram(" << b << ", " << i << ", " << i << ") = " << gram(b, i, i) << ", expected |x(" << b << ", "
-                   << i << ", :)|^2 = " << squared_length);
+      for (std::size_t d = 0; d < 7; ++d)
+        squared_length += static_cast<double>(x(b, i, d)) * x(b, i, d);
+      INFO("gram(" << b << ", " << i << ", " << i << ") = " << gram(b, i, i) << ", expected |x("
+                   << b << ", " << i << ", :)|^2 = " << squared_length);
       CHECK(std::fabs(gram(b, i, i) - squared_length) <= 1e-5 * (1.0 + squared_length));
       for (std::size_t j = 0; j < 4; ++j) {
-        INFO("gram(" << b << ", " << i << ", " << j << ") = " << gram(b, i, j) << " but gram(" << b << ", " << j
-                     << ", " << i << ") = " << gram(b, j, i));
+        INFO("gram(" << b << ", " << i << ", " << j << ") = " << gram(b, i, j) << " but gram(" << b
+                     << ", " << j << ", " << i << ") = " << gram(b, j, i));
         CHECK(std::fabs(gram(b, i, j) - gram(b, j, i)) <= 1e-6 * (1.0 + std::fabs(gram(b, i, j))));
       }
     }
   }
 }
 
-TEST_CASE("batched_matmul and batched_matmul_transposed refuse shapes that do not fit", "[dot-product][points=1]") {
+TEST_CASE("batched_matmul and batched_matmul_transposed refuse shapes that do not fit",
+          "[dot-product][points=1]") {
   const Tensor3 a = xt::zeros<float>({2, 3, 4});
-  const Tensor3 fits = xt::zeros<float>({2, 4, 5});         // (B,K,N) for a
+  const Tensor3 fits = xt::zeros<float>({2, 4, 5});             // (B,K,N) for a
   const Tensor3 fits_transposed = xt::zeros<float>({2, 5, 4});  // (B,N,K) for a
-  const Tensor3 wrong_inner = xt::zeros<float>({2, 5, 6});    // K = 5 or 6, not 4
-  const Tensor3 wrong_batch = xt::zeros<float>({3, 4, 4});    // B = 3, not 2
+  const Tensor3 wrong_inner = xt::zeros<float>({2, 5, 6});      // K = 5 or 6, not 4
+  const Tensor3 wrong_batch = xt::zeros<float>({3, 4, 4});      // B = 3, not 2
   CHECK_NOTHROW(attn::exercise::batched_matmul(a, fits));
   CHECK_NOTHROW(attn::exercise::batched_matmul_transposed(a, fits_transposed));
-  INFO("a (2,3,4) against b (2,5,6), whose inner size is not 4, and b (3,4,4), whose batch is not 2");
+  INFO(
+      "a (2,3,4) against b (2,5,6), whose inner size is not 4, and b (3,4,4), whose batch is not 2");
   CHECK_THROWS_AS(attn::exercise::batched_matmul(a, wrong_inner), std::invalid_argument);
   CHECK_THROWS_AS(attn::exercise::batched_matmul(a, wrong_batch), std::invalid_argument);
   CHECK_THROWS_AS(attn::exercise::batched_matmul_transposed(a, wrong_inner), std::invalid_argument);
   CHECK_THROWS_AS(attn::exercise::batched_matmul_transposed(a, wrong_batch), std::invalid_argument);
 }
 
-TEST_CASE("dot_product_attention matches PyTorch at every step on B 2 T 5 D 6", "[dot-product][points=3]") {
+TEST_CASE("dot_product_attention matches PyTorch at every step on B 2 T 5 D 6",
+          "[dot-product][points=3]") {
   check_attention("b2_t5_d6", 1.0f);
 }
 
-TEST_CASE("dot_product_attention matches PyTorch on odd shapes down to one token", "[dot-product][points=2]") {
+TEST_CASE("dot_product_attention matches PyTorch on odd shapes down to one token",
+          "[dot-product][points=2]") {
   check_attention("b3_t4_d7", 1.0f);
   check_attention("b1_t6_d3", 1.0f);
   check_attention("b1_t1_d5", 1.0f);
 }
 
-TEST_CASE("dot_product_attention divides the raw weights by sqrt(D) when asked", "[dot-product][points=2]") {
+TEST_CASE("dot_product_attention divides the raw weights by sqrt(D) when asked",
+          "[dot-product][points=2]") {
   check_attention("sqrt_b2_t5_d12", std::sqrt(12.0f));
 }
 
-TEST_CASE("dot_product_attention weights are a softmax of its raw weights and outputs are their averages", "[dot-product][points=2]") {
+TEST_CASE(
+    "dot_product_attention weights are a softmax of its raw weights and outputs are their averages",
+    "[dot-product][points=2]") {
   const Tensor3 x = fixture<3>("dot-product/sqrt_b2_t5_d12_x");
   const float divisor = std::sqrt(12.0f);
   const attn::DotProductSteps s = attn::exercise::dot_product_attention(x, divisor);
@@ -121,17 +137,21 @@ TEST_CASE("dot_product_attention weights are a softmax of its raw weights and ou
   for (std::size_t b = 0; b < 2; ++b) {
     for (std::size_t i = 0; i < 5; ++i) {
       double squared_length = 0.0, sum = 0.0;
-      for (std::size_t d = 0; d < 12; ++d) squared_length += static_cast<double>(x(b, i, d)) * x(b, i, d);
+      for (std::size_t d = 0; d < 12; ++d)
+        squared_length += static_cast<double>(x(b, i, d)) * x(b, i, d);
       INFO("raw_weights(" << b << ", " << i << ", " << i << ") = " << s.raw_weights(b, i, i)
                           << ", expected |x_i|^2 / sqrt(12) = " << squared_length / divisor);
-      CHECK(std::fabs(s.raw_weights(b, i, i) - squared_length / divisor) <= 1e-5 * (1.0 + squared_length));
+      CHECK(std::fabs(s.raw_weights(b, i, i) - squared_length / divisor) <=
+            1e-5 * (1.0 + squared_length));
       for (std::size_t j = 0; j < 5; ++j) {
         sum += s.weights(b, i, j);
         // softmax: w_ij / w_i0 = exp(raw_ij - raw_i0)
-        const double log_ratio = std::log(static_cast<double>(s.weights(b, i, j)) / s.weights(b, i, 0));
+        const double log_ratio =
+            std::log(static_cast<double>(s.weights(b, i, j)) / s.weights(b, i, 0));
         const double raw_gap = static_cast<double>(s.raw_weights(b, i, j)) - s.raw_weights(b, i, 0);
-        INFO("ln(weights(" << b << ", " << i << ", " << j << ") / weights(" << b << ", " << i << ", 0)) = " << log_ratio
-                           << ", expected raw_weights difference " << raw_gap);
+        INFO("ln(weights(" << b << ", " << i << ", " << j << ") / weights(" << b << ", " << i
+                           << ", 0)) = " << log_ratio << ", expected raw_weights difference "
+                           << raw_gap);
         CHECK(s.weights(b, i, j) > 0.0f);
         CHECK(std::fabs(log_ratio - raw_gap) <= 1e-4);
       }
@@ -139,7 +159,8 @@ TEST_CASE("dot_product_attention weights are a softmax of its raw weights and ou
       CHECK(std::fabs(sum - 1.0) < 1e-5);
       for (std::size_t d = 0; d < 12; ++d) {
         double average = 0.0;
-        for (std::size_t j = 0; j < 5; ++j) average += static_cast<double>(s.weights(b, i, j)) * x(b, j, d);
+        for (std::size_t j = 0; j < 5; ++j)
+          average += static_cast<double>(s.weights(b, i, j)) * x(b, j, d);
         INFO("output(" << b << ", " << i << ", " << d << ") = " << s.output(b, i, d)
                        << ", expected sum_j weights(b, i, j) x(b, j, d) = " << average);
         CHECK(std::fabs(s.output(b, i, d) - average) <= 1e-5 * (1.0 + std::fabs(average)));
@@ -148,28 +169,32 @@ TEST_CASE("dot_product_attention weights are a softmax of its raw weights and ou
   }
 }
 
-TEST_CASE("dot_product_attention of shuffled tokens gives the same outputs shuffled", "[dot-product][points=2]") {
+TEST_CASE("dot_product_attention of shuffled tokens gives the same outputs shuffled",
+          "[dot-product][points=2]") {
   const Tensor3 x = fixture<3>("dot-product/b3_t4_d7_x");
   const std::vector<std::size_t> order{2, 0, 3, 1};
-  const Tensor3 shuffled_then_attended = attn::exercise::dot_product_attention(attn::permute_tokens(x, order)).output;
-  check_close("dot_product_attention(x shuffled to order 2 0 3 1).output",
-              shuffled_then_attended, attn::permute_tokens(fixture<3>("dot-product/b3_t4_d7_output"), order),
-              kTolerance);
+  const Tensor3 shuffled_then_attended =
+      attn::exercise::dot_product_attention(attn::permute_tokens(x, order)).output;
+  check_close("dot_product_attention(x shuffled to order 2 0 3 1).output", shuffled_then_attended,
+              attn::permute_tokens(fixture<3>("dot-product/b3_t4_d7_output"), order), kTolerance);
   check_close("dot_product_attention(x shuffled) against dot_product_attention(x).output shuffled",
-              shuffled_then_attended, attn::permute_tokens(attn::exercise::dot_product_attention(x).output, order),
+              shuffled_then_attended,
+              attn::permute_tokens(attn::exercise::dot_product_attention(x).output, order),
               kTolerance);
 }
 
 // BEGIN HIDDEN TESTS
-TEST_CASE("dot_product_attention matches PyTorch with large raw weights and a divisor below one", "[dot-product][points=2][.hidden]") {
+TEST_CASE("dot_product_attention matches PyTorch with large raw weights and a divisor below one",
+          "[dot-product][points=2][.hidden]") {
   check_attention("large_b2_t4_d9", 0.5f);
 }
 
-TEST_CASE("batched_matmul and batched_matmul_transposed give zeros when the inner size is zero", "[dot-product][points=1][.hidden]") {
+TEST_CASE("batched_matmul and batched_matmul_transposed give zeros when the inner size is zero",
+          "[dot-product][points=1][.hidden]") {
   const Tensor3 a({2, 3, 0});
   const Tensor3 expected = xt::zeros<float>({2, 3, 4});
-  check_close("batched_matmul(a (2,3,0), b (2,0,4))", attn::exercise::batched_matmul(a, Tensor3({2, 0, 4})),
-              expected);
+  check_close("batched_matmul(a (2,3,0), b (2,0,4))",
+              attn::exercise::batched_matmul(a, Tensor3({2, 0, 4})), expected);
   check_close("batched_matmul_transposed(a (2,3,0), b (2,4,0))",
               attn::exercise::batched_matmul_transposed(a, Tensor3({2, 4, 0})), expected);
 }

@@ -16,12 +16,14 @@ namespace {
 // A shuffled token order drawn from the seed (Fisher-Yates); never the identity when T > 1.
 std::vector<std::size_t> shuffled_order(std::uint64_t seed, std::size_t tokens) {
   std::vector<std::size_t> order(tokens);
-  for (std::size_t i = 0; i < tokens; ++i) order[i] = i;
+  for (std::size_t i = 0; i < tokens; ++i)
+    order[i] = i;
   if (tokens < 2) return order;
   Rng rng(seed ^ 0x5eed0f0e11e5ULL);
   do {
     for (std::size_t i = tokens - 1; i > 0; --i) {
-      std::swap(order[i], order[static_cast<std::size_t>(rng.uniform() * static_cast<double>(i + 1))]);
+      std::swap(order[i],
+                order[static_cast<std::size_t>(rng.uniform() * static_cast<double>(i + 1))]);
     }
   } while (std::is_sorted(order.begin(), order.end()));
   return order;
@@ -51,7 +53,8 @@ LessonRun run_dot_product(const LessonOptions& options) {
 
   const DotProductSteps s = dot_product_attention(x);
   run.section("raw_weights");
-  run.step("raw_weights", "W' = X Xᵀ, every token's dot product with every token", to_array(s.raw_weights));
+  run.step("raw_weights", "W' = X Xᵀ, every token's dot product with every token",
+           to_array(s.raw_weights));
   run.section("weights");
   run.step("weights", "W = softmax(W') over the last axis", to_array(s.weights));
   run.section("output");
@@ -70,10 +73,12 @@ LessonRun run_dot_product(const LessonOptions& options) {
   for (std::size_t b = 0; b < batch; ++b)
     for (std::size_t d = 0; d < width; ++d) {
       float lo = INFINITY, hi = -INFINITY;
-      for (std::size_t j = 0; j < tokens; ++j) lo = std::min(lo, x(b, j, d)), hi = std::max(hi, x(b, j, d));
+      for (std::size_t j = 0; j < tokens; ++j)
+        lo = std::min(lo, x(b, j, d)), hi = std::max(hi, x(b, j, d));
       const float largest = std::max(std::fabs(lo), std::fabs(hi));
       const float slack = summation_tolerance(tokens, largest) + worst_sum * largest;
-      for (std::size_t i = 0; i < tokens; ++i) outside += !(s.output(b, i, d) >= lo - slack && s.output(b, i, d) <= hi + slack);
+      for (std::size_t i = 0; i < tokens; ++i)
+        outside += !(s.output(b, i, d) >= lo - slack && s.output(b, i, d) <= hi + slack);
     }
   run.check("every output lies between the smallest and largest input, coordinate by coordinate",
             outside == 0, fmt::format("{} of {} values outside", outside, batch * tokens * width));
@@ -83,11 +88,12 @@ LessonRun run_dot_product(const LessonOptions& options) {
   const Tensor3 permuted = permute_tokens(x, order);
   const Tensor3 permuted_then_attended = dot_product_attention(permuted).output;
   const Tensor3 attended_then_permuted = permute_tokens(s.output, order);
-  check_same_up_to_roundoff(run, "permuting the tokens permutes the outputs the same way",
-                            fmt::format("order ({}): max |Y(PX) - P Y(X)|", index_list(order)),
-                            max_difference(permuted_then_attended, attended_then_permuted),
-                            max_difference(permuted_then_attended, dot_product_attention_float64(permuted)),
-                            max_difference(s.output, dot_product_attention_float64(x)));
+  check_same_up_to_roundoff(
+      run, "permuting the tokens permutes the outputs the same way",
+      fmt::format("order ({}): max |Y(PX) - P Y(X)|", index_list(order)),
+      max_difference(permuted_then_attended, attended_then_permuted),
+      max_difference(permuted_then_attended, dot_product_attention_float64(permuted)),
+      max_difference(s.output, dot_product_attention_float64(x)));
 
   run.section("parameters");
   run.parameters = 0;

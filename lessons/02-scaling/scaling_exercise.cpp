@@ -22,7 +22,8 @@ double entropy(const float* weights, std::size_t n) {
   // BEGIN SOLUTION
   double h = 0.0;
   for (std::size_t j = 0; j < n; ++j) {
-    if (weights[j] > 0.0f) h -= static_cast<double>(weights[j]) * std::log(static_cast<double>(weights[j]));
+    if (weights[j] > 0.0f)
+      h -= static_cast<double>(weights[j]) * std::log(static_cast<double>(weights[j]));
   }
   return h;
   // END SOLUTION
@@ -35,42 +36,53 @@ DotProductSpread measure_dot_product_spread(Rng& rng, std::size_t d_model, std::
   std::vector<double> dots(samples);
   std::vector<float> q(d_model), k(d_model);  // (D), (D)
   for (double& dot : dots) {
-    for (float& v : q) v = static_cast<float>(rng.normal());
-    for (float& v : k) v = static_cast<float>(rng.normal());
+    for (float& v : q)
+      v = static_cast<float>(rng.normal());
+    for (float& v : k)
+      v = static_cast<float>(rng.normal());
     float sum = 0.0f;
-    for (std::size_t d = 0; d < d_model; ++d) sum += q[d] * k[d];
+    for (std::size_t d = 0; d < d_model; ++d)
+      sum += q[d] * k[d];
     dot = sum;
   }
   DotProductSpread spread;
   spread.d_model = d_model;
-  for (double dot : dots) spread.mean += dot;
+  for (double dot : dots)
+    spread.mean += dot;
   spread.mean /= static_cast<double>(samples);
-  for (double dot : dots) spread.variance += (dot - spread.mean) * (dot - spread.mean);
+  for (double dot : dots)
+    spread.variance += (dot - spread.mean) * (dot - spread.mean);
   spread.variance /= static_cast<double>(samples - 1);
-  spread.scaled_variance = spread.variance / static_cast<double>(d_model);  // Var(x / c) = Var(x) / c^2
+  spread.scaled_variance =
+      spread.variance / static_cast<double>(d_model);  // Var(x / c) = Var(x) / c^2
   return spread;
   // END SOLUTION
 }
 
-SoftmaxPeakComparison measure_softmax_peak(Rng& rng, std::size_t d_model, std::size_t keys, std::size_t rows) {
+SoftmaxPeakComparison measure_softmax_peak(Rng& rng, std::size_t d_model, std::size_t keys,
+                                           std::size_t rows) {
   // TODO(lesson 02): fill scores (rows, keys) with q·k, one q per row and a new k per key; divide a
   // copy by sqrt(d_model); attn::softmax both, and average each one's row max and entropy() over rows.
   // BEGIN SOLUTION
   Tensor2 scores({rows, keys});  // (rows, keys) q·k
   std::vector<float> q(d_model), k(d_model);
   for (std::size_t r = 0; r < rows; ++r) {
-    for (float& v : q) v = static_cast<float>(rng.normal());
+    for (float& v : q)
+      v = static_cast<float>(rng.normal());
     for (std::size_t j = 0; j < keys; ++j) {
-      for (float& v : k) v = static_cast<float>(rng.normal());
+      for (float& v : k)
+        v = static_cast<float>(rng.normal());
       float dot = 0.0f;
-      for (std::size_t d = 0; d < d_model; ++d) dot += q[d] * k[d];
+      for (std::size_t d = 0; d < d_model; ++d)
+        dot += q[d] * k[d];
       scores(r, j) = dot;
     }
   }
   const float root = std::sqrt(static_cast<float>(d_model));
   Tensor2 scaled({rows, keys});  // (rows, keys) q·k / sqrt(D)
   for (std::size_t r = 0; r < rows; ++r) {
-    for (std::size_t j = 0; j < keys; ++j) scaled(r, j) = scores(r, j) / root;
+    for (std::size_t j = 0; j < keys; ++j)
+      scaled(r, j) = scores(r, j) / root;
   }
   const auto peak = [rows, keys](const Tensor2& weights) {
     SoftmaxPeak p;

@@ -20,12 +20,15 @@ namespace {
 // data/fixtures/exercises/scaling/<name>.npy: within 5 standard errors of the mean over `rows`.
 void check_peak(const std::string& name, const attn::SoftmaxPeakComparison& got, std::size_t rows) {
   const Tensor2 table = fixture<2>("scaling/" + name);  // (2,4) means, standard deviations
-  const double values[4] = {got.unscaled.max_weight, got.unscaled.entropy, got.scaled.max_weight, got.scaled.entropy};
-  const char* labels[4] = {"unscaled.max_weight", "unscaled.entropy", "scaled.max_weight", "scaled.entropy"};
+  const double values[4] = {got.unscaled.max_weight, got.unscaled.entropy, got.scaled.max_weight,
+                            got.scaled.entropy};
+  const char* labels[4] = {"unscaled.max_weight", "unscaled.entropy", "scaled.max_weight",
+                           "scaled.entropy"};
   for (std::size_t i = 0; i < 4; ++i) {
     const double tolerance = 5.0 * table(1, i) / std::sqrt(static_cast<double>(rows)) + 1e-6;
-    INFO("measure_softmax_peak(D = " << got.d_model << ", " << rows << " rows)." << labels[i] << " = " << values[i]
-                                     << ", PyTorch expects " << table(0, i) << " +- " << tolerance);
+    INFO("measure_softmax_peak(D = " << got.d_model << ", " << rows << " rows)." << labels[i]
+                                     << " = " << values[i] << ", PyTorch expects " << table(0, i)
+                                     << " +- " << tolerance);
     CHECK(std::fabs(values[i] - table(0, i)) <= tolerance);
   }
 }
@@ -33,7 +36,8 @@ void check_peak(const std::string& name, const attn::SoftmaxPeakComparison& got,
 // Five standard errors of the sample variance of q·k over n samples, relative to D:
 // Var(q·k) = D and its fourth central moment is 3D^2 + 6D.
 double variance_tolerance(std::size_t d_model, std::size_t samples) {
-  return 5.0 * std::sqrt((2.0 + 6.0 / static_cast<double>(d_model)) / static_cast<double>(samples - 1));
+  return 5.0 *
+         std::sqrt((2.0 + 6.0 / static_cast<double>(d_model)) / static_cast<double>(samples - 1));
 }
 
 }  // namespace
@@ -59,54 +63,65 @@ TEST_CASE("entropy of a one-hot row is zero and zero weights add nothing", "[sca
   CHECK(std::fabs(two - std::log(2.0)) <= 1e-6);
 }
 
-TEST_CASE("entropy matches torch.special.entr summed over rows of softmax weights", "[scaling][points=2]") {
-  const Tensor2 weights = fixture<2>("scaling/entropy_weights");     // (5,7), some weights 0
+TEST_CASE("entropy matches torch.special.entr summed over rows of softmax weights",
+          "[scaling][points=2]") {
+  const Tensor2 weights = fixture<2>("scaling/entropy_weights");    // (5,7), some weights 0
   const Tensor1 expected = fixture<1>("scaling/entropy_expected");  // (5)
   for (std::size_t r = 0; r < weights.shape(0); ++r) {
-    const double got = attn::exercise::entropy(weights.data() + r * weights.shape(1), weights.shape(1));
-    INFO("entropy(row " << r << " of weights (5,7)) = " << got << ", PyTorch expects " << expected(r));
+    const double got =
+        attn::exercise::entropy(weights.data() + r * weights.shape(1), weights.shape(1));
+    INFO("entropy(row " << r << " of weights (5,7)) = " << got << ", PyTorch expects "
+                        << expected(r));
     CHECK(std::fabs(got - expected(r)) <= 1e-6 + 1e-5 * std::fabs(expected(r)));
   }
 }
 
-TEST_CASE("measure_dot_product_spread gives a variance near D and a mean near 0 for D = 4 16 64 256", "[scaling][points=2]") {
+TEST_CASE(
+    "measure_dot_product_spread gives a variance near D and a mean near 0 for D = 4 16 64 256",
+    "[scaling][points=2]") {
   Rng rng(2024);
   const std::size_t samples = 4000;
   for (std::size_t d_model : {4, 16, 64, 256}) {
-    const attn::DotProductSpread s = attn::exercise::measure_dot_product_spread(rng, d_model, samples);
+    const attn::DotProductSpread s =
+        attn::exercise::measure_dot_product_spread(rng, d_model, samples);
     const double mean_tolerance = 5.0 * std::sqrt(static_cast<double>(d_model) / samples);
     const double variance_ratio_tolerance = variance_tolerance(d_model, samples);
-    INFO("measure_dot_product_spread(D = " << d_model << ", " << samples << " samples): d_model = " << s.d_model
-                                           << ", mean = " << s.mean << " (expected 0 +- " << mean_tolerance
-                                           << "), variance = " << s.variance << " (expected " << d_model << " +- "
-                                           << variance_ratio_tolerance * d_model << ")");
+    INFO("measure_dot_product_spread(D = "
+         << d_model << ", " << samples << " samples): d_model = " << s.d_model << ", mean = "
+         << s.mean << " (expected 0 +- " << mean_tolerance << "), variance = " << s.variance
+         << " (expected " << d_model << " +- " << variance_ratio_tolerance * d_model << ")");
     CHECK(s.d_model == d_model);
     CHECK(std::fabs(s.mean) <= mean_tolerance);
     CHECK(std::fabs(s.variance / static_cast<double>(d_model) - 1.0) <= variance_ratio_tolerance);
   }
 }
 
-TEST_CASE("measure_dot_product_spread divides the variance by D and not by sqrt(D)", "[scaling][points=2]") {
+TEST_CASE("measure_dot_product_spread divides the variance by D and not by sqrt(D)",
+          "[scaling][points=2]") {
   Rng rng(7);
   const std::size_t samples = 4000;
   for (std::size_t d_model : {16, 256}) {
-    const attn::DotProductSpread s = attn::exercise::measure_dot_product_spread(rng, d_model, samples);
+    const attn::DotProductSpread s =
+        attn::exercise::measure_dot_product_spread(rng, d_model, samples);
     const double expected = s.variance / static_cast<double>(d_model);
-    INFO("measure_dot_product_spread(D = " << d_model << "): scaled_variance = " << s.scaled_variance
-                                           << ", expected variance / D = " << s.variance << " / " << d_model << " = "
-                                           << expected << ", which is about 1");
+    INFO("measure_dot_product_spread(D = " << d_model
+                                           << "): scaled_variance = " << s.scaled_variance
+                                           << ", expected variance / D = " << s.variance << " / "
+                                           << d_model << " = " << expected << ", which is about 1");
     CHECK(std::fabs(s.scaled_variance - expected) <= 1e-6 * expected);
     CHECK(std::fabs(s.scaled_variance - 1.0) <= variance_tolerance(d_model, samples));
   }
 }
 
-TEST_CASE("measure_dot_product_spread draws from the generator it is given", "[scaling][points=1]") {
+TEST_CASE("measure_dot_product_spread draws from the generator it is given",
+          "[scaling][points=1]") {
   Rng first(11), second(11);
   const attn::DotProductSpread a = attn::exercise::measure_dot_product_spread(first, 8, 500);
   const attn::DotProductSpread b = attn::exercise::measure_dot_product_spread(second, 8, 500);
   const attn::DotProductSpread c = attn::exercise::measure_dot_product_spread(first, 8, 500);
-  INFO("two generators seeded 11 gave means " << a.mean << " and " << b.mean << " (expected equal); the first "
-                                              << "one's next call gave " << c.mean << " (expected different)");
+  INFO("two generators seeded 11 gave means "
+       << a.mean << " and " << b.mean << " (expected equal); the first "
+       << "one's next call gave " << c.mean << " (expected different)");
   CHECK(a.mean == b.mean);
   CHECK(a.variance == b.variance);
   CHECK(a.variance > 0.0);
@@ -114,13 +129,16 @@ TEST_CASE("measure_dot_product_spread draws from the generator it is given", "[s
   CHECK(c.variance != a.variance);
 }
 
-TEST_CASE("measure_softmax_peak gives near one-hot rows without scaling at D = 256 and spread rows with it", "[scaling][points=2]") {
+TEST_CASE(
+    "measure_softmax_peak gives near one-hot rows without scaling at D = 256 and spread rows with it",
+    "[scaling][points=2]") {
   Rng rng(5);
   const std::size_t keys = 6;
   const attn::SoftmaxPeakComparison c = attn::exercise::measure_softmax_peak(rng, 256, keys, 200);
   INFO("measure_softmax_peak(D = 256, 6 keys, 200 rows): d_model = "
-       << c.d_model << ", unscaled max_weight " << c.unscaled.max_weight << " entropy " << c.unscaled.entropy
-       << ", scaled max_weight " << c.scaled.max_weight << " entropy " << c.scaled.entropy
+       << c.d_model << ", unscaled max_weight " << c.unscaled.max_weight << " entropy "
+       << c.unscaled.entropy << ", scaled max_weight " << c.scaled.max_weight << " entropy "
+       << c.scaled.entropy
        << "; PyTorch's population values are 0.945 0.134 unscaled and 0.421 1.465 scaled");
   CHECK(c.d_model == 256);
   for (const attn::SoftmaxPeak& p : {c.unscaled, c.scaled}) {
@@ -135,7 +153,8 @@ TEST_CASE("measure_softmax_peak gives near one-hot rows without scaling at D = 2
   CHECK(c.scaled.entropy > 1.35);
 }
 
-TEST_CASE("measure_softmax_peak matches the PyTorch population values at D = 64 with 8 keys", "[scaling][points=3]") {
+TEST_CASE("measure_softmax_peak matches the PyTorch population values at D = 64 with 8 keys",
+          "[scaling][points=3]") {
   Rng rng(64);
   const attn::SoftmaxPeakComparison c = attn::exercise::measure_softmax_peak(rng, 64, 8, 1000);
   CHECK(c.d_model == 64);
@@ -143,14 +162,16 @@ TEST_CASE("measure_softmax_peak matches the PyTorch population values at D = 64 
 }
 
 // BEGIN HIDDEN TESTS
-TEST_CASE("measure_softmax_peak matches the PyTorch population values at D = 5 with 13 keys", "[scaling][points=2][.hidden]") {
+TEST_CASE("measure_softmax_peak matches the PyTorch population values at D = 5 with 13 keys",
+          "[scaling][points=2][.hidden]") {
   Rng rng(13);
   const attn::SoftmaxPeakComparison c = attn::exercise::measure_softmax_peak(rng, 5, 13, 1000);
   CHECK(c.d_model == 5);
   check_peak("peak_d5_k13", c, 1000);
 }
 
-TEST_CASE("measure_softmax_peak stays finite at D = 1024 where unscaled scores overflow exp", "[scaling][points=1][.hidden]") {
+TEST_CASE("measure_softmax_peak stays finite at D = 1024 where unscaled scores overflow exp",
+          "[scaling][points=1][.hidden]") {
   Rng rng(1024);
   const attn::SoftmaxPeakComparison c = attn::exercise::measure_softmax_peak(rng, 1024, 8, 100);
   INFO("measure_softmax_peak(D = 1024, 8 keys, 100 rows): unscaled max_weight "

@@ -18,21 +18,27 @@ namespace {
 constexpr std::size_t kSpreadSamples = 2000;  // q·k pairs per width
 constexpr std::size_t kPeakRows = 500;        // queries per width
 
-std::vector<std::size_t> table_widths() { return {4, 8, 16, 32, 64, 128, 256, 512, 1024}; }
+std::vector<std::size_t> table_widths() {
+  return {4, 8, 16, 32, 64, 128, 256, 512, 1024};
+}
 
 // Seed 002: "a vector in R^k with values all c has length k·sqrt(c)". It is sqrt(k c²) = c·sqrt(k).
 Table length_table(bool& all_match) {
-  Table t{"Length of a vector of D values all equal to c", {"D", "c", "seed 002: D·√c", "c·√D", "measured ‖x‖"}, {}};
+  Table t{"Length of a vector of D values all equal to c",
+          {"D", "c", "seed 002: D·√c", "c·√D", "measured ‖x‖"},
+          {}};
   all_match = true;
   for (std::size_t d : {256, 512}) {
     const float c = 10.0f;
     double squares = 0.0;
-    for (std::size_t i = 0; i < d; ++i) squares += static_cast<double>(c) * c;
+    for (std::size_t i = 0; i < d; ++i)
+      squares += static_cast<double>(c) * c;
     const double measured = std::sqrt(squares), correct = c * std::sqrt(static_cast<double>(d));
     all_match = all_match && std::fabs(measured - correct) <= 1e-9 * correct;
-    t.rows.push_back({fmt::format("{}", d), fmt::format("{:g}", c),
-                      fmt::format("{:.2f}", static_cast<double>(d) * std::sqrt(static_cast<double>(c))),
-                      fmt::format("{:.2f}", correct), fmt::format("{:.2f}", measured)});
+    t.rows.push_back(
+        {fmt::format("{}", d), fmt::format("{:g}", c),
+         fmt::format("{:.2f}", static_cast<double>(d) * std::sqrt(static_cast<double>(c))),
+         fmt::format("{:.2f}", correct), fmt::format("{:.2f}", measured)});
   }
   return t;
 }
@@ -64,15 +70,17 @@ LessonRun run_scaling(const LessonOptions& options) {
 
   // The measurements use their own stream so that the input does not depend on them.
   Rng rng(options.seed ^ 0x5ca11e5ULL);
-  Table spread{fmt::format("Spread of q·k for q, k with N(0, 1) entries ({} pairs per row)", kSpreadSamples),
-               {"D", "mean q·k", "Var(q·k)", "D", "Var(q·k / √D)"},
-               {}};
+  Table spread{
+      fmt::format("Spread of q·k for q, k with N(0, 1) entries ({} pairs per row)", kSpreadSamples),
+      {"D", "mean q·k", "Var(q·k)", "D", "Var(q·k / √D)"},
+      {}};
   double worst_scaled = 0.0;
   for (std::size_t d : table_widths()) {
     const DotProductSpread s = measure_dot_product_spread(rng, d, kSpreadSamples);
     worst_scaled = std::max(worst_scaled, std::fabs(s.scaled_variance - 1.0));
-    spread.rows.push_back({fmt::format("{}", d), fmt::format("{:.2f}", s.mean), fmt::format("{:.1f}", s.variance),
-                           fmt::format("{}", d), fmt::format("{:.3f}", s.scaled_variance)});
+    spread.rows.push_back({fmt::format("{}", d), fmt::format("{:.2f}", s.mean),
+                           fmt::format("{:.1f}", s.variance), fmt::format("{}", d),
+                           fmt::format("{:.3f}", s.scaled_variance)});
   }
   run.section("variance");
   run.table(std::move(spread));
@@ -80,13 +88,15 @@ LessonRun run_scaling(const LessonOptions& options) {
             fmt::format("largest |Var - 1| = {:.3f} over D = 4..1024", worst_scaled));
 
   const std::size_t keys = std::max<std::size_t>(tokens, 2);
-  Table peak{fmt::format("Softmax of one query against {} keys (mean over {} queries)", keys, kPeakRows),
-             {"D", "largest w, unscaled", "scaled", "entropy, unscaled", "scaled"},
-             {}};
+  Table peak{
+      fmt::format("Softmax of one query against {} keys (mean over {} queries)", keys, kPeakRows),
+      {"D", "largest w, unscaled", "scaled", "entropy, unscaled", "scaled"},
+      {}};
   for (std::size_t d : table_widths()) {
     const SoftmaxPeakComparison c = measure_softmax_peak(rng, d, keys, kPeakRows);
     peak.rows.push_back({fmt::format("{}", d), fmt::format("{:.3f}", c.unscaled.max_weight),
-                         fmt::format("{:.3f}", c.scaled.max_weight), fmt::format("{:.3f}", c.unscaled.entropy),
+                         fmt::format("{:.3f}", c.scaled.max_weight),
+                         fmt::format("{:.3f}", c.unscaled.entropy),
                          fmt::format("{:.3f}", c.scaled.entropy)});
   }
   const std::string uniform_max = fmt::format("{:.3f}", 1.0 / static_cast<double>(keys));
@@ -99,7 +109,8 @@ LessonRun run_scaling(const LessonOptions& options) {
   Table lengths = length_table(lengths_match);
   run.section("length");
   run.table(std::move(lengths));
-  run.check("a vector of D values c has length c·√D", lengths_match, "measured ‖x‖ = c·√D for D = 256, 512");
+  run.check("a vector of D values c has length c·√D", lengths_match,
+            "measured ‖x‖ = c·√D for D = 256, 512");
 
   run.section("input");
   run.step("input", "X, one row of width D per token", to_array(x));
@@ -110,7 +121,8 @@ LessonRun run_scaling(const LessonOptions& options) {
   const float root = std::sqrt(static_cast<float>(width));
   const DotProductSteps s = dot_product_attention(x, root);
   run.section("scaled_scores");
-  run.step("scaled_scores", fmt::format("X Xᵀ / √D, √{} = {:.4f}", width, root), to_array(s.raw_weights));
+  run.step("scaled_scores", fmt::format("X Xᵀ / √D, √{} = {:.4f}", width, root),
+           to_array(s.raw_weights));
   run.section("weights");
   run.step("weights", "W = softmax(X Xᵀ / √D) over the last axis", to_array(s.weights));
   run.section("output");
@@ -130,8 +142,8 @@ LessonRun run_scaling(const LessonOptions& options) {
   const double rows = static_cast<double>(batch * tokens);
   run.section("checks");
   run.check("scaling never sharpens a row: its largest weight does not grow", grown == 0,
-            fmt::format("mean largest weight {:.4f} unscaled, {:.4f} scaled; {} rows grew", unscaled_mean / rows,
-                        scaled_mean / rows, grown));
+            fmt::format("mean largest weight {:.4f} unscaled, {:.4f} scaled; {} rows grew",
+                        unscaled_mean / rows, scaled_mean / rows, grown));
   run.parameters = 0;
   return run;
 }

@@ -25,9 +25,11 @@ Tensor3 softmax(const Tensor3& scores) {
   for (std::size_t b = 0; b < batch; ++b) {
     for (std::size_t t = 0; t < queries; ++t) {
       float largest = -std::numeric_limits<float>::infinity();
-      for (std::size_t s = 0; s < keys; ++s) largest = std::max(largest, scores(b, t, s));
+      for (std::size_t s = 0; s < keys; ++s)
+        largest = std::max(largest, scores(b, t, s));
       if (largest == -std::numeric_limits<float>::infinity()) {
-        for (std::size_t s = 0; s < keys; ++s) weights(b, t, s) = 0.0f;
+        for (std::size_t s = 0; s < keys; ++s)
+          weights(b, t, s) = 0.0f;
         continue;
       }
       float sum = 0.0f;
@@ -35,7 +37,8 @@ Tensor3 softmax(const Tensor3& scores) {
         weights(b, t, s) = std::exp(scores(b, t, s) - largest);
         sum += weights(b, t, s);
       }
-      for (std::size_t s = 0; s < keys; ++s) weights(b, t, s) /= sum;
+      for (std::size_t s = 0; s < keys; ++s)
+        weights(b, t, s) /= sum;
     }
   }
   return weights;
@@ -60,14 +63,15 @@ Tensor3 apply_mask(const Tensor3& scores, const Tensor2& mask) {
   // std::invalid_argument when mask's shape is not (T,S).
   // BEGIN SOLUTION
   if (mask.shape(0) != scores.shape(1) || mask.shape(1) != scores.shape(2)) {
-    throw std::invalid_argument(fmt::format("apply_mask: mask ({},{}) does not fit scores ({},{},{})",
-                                            mask.shape(0), mask.shape(1), scores.shape(0),
-                                            scores.shape(1), scores.shape(2)));
+    throw std::invalid_argument(
+        fmt::format("apply_mask: mask ({},{}) does not fit scores ({},{},{})", mask.shape(0),
+                    mask.shape(1), scores.shape(0), scores.shape(1), scores.shape(2)));
   }
   Tensor3 masked(scores.shape());
   for (std::size_t b = 0; b < scores.shape(0); ++b) {
     for (std::size_t t = 0; t < scores.shape(1); ++t) {
-      for (std::size_t s = 0; s < scores.shape(2); ++s) masked(b, t, s) = scores(b, t, s) + mask(t, s);
+      for (std::size_t s = 0; s < scores.shape(2); ++s)
+        masked(b, t, s) = scores(b, t, s) + mask(t, s);
     }
   }
   return masked;

@@ -20,8 +20,9 @@ constexpr attn::testing::Tolerance kTolerance{1e-6, 1e-5};
 
 void check_case(const std::string& name) {
   const Tensor3 scores = fixture<3>("softmax/" + name + "_scores");
-  check_close("softmax(scores " + attn::shape_string_of(scores) + ")", attn::exercise::softmax(scores),
-              fixture<3>("softmax/" + name + "_softmax"), kTolerance);
+  check_close("softmax(scores " + attn::shape_string_of(scores) + ")",
+              attn::exercise::softmax(scores), fixture<3>("softmax/" + name + "_softmax"),
+              kTolerance);
 }
 
 }  // namespace
@@ -61,15 +62,18 @@ TEST_CASE("softmax of large scores does not overflow", "[softmax][points=2]") {
 }
 
 TEST_CASE("causal_mask matches torch.triu of -inf", "[softmax][points=1]") {
-  check_close("causal_mask(5)", attn::exercise::causal_mask(5), fixture<2>("softmax/causal_mask_t5"));
-  check_close("causal_mask(1)", attn::exercise::causal_mask(1), fixture<2>("softmax/causal_mask_t1"));
+  check_close("causal_mask(5)", attn::exercise::causal_mask(5),
+              fixture<2>("softmax/causal_mask_t5"));
+  check_close("causal_mask(1)", attn::exercise::causal_mask(1),
+              fixture<2>("softmax/causal_mask_t1"));
 }
 
 TEST_CASE("apply_mask then softmax gives no weight to future tokens", "[softmax][points=2]") {
   const Tensor3 scores = fixture<3>("softmax/causal_b2_t5_scores");
   const Tensor3 masked = attn::exercise::apply_mask(scores, attn::exercise::causal_mask(5));
-  check_close("softmax(apply_mask(scores (2,5,5), causal_mask(5)))", attn::exercise::softmax(masked),
-              fixture<3>("softmax/causal_b2_t5_softmax"), kTolerance);
+  check_close("softmax(apply_mask(scores (2,5,5), causal_mask(5)))",
+              attn::exercise::softmax(masked), fixture<3>("softmax/causal_b2_t5_softmax"),
+              kTolerance);
 }
 
 TEST_CASE("apply_mask refuses a mask of the wrong shape", "[softmax][points=1]") {
@@ -79,20 +83,23 @@ TEST_CASE("apply_mask refuses a mask of the wrong shape", "[softmax][points=1]")
 }
 
 // BEGIN HIDDEN TESTS
-TEST_CASE("softmax matches PyTorch with -inf scores on padded keys", "[softmax][points=2][.hidden]") {
+TEST_CASE("softmax matches PyTorch with -inf scores on padded keys",
+          "[softmax][points=2][.hidden]") {
   check_case("padded_b3_t4_s6");
 }
 
 TEST_CASE("softmax of a fully masked row is zeros", "[softmax][points=1][.hidden]") {
   Tensor3 scores = fixture<3>("softmax/b2_t4_s6_scores");
-  for (std::size_t s = 0; s < 6; ++s) scores(1, 2, s) = -std::numeric_limits<float>::infinity();
+  for (std::size_t s = 0; s < 6; ++s)
+    scores(1, 2, s) = -std::numeric_limits<float>::infinity();
   const Tensor3 weights = attn::exercise::softmax(scores);
   for (std::size_t s = 0; s < 6; ++s) {
     INFO("weights(1, 2, " << s << ") = " << weights(1, 2, s) << ", expected 0");
     CHECK(weights(1, 2, s) == 0.0f);
   }
   Tensor3 expected = fixture<3>("softmax/b2_t4_s6_softmax");
-  for (std::size_t s = 0; s < 6; ++s) expected(1, 2, s) = 0.0f;
+  for (std::size_t s = 0; s < 6; ++s)
+    expected(1, 2, s) = 0.0f;
   check_close("softmax(scores with row (1, 2, :) all -inf)", weights, expected, kTolerance);
 }
 // END HIDDEN TESTS

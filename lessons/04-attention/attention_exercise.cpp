@@ -17,7 +17,8 @@
 
 namespace attn::exercise {
 
-AttentionSteps scaled_dot_product_attention(const Tensor3& queries, const Tensor3& keys, const Tensor3& values, const Tensor3* mask) {
+AttentionSteps scaled_dot_product_attention(const Tensor3& queries, const Tensor3& keys,
+                                            const Tensor3& values, const Tensor3* mask) {
   // TODO(lesson 04): scores(b, t, s) = sum over i of queries(b, t, i) * keys(b, s, i); scaled_scores =
   // scores / sqrt(hs) + (*mask)(b, t, s) if mask; weights = attn::softmax(scaled_scores); output(b, t, j) =
   // sum over s of weights(b, t, s) * values(b, s, j). Keep Q, K, V; throw std::invalid_argument on bad shapes.
@@ -33,8 +34,9 @@ AttentionSteps scaled_dot_product_attention(const Tensor3& queries, const Tensor
   }
   if (mask != nullptr &&
       (mask->shape(0) != batch || mask->shape(1) != tokens || mask->shape(2) != sources)) {
-    throw std::invalid_argument(fmt::format("scaled_dot_product_attention: mask {} does not fit scores ({}, {}, {})",
-                                            shape_string_of(*mask), batch, tokens, sources));
+    throw std::invalid_argument(
+        fmt::format("scaled_dot_product_attention: mask {} does not fit scores ({}, {}, {})",
+                    shape_string_of(*mask), batch, tokens, sources));
   }
   AttentionSteps steps;
   steps.queries = queries;
@@ -47,19 +49,21 @@ AttentionSteps scaled_dot_product_attention(const Tensor3& queries, const Tensor
     for (std::size_t t = 0; t < tokens; ++t) {
       for (std::size_t s = 0; s < sources; ++s) {
         float dot = 0.0f;
-        for (std::size_t i = 0; i < head; ++i) dot += queries(b, t, i) * keys(b, s, i);
+        for (std::size_t i = 0; i < head; ++i)
+          dot += queries(b, t, i) * keys(b, s, i);
         steps.scores(b, t, s) = dot;
         steps.scaled_scores(b, t, s) = dot / root + (mask != nullptr ? (*mask)(b, t, s) : 0.0f);
       }
     }
   }
-  steps.weights = attn::softmax(steps.scaled_scores);    // (B,T,S)
+  steps.weights = attn::softmax(steps.scaled_scores);   // (B,T,S)
   steps.output = Tensor3({batch, tokens, value_size});  // (B,T,S) @ (B,S,hv) -> (B,T,hv)
   for (std::size_t b = 0; b < batch; ++b) {
     for (std::size_t t = 0; t < tokens; ++t) {
       for (std::size_t j = 0; j < value_size; ++j) {
         float sum = 0.0f;
-        for (std::size_t s = 0; s < sources; ++s) sum += steps.weights(b, t, s) * values(b, s, j);
+        for (std::size_t s = 0; s < sources; ++s)
+          sum += steps.weights(b, t, s) * values(b, s, j);
         steps.output(b, t, j) = sum;
       }
     }
@@ -68,20 +72,22 @@ AttentionSteps scaled_dot_product_attention(const Tensor3& queries, const Tensor
   // END SOLUTION
 }
 
-Tensor3 attention_mask(std::size_t batch, std::size_t tokens, bool causal, const std::vector<std::size_t>& lengths) {
+Tensor3 attention_mask(std::size_t batch, std::size_t tokens, bool causal,
+                       const std::vector<std::size_t>& lengths) {
   // TODO(lesson 04): a (batch, tokens, tokens) tensor: -inf at (b, i, j) when causal and j > i, or when
   // j >= lengths[b]; 0 elsewhere. Throw std::invalid_argument for lengths not `batch` long or outside 1..tokens.
   // BEGIN SOLUTION
   if (!lengths.empty() && lengths.size() != batch) {
-    throw std::invalid_argument(fmt::format(
-        "attention_mask: {} lengths for a batch of {}: give one length per sequence", lengths.size(), batch));
+    throw std::invalid_argument(
+        fmt::format("attention_mask: {} lengths for a batch of {}: give one length per sequence",
+                    lengths.size(), batch));
   }
   Tensor3 mask({batch, tokens, tokens});
   for (std::size_t b = 0; b < batch; ++b) {
     const std::size_t length = lengths.empty() ? tokens : lengths[b];
     if (length == 0 || length > tokens) {
-      throw std::invalid_argument(
-          fmt::format("attention_mask: length {} of sequence {} is outside 1..{} (T)", length, b, tokens));
+      throw std::invalid_argument(fmt::format(
+          "attention_mask: length {} of sequence {} is outside 1..{} (T)", length, b, tokens));
     }
     for (std::size_t i = 0; i < tokens; ++i) {
       for (std::size_t j = 0; j < tokens; ++j) {
@@ -100,15 +106,17 @@ AttentionSteps forward(const AttentionHead& head, const Tensor3& x, const Tensor
   // BEGIN SOLUTION
   const auto project = [&x](const Linear& layer) {
     if (layer.weight.shape(1) != x.shape(2)) {
-      throw std::invalid_argument(fmt::format("forward: x {} does not fit a projection of weight {}",
-                                              shape_string_of(x), shape_string_of(layer.weight)));
+      throw std::invalid_argument(
+          fmt::format("forward: x {} does not fit a projection of weight {}", shape_string_of(x),
+                      shape_string_of(layer.weight)));
     }
     Tensor3 out({x.shape(0), x.shape(1), layer.weight.shape(0)});  // (B,T,D) @ (D,hs) -> (B,T,hs)
     for (std::size_t b = 0; b < x.shape(0); ++b) {
       for (std::size_t t = 0; t < x.shape(1); ++t) {
         for (std::size_t o = 0; o < layer.weight.shape(0); ++o) {
           float sum = layer.has_bias ? layer.bias(o) : 0.0f;
-          for (std::size_t d = 0; d < x.shape(2); ++d) sum += x(b, t, d) * layer.weight(o, d);
+          for (std::size_t d = 0; d < x.shape(2); ++d)
+            sum += x(b, t, d) * layer.weight(o, d);
           out(b, t, o) = sum;
         }
       }

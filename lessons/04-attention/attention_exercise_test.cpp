@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "grading.hpp"
 #include "attention_exercise.hpp"
+#include "grading.hpp"
 
 using attn::AttentionSteps;
 using attn::Tensor3;
@@ -36,11 +36,13 @@ void check_steps(const std::string& call, const AttentionSteps& got, const std::
 
 // scaled_dot_product_attention on the fixture's queries, keys and values (and its mask if `masked`).
 AttentionSteps check_case(const std::string& name, bool masked = false) {
-  const Tensor3 queries = step(name, "queries"), keys = step(name, "keys"), values = step(name, "values");
+  const Tensor3 queries = step(name, "queries"), keys = step(name, "keys"),
+                values = step(name, "values");
   const Tensor3 mask = masked ? step(name, "mask") : Tensor3();
-  const std::string call = "scaled_dot_product_attention(queries " + attn::shape_string_of(queries) + ", keys " +
-                           attn::shape_string_of(keys) + ", values " + attn::shape_string_of(values) +
-                           (masked ? ", mask)" : ", no mask)");
+  const std::string call = "scaled_dot_product_attention(queries " +
+                           attn::shape_string_of(queries) + ", keys " +
+                           attn::shape_string_of(keys) + ", values " +
+                           attn::shape_string_of(values) + (masked ? ", mask)" : ", no mask)");
   const AttentionSteps got =
       attn::exercise::scaled_dot_product_attention(queries, keys, values, masked ? &mask : nullptr);
   check_close(call + ".queries", got.queries, queries, kTolerance);
@@ -73,47 +75,56 @@ void check_head(const std::string& name, const Tensor3* mask) {
 
 }  // namespace
 
-TEST_CASE("scaled_dot_product_attention matches PyTorch with 4 queries and 5 keys (B=2 hs=6)", "[attention][points=2]") {
+TEST_CASE("scaled_dot_product_attention matches PyTorch with 4 queries and 5 keys (B=2 hs=6)",
+          "[attention][points=2]") {
   check_case("b2_t4_s5");
 }
 
-TEST_CASE("scaled_dot_product_attention matches PyTorch at T=1 with wider values and at B=3 T=S=5", "[attention][points=2]") {
+TEST_CASE("scaled_dot_product_attention matches PyTorch at T=1 with wider values and at B=3 T=S=5",
+          "[attention][points=2]") {
   check_case("b1_t1_s7_hv5");
   check_case("b3_t5_s5");
 }
 
-TEST_CASE("identical keys give uniform weights and the mean of the values", "[attention][points=2]") {
+TEST_CASE("identical keys give uniform weights and the mean of the values",
+          "[attention][points=2]") {
   const Tensor3 queries = step("b2_t4_s5", "queries"), values = step("b2_t4_s5", "values");
   Tensor3 keys = step("b2_t4_s5", "keys");  // (2,5,6): every key of a sequence set to its first
   for (std::size_t b = 0; b < 2; ++b)
     for (std::size_t s = 1; s < 5; ++s)
-      for (std::size_t i = 0; i < 6; ++i) keys(b, s, i) = keys(b, 0, i);
+      for (std::size_t i = 0; i < 6; ++i)
+        keys(b, s, i) = keys(b, 0, i);
   Tensor3 scores({2, 4, 5}), uniform({2, 4, 5}), mean({2, 4, 6});
   for (std::size_t b = 0; b < 2; ++b) {
     for (std::size_t t = 0; t < 4; ++t) {
       float dot = 0.0f;  // the same score against every key
-      for (std::size_t i = 0; i < 6; ++i) dot += queries(b, t, i) * keys(b, 0, i);
+      for (std::size_t i = 0; i < 6; ++i)
+        dot += queries(b, t, i) * keys(b, 0, i);
       for (std::size_t s = 0; s < 5; ++s) {
         scores(b, t, s) = dot;
         uniform(b, t, s) = 0.2f;
       }
       for (std::size_t j = 0; j < 6; ++j) {
         float sum = 0.0f;
-        for (std::size_t s = 0; s < 5; ++s) sum += values(b, s, j);
+        for (std::size_t s = 0; s < 5; ++s)
+          sum += values(b, s, j);
         mean(b, t, j) = sum / 5.0f;
       }
     }
   }
-  const AttentionSteps got = attn::exercise::scaled_dot_product_attention(queries, keys, values, nullptr);
-  check_close("scaled_dot_product_attention(queries (2,4,6), 5 equal keys, values (2,5,6)).scores", got.scores,
-              scores, kTolerance);
-  check_close("scaled_dot_product_attention(queries (2,4,6), 5 equal keys, values (2,5,6)).weights", got.weights,
-              uniform, kTolerance);
-  check_close("scaled_dot_product_attention(queries (2,4,6), 5 equal keys, values (2,5,6)).output (the mean value)",
-              got.output, mean, kTolerance);
+  const AttentionSteps got =
+      attn::exercise::scaled_dot_product_attention(queries, keys, values, nullptr);
+  check_close("scaled_dot_product_attention(queries (2,4,6), 5 equal keys, values (2,5,6)).scores",
+              got.scores, scores, kTolerance);
+  check_close("scaled_dot_product_attention(queries (2,4,6), 5 equal keys, values (2,5,6)).weights",
+              got.weights, uniform, kTolerance);
+  check_close(
+      "scaled_dot_product_attention(queries (2,4,6), 5 equal keys, values (2,5,6)).output (the mean value)",
+      got.output, mean, kTolerance);
 }
 
-TEST_CASE("a causal mask gives the future keys zero weight and rows still sum to one", "[attention][points=2]") {
+TEST_CASE("a causal mask gives the future keys zero weight and rows still sum to one",
+          "[attention][points=2]") {
   const AttentionSteps got = check_case("causal_b2_t5", true);
   REQUIRE(got.weights.shape() == (std::array<std::size_t, 3>{2, 5, 5}));
   for (std::size_t b = 0; b < 2; ++b) {
@@ -122,7 +133,8 @@ TEST_CASE("a causal mask gives the future keys zero weight and rows still sum to
       for (std::size_t s = 0; s < 5; ++s) {
         sum += got.weights(b, t, s);
         if (s > t) {
-          INFO("weights(" << b << ", " << t << ", " << s << ") = " << got.weights(b, t, s) << ", expected 0");
+          INFO("weights(" << b << ", " << t << ", " << s << ") = " << got.weights(b, t, s)
+                          << ", expected 0");
           CHECK(got.weights(b, t, s) == 0.0f);
         }
       }
@@ -133,13 +145,15 @@ TEST_CASE("a causal mask gives the future keys zero weight and rows still sum to
 }
 
 TEST_CASE("scaled_dot_product_attention refuses shapes that do not fit", "[attention][points=1]") {
-  const Tensor3 queries = step("b2_t4_s5", "queries"), keys = step("b2_t4_s5", "keys");  // (2,4,6) (2,5,6)
-  const Tensor3 values = step("b2_t4_s5", "values");                                      // (2,5,6)
-  const Tensor3 other_size = step("b3_t5_s5", "keys");                                    // (3,5,4)
-  const Tensor3 wrong_mask = step("causal_b2_t5", "mask");                                // (2,5,5)
+  const Tensor3 queries = step("b2_t4_s5", "queries"),
+                keys = step("b2_t4_s5", "keys");            // (2,4,6) (2,5,6)
+  const Tensor3 values = step("b2_t4_s5", "values");        // (2,5,6)
+  const Tensor3 other_size = step("b3_t5_s5", "keys");      // (3,5,4)
+  const Tensor3 wrong_mask = step("causal_b2_t5", "mask");  // (2,5,5)
   INFO("keys (3,5,4) for queries (2,4,6)");
-  CHECK_THROWS_AS(attn::exercise::scaled_dot_product_attention(queries, other_size, values, nullptr),
-                  std::invalid_argument);
+  CHECK_THROWS_AS(
+      attn::exercise::scaled_dot_product_attention(queries, other_size, values, nullptr),
+      std::invalid_argument);
   INFO("values (2,4,6): 4 values for 5 keys");
   CHECK_THROWS_AS(attn::exercise::scaled_dot_product_attention(queries, keys, queries, nullptr),
                   std::invalid_argument);
@@ -148,16 +162,21 @@ TEST_CASE("scaled_dot_product_attention refuses shapes that do not fit", "[atten
                   std::invalid_argument);
 }
 
-TEST_CASE("attention_mask matches PyTorch for causal and padding masks and both", "[attention][points=2]") {
-  check_close("attention_mask(2, 5, causal, no lengths)", attn::exercise::attention_mask(2, 5, true, {}),
+TEST_CASE("attention_mask matches PyTorch for causal and padding masks and both",
+          "[attention][points=2]") {
+  check_close("attention_mask(2, 5, causal, no lengths)",
+              attn::exercise::attention_mask(2, 5, true, {}),
               fixture<3>("attention/mask_causal_b2_t5"));
-  check_close("attention_mask(2, 5, not causal, lengths {3, 5})", attn::exercise::attention_mask(2, 5, false, {3, 5}),
+  check_close("attention_mask(2, 5, not causal, lengths {3, 5})",
+              attn::exercise::attention_mask(2, 5, false, {3, 5}),
               fixture<3>("attention/mask_padding_b2_t5"));
-  check_close("attention_mask(3, 4, causal, lengths {2, 4, 1})", attn::exercise::attention_mask(3, 4, true, {2, 4, 1}),
+  check_close("attention_mask(3, 4, causal, lengths {2, 4, 1})",
+              attn::exercise::attention_mask(3, 4, true, {2, 4, 1}),
               fixture<3>("attention/mask_both_b3_t4"));
 }
 
-TEST_CASE("attention_mask refuses lengths of zero or past T and a list of the wrong size", "[attention][points=1]") {
+TEST_CASE("attention_mask refuses lengths of zero or past T and a list of the wrong size",
+          "[attention][points=1]") {
   INFO("attention_mask(2, 5, causal, lengths {0, 5})");
   CHECK_THROWS_AS(attn::exercise::attention_mask(2, 5, true, {0, 5}), std::invalid_argument);
   INFO("attention_mask(2, 5, not causal, lengths {3, 6})");
@@ -166,45 +185,55 @@ TEST_CASE("attention_mask refuses lengths of zero or past T and a list of the wr
   CHECK_THROWS_AS(attn::exercise::attention_mask(3, 4, true, {2, 4}), std::invalid_argument);
 }
 
-TEST_CASE("forward of an AttentionHead matches PyTorch with D=7 and hs=3", "[attention][points=3]") {
+TEST_CASE("forward of an AttentionHead matches PyTorch with D=7 and hs=3",
+          "[attention][points=3]") {
   check_head("head_d7_hs3", nullptr);
 }
 
-TEST_CASE("forward of an AttentionHead commutes with shuffling the tokens", "[attention][points=1]") {
-  const std::array<std::size_t, 5> order{3, 0, 4, 1, 2};  // token t of the shuffled x is token order[t]
-  const Tensor3 x = step("head_d7_hs3", "x");             // (2,5,7)
-  const Tensor3 output = step("head_d7_hs3", "output");   // (2,5,3)
+TEST_CASE("forward of an AttentionHead commutes with shuffling the tokens",
+          "[attention][points=1]") {
+  const std::array<std::size_t, 5> order{3, 0, 4, 1,
+                                         2};   // token t of the shuffled x is token order[t]
+  const Tensor3 x = step("head_d7_hs3", "x");  // (2,5,7)
+  const Tensor3 output = step("head_d7_hs3", "output");    // (2,5,3)
   const Tensor3 weights = step("head_d7_hs3", "weights");  // (2,5,5)
   Tensor3 shuffled(x.shape()), expected_output(output.shape()), expected_weights(weights.shape());
   for (std::size_t b = 0; b < 2; ++b) {
     for (std::size_t t = 0; t < 5; ++t) {
-      for (std::size_t d = 0; d < 7; ++d) shuffled(b, t, d) = x(b, order[t], d);
-      for (std::size_t j = 0; j < 3; ++j) expected_output(b, t, j) = output(b, order[t], j);
-      for (std::size_t s = 0; s < 5; ++s) expected_weights(b, t, s) = weights(b, order[t], order[s]);
+      for (std::size_t d = 0; d < 7; ++d)
+        shuffled(b, t, d) = x(b, order[t], d);
+      for (std::size_t j = 0; j < 3; ++j)
+        expected_output(b, t, j) = output(b, order[t], j);
+      for (std::size_t s = 0; s < 5; ++s)
+        expected_weights(b, t, s) = weights(b, order[t], order[s]);
     }
   }
   const AttentionSteps got = attn::exercise::forward(head_of("head_d7_hs3"), shuffled, nullptr);
   check_close("forward(AttentionHead, x (2,5,7) with tokens in order 3 0 4 1 2).output", got.output,
               expected_output, kTolerance);
-  check_close("forward(AttentionHead, x (2,5,7) with tokens in order 3 0 4 1 2).weights", got.weights,
-              expected_weights, kTolerance);
+  check_close("forward(AttentionHead, x (2,5,7) with tokens in order 3 0 4 1 2).weights",
+              got.weights, expected_weights, kTolerance);
 }
 
 // BEGIN HIDDEN TESTS
-TEST_CASE("scaled_dot_product_attention matches PyTorch with padding keys and T different from S", "[attention][points=2][.hidden]") {
+TEST_CASE("scaled_dot_product_attention matches PyTorch with padding keys and T different from S",
+          "[attention][points=2][.hidden]") {
   const AttentionSteps got = check_case("padded_b2_t3_s6", true);
   REQUIRE(got.weights.shape() == (std::array<std::size_t, 3>{2, 3, 6}));
   for (std::size_t t = 0; t < 3; ++t) {
     for (std::size_t s = 4; s < 6; ++s) {
-      INFO("weights(0, " << t << ", " << s << ") = " << got.weights(0, t, s) << " on a padding key, expected 0");
+      INFO("weights(0, " << t << ", " << s << ") = " << got.weights(0, t, s)
+                         << " on a padding key, expected 0");
       CHECK(got.weights(0, t, s) == 0.0f);
     }
   }
 }
 
-TEST_CASE("forward of an AttentionHead matches PyTorch with a causal and padding mask", "[attention][points=2][.hidden]") {
+TEST_CASE("forward of an AttentionHead matches PyTorch with a causal and padding mask",
+          "[attention][points=2][.hidden]") {
   const Tensor3 mask = attn::exercise::attention_mask(2, 6, true, {6, 3});
-  check_close("attention_mask(2, 6, causal, lengths {6, 3})", mask, step("head_masked_d5_hs2", "mask"));
+  check_close("attention_mask(2, 6, causal, lengths {6, 3})", mask,
+              step("head_masked_d5_hs2", "mask"));
   check_head("head_masked_d5_hs2", &mask);
 }
 // END HIDDEN TESTS

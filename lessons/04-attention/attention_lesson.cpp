@@ -16,7 +16,8 @@ namespace attn::lessons {
 
 std::vector<std::string> token_labels(std::size_t tokens) {
   std::vector<std::string> labels;
-  for (std::size_t i = 0; i < tokens; ++i) labels.push_back(fmt::format("x{}", i));
+  for (std::size_t i = 0; i < tokens; ++i)
+    labels.push_back(fmt::format("x{}", i));
   return labels;
 }
 
@@ -28,7 +29,9 @@ Array first_matrix(const Tensor3& t) {
 namespace {
 // The state_dict as a table: key, shape, count.
 Table parameter_table(const Module& model) {
-  Table t{fmt::format("{}'s parameters (state_dict keys)", model.class_name), {"key", "shape", "count"}, {}};
+  Table t{fmt::format("{}'s parameters (state_dict keys)", model.class_name),
+          {"key", "shape", "count"},
+          {}};
   for (const StateDictEntry& e : state_dict_entries(model)) {
     t.rows.push_back({e.key, shape_string(e.shape), fmt::format("{}", element_count(e.shape))});
   }
@@ -42,10 +45,15 @@ LessonRun run_attention(const AttentionLessonOptions& options) {
   const auto [batch, tokens, width] = lesson_sizes(options.common);
   const bool head = options.variant == "head";
   if (!head && options.variant != "self-attention") {
-    throw Error(ErrorKind::bad_value, "attention_lesson", fmt::format("'{}' is not an attention variant: use self-attention or head", options.variant)).about("variant");
+    throw Error(ErrorKind::bad_value, "attention_lesson",
+                fmt::format("'{}' is not an attention variant: use self-attention or head",
+                            options.variant))
+        .about("variant");
   }
   if (!head && options.head_size) {
-    throw Error(ErrorKind::bad_value, "attention_lesson", "only the head variant has a head size (SelfAttention's is D): add <variant> head").about("head_size");
+    throw Error(ErrorKind::bad_value, "attention_lesson",
+                "only the head variant has a head size (SelfAttention's is D): add <variant> head")
+        .about("head_size");
   }
   const std::size_t hs = head ? options.head_size.value_or(width) : width;
   const Module model = head ? describe_attention_head(width, hs) : describe_self_attention(width);
@@ -73,14 +81,16 @@ LessonRun run_attention(const AttentionLessonOptions& options) {
   }
   check_budget("attention", plan);
   const Tensor3 x = lesson_input(options.common, "(B, T, D)", {batch, tokens, width});  // (B,T,D)
-  const Tensor3 mask = masked ? attention_mask(batch, tokens, options.causal, options.lengths) : Tensor3();
+  const Tensor3 mask =
+      masked ? attention_mask(batch, tokens, options.causal, options.lengths) : Tensor3();
 
   LessonRun run("attention");
   record_settings(run, options.common, {{"batch", batch}, {"seq", tokens}, {"d-model", width}});
   run.setting("variant", options.variant);
   if (head) run.setting("head-size", std::to_string(hs));
   if (options.causal) run.setting("mask", "causal");
-  if (!options.lengths.empty()) run.setting("lengths", fmt::format("{}", fmt::join(options.lengths, ",")));
+  if (!options.lengths.empty())
+    run.setting("lengths", fmt::format("{}", fmt::join(options.lengths, ",")));
   if (options.weights) run.setting("weights", options.weights_name);
 
   // The weights: from --weights, else PyTorch-style random initialisation from the seed.
@@ -89,11 +99,13 @@ LessonRun run_attention(const AttentionLessonOptions& options) {
   AttentionHead attention_head;
   if (head) {
     attention_head = init_attention_head(rng, width, hs);
-    if (options.weights) load_state_dict(attention_head, model, *options.weights, options.weights_name);
+    if (options.weights)
+      load_state_dict(attention_head, model, *options.weights, options.weights_name);
     run.state_dict = collect_state_dict(attention_head);
   } else {
     self_attention = init_self_attention(rng, width);
-    if (options.weights) load_state_dict(self_attention, model, *options.weights, options.weights_name);
+    if (options.weights)
+      load_state_dict(self_attention, model, *options.weights, options.weights_name);
     run.state_dict = collect_state_dict(self_attention);
   }
   auto attend = [&](const Tensor3& input, const Tensor3* m) {
@@ -106,25 +118,30 @@ LessonRun run_attention(const AttentionLessonOptions& options) {
   run.step("input", "X, one row of width D per token", to_array(x));
   run.section("projections");
   const char* bias = head ? " + b" : "";
-  run.step("queries", fmt::format("Q = X W_qᵀ{}: what each token looks for", bias), to_array(s.queries));
-  run.step("keys", fmt::format("K = X W_kᵀ{}: what each token offers to be found by", bias), to_array(s.keys));
-  run.step("values", fmt::format("V = X W_vᵀ{}: what each token passes on", bias), to_array(s.values));
+  run.step("queries", fmt::format("Q = X W_qᵀ{}: what each token looks for", bias),
+           to_array(s.queries));
+  run.step("keys", fmt::format("K = X W_kᵀ{}: what each token offers to be found by", bias),
+           to_array(s.keys));
+  run.step("values", fmt::format("V = X W_vᵀ{}: what each token passes on", bias),
+           to_array(s.values));
   run.section("scores");
   run.step("scores", "Q Kᵀ: query i against key j", to_array(s.scores));
   run.section(masked ? "scaled_scores_masked" : "scaled_scores");
-  run.step("scaled_scores", fmt::format("Q Kᵀ / √{}{}", hs, masked ? " + mask (-inf where hidden)" : ""),
+  run.step("scaled_scores",
+           fmt::format("Q Kᵀ / √{}{}", hs, masked ? " + mask (-inf where hidden)" : ""),
            to_array(s.scaled_scores));
   run.section("weights");
   run.step("weights", "softmax over the keys (last axis)", to_array(s.weights));
-  run.heatmap({"weights of sequence 0 (rows: queries, columns: keys)",
-               first_matrix(s.weights), token_labels(tokens), token_labels(tokens), true});
+  run.heatmap({"weights of sequence 0 (rows: queries, columns: keys)", first_matrix(s.weights),
+               token_labels(tokens), token_labels(tokens), true});
   run.section("output");
   run.step("output", "weights @ V: each token's mix of the values", to_array(s.output));
 
   run.section(masked ? "checks_masked" : "checks");
   const float worst = max_row_sum_error(s.weights);
   const float sum_allowed = summation_tolerance(tokens);
-  run.check("every row of weights sums to 1", worst <= sum_allowed, roundoff_evidence("max |sum - 1|", worst, sum_allowed));
+  run.check("every row of weights sums to 1", worst <= sum_allowed,
+            roundoff_evidence("max |sum - 1|", worst, sum_allowed));
   if (masked) {
     float hidden = 0.0f;
     std::size_t count = 0;
@@ -135,19 +152,23 @@ LessonRun run_attention(const AttentionLessonOptions& options) {
     run.check("every masked key gets weight exactly 0", hidden == 0.0f,
               fmt::format("{} masked entries, largest weight {:g}", count, hidden));
   } else {
-    const std::vector<std::size_t> order = [&, tokens = tokens] {  // clang 14 cannot capture a binding
+    const std::vector<std::size_t> order = [&,
+                                            tokens = tokens] {  // clang 14 cannot capture a binding
       std::vector<std::size_t> o(tokens);
-      for (std::size_t i = 0; i < tokens; ++i) o[i] = tokens - 1 - i;
+      for (std::size_t i = 0; i < tokens; ++i)
+        o[i] = tokens - 1 - i;
       return o;
     }();
     auto exact = [&](const Tensor3& input) {  // the same layer in float64
-      return head ? forward_float64(attention_head, input, nullptr) : forward_float64(self_attention, input, nullptr);
+      return head ? forward_float64(attention_head, input, nullptr)
+                  : forward_float64(self_attention, input, nullptr);
     };
     const Tensor3 reversed = permute_tokens(x, order);
     const Tensor3 reversed_output = attend(reversed, nullptr).output;
-    check_same_up_to_roundoff(run, "still permutation-equivariant: reversing the tokens reverses the outputs",
-                              "max |difference|", max_difference(reversed_output, permute_tokens(s.output, order)),
-                              max_difference(reversed_output, exact(reversed)), max_difference(s.output, exact(x)));
+    check_same_up_to_roundoff(
+        run, "still permutation-equivariant: reversing the tokens reverses the outputs",
+        "max |difference|", max_difference(reversed_output, permute_tokens(s.output, order)),
+        max_difference(reversed_output, exact(reversed)), max_difference(s.output, exact(x)));
   }
   run.section("parameters");
   run.parameters = count_parameters(model);

@@ -10,8 +10,9 @@ namespace attn::lessons {
 
 struct AttentionLessonOptions {
   LessonOptions common;
-  std::string variant = "self-attention";  // seed 004's SelfAttention, or "head": seed 000's AttentionHead
-  std::optional<std::size_t> head_size;    // head: its output size (default D)
+  std::string variant =
+      "self-attention";  // seed 004's SelfAttention, or "head": seed 000's AttentionHead
+  std::optional<std::size_t> head_size;  // head: its output size (default D)
   bool causal = false;
   std::vector<std::size_t> lengths;  // padding: sequence b has lengths[b] real tokens
   std::optional<StateDict> weights;  // --weights, already read

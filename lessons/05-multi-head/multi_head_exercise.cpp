@@ -28,9 +28,10 @@ std::size_t head_size(MultiHeadVariant variant, std::size_t d_model, std::size_t
   }
   if (variant == MultiHeadVariant::wide) return d_model;
   if (d_model % heads != 0) {
-    throw std::invalid_argument(fmt::format("head_size: d_model={} is not divisible by heads={}: the {} variant "
-                                            "splits D into H heads of D/H",
-                                            d_model, heads, variant_name(variant)));
+    throw std::invalid_argument(
+        fmt::format("head_size: d_model={} is not divisible by heads={}: the {} variant "
+                    "splits D into H heads of D/H",
+                    d_model, heads, variant_name(variant)));
   }
   return d_model / heads;
   // END SOLUTION
@@ -41,15 +42,16 @@ Tensor4 split_heads(const Tensor3& x, std::size_t heads) {
   // std::invalid_argument when heads is 0 or does not divide x.shape(2).
   // BEGIN SOLUTION
   if (heads == 0 || x.shape(2) % heads != 0) {
-    throw std::invalid_argument(
-        fmt::format("split_heads: x {} cannot be cut into {} heads of equal size", shape_string_of(x), heads));
+    throw std::invalid_argument(fmt::format(
+        "split_heads: x {} cannot be cut into {} heads of equal size", shape_string_of(x), heads));
   }
   const std::size_t batch = x.shape(0), tokens = x.shape(1), size = x.shape(2) / heads;
   Tensor4 out({batch, heads, tokens, size});  // (B,T,H*hs) -> (B,H,T,hs)
   for (std::size_t b = 0; b < batch; ++b) {
     for (std::size_t h = 0; h < heads; ++h) {
       for (std::size_t t = 0; t < tokens; ++t) {
-        for (std::size_t i = 0; i < size; ++i) out(b, h, t, i) = x(b, t, h * size + i);
+        for (std::size_t i = 0; i < size; ++i)
+          out(b, h, t, i) = x(b, t, h * size + i);
       }
     }
   }
@@ -66,7 +68,8 @@ Tensor3 merge_heads(const Tensor4& y) {
   for (std::size_t b = 0; b < batch; ++b) {
     for (std::size_t h = 0; h < heads; ++h) {
       for (std::size_t t = 0; t < tokens; ++t) {
-        for (std::size_t i = 0; i < size; ++i) out(b, t, h * size + i) = y(b, h, t, i);
+        for (std::size_t i = 0; i < size; ++i)
+          out(b, t, h * size + i) = y(b, h, t, i);
       }
     }
   }
@@ -81,19 +84,21 @@ MultiHeadSteps forward(const MultiHeadAttention& layer, const Tensor3& x, const 
   // BEGIN SOLUTION
   const std::size_t batch = x.shape(0), tokens = x.shape(1), heads = layer.heads;
   if (x.shape(2) != layer.d_model) {
-    throw std::invalid_argument(
-        fmt::format("forward: x {} does not fit a layer of width D = {}", shape_string_of(x), layer.d_model));
+    throw std::invalid_argument(fmt::format("forward: x {} does not fit a layer of width D = {}",
+                                            shape_string_of(x), layer.d_model));
   }
-  if (mask != nullptr && (mask->shape(0) != batch || mask->shape(1) != tokens || mask->shape(2) != tokens)) {
-    throw std::invalid_argument(fmt::format("forward: mask {} does not fit x {}: expected ({}, {}, {})",
-                                            shape_string_of(*mask), shape_string_of(x), batch, tokens, tokens));
+  if (mask != nullptr &&
+      (mask->shape(0) != batch || mask->shape(1) != tokens || mask->shape(2) != tokens)) {
+    throw std::invalid_argument(
+        fmt::format("forward: mask {} does not fit x {}: expected ({}, {}, {})",
+                    shape_string_of(*mask), shape_string_of(x), batch, tokens, tokens));
   }
   MultiHeadSteps steps;
   const Linear* output_projection = nullptr;
   if (layer.variant == MultiHeadVariant::book) {
     if (layer.head_list.size() != heads) {
-      throw std::invalid_argument(
-          fmt::format("forward: {} heads in head_list, expected {}", layer.head_list.size(), heads));
+      throw std::invalid_argument(fmt::format("forward: {} heads in head_list, expected {}",
+                                              layer.head_list.size(), heads));
     }
     // Head h's own q, k, v Linears fill slice h of the (B,H,T,hs) tensors.
     const std::size_t size = layer.head_list.front().q.weight.shape(0);
@@ -101,7 +106,8 @@ MultiHeadSteps forward(const MultiHeadAttention& layer, const Tensor3& x, const 
     steps.keys = steps.values = steps.queries;
     for (std::size_t h = 0; h < heads; ++h) {
       const AttentionHead& head = layer.head_list[h];
-      const Tensor3 q = attn::forward(head.q, x), k = attn::forward(head.k, x), v = attn::forward(head.v, x);
+      const Tensor3 q = attn::forward(head.q, x), k = attn::forward(head.k, x),
+                    v = attn::forward(head.v, x);
       for (std::size_t b = 0; b < batch; ++b) {
         for (std::size_t t = 0; t < tokens; ++t) {
           for (std::size_t i = 0; i < size; ++i) {
@@ -115,9 +121,12 @@ MultiHeadSteps forward(const MultiHeadAttention& layer, const Tensor3& x, const 
     output_projection = &layer.output_linear;
   } else {
     const bool fused = layer.variant == MultiHeadVariant::fused;
-    steps.queries = split_heads(attn::forward(fused ? layer.W_Q : layer.toqueries, x), heads);  // (B,H,T,hs)
-    steps.keys = split_heads(attn::forward(fused ? layer.W_K : layer.tokeys, x), heads);        // (B,H,T,hs)
-    steps.values = split_heads(attn::forward(fused ? layer.W_V : layer.tovalues, x), heads);    // (B,H,T,hs)
+    steps.queries =
+        split_heads(attn::forward(fused ? layer.W_Q : layer.toqueries, x), heads);  // (B,H,T,hs)
+    steps.keys =
+        split_heads(attn::forward(fused ? layer.W_K : layer.tokeys, x), heads);  // (B,H,T,hs)
+    steps.values =
+        split_heads(attn::forward(fused ? layer.W_V : layer.tovalues, x), heads);  // (B,H,T,hs)
     output_projection = fused ? &layer.W_O : &layer.unifyheads;
   }
   const std::size_t size = steps.keys.shape(3);
@@ -128,7 +137,8 @@ MultiHeadSteps forward(const MultiHeadAttention& layer, const Tensor3& x, const 
       for (std::size_t t = 0; t < tokens; ++t) {
         for (std::size_t u = 0; u < tokens; ++u) {
           float dot = 0.0f;
-          for (std::size_t i = 0; i < size; ++i) dot += steps.queries(b, h, t, i) * steps.keys(b, h, u, i);
+          for (std::size_t i = 0; i < size; ++i)
+            dot += steps.queries(b, h, t, i) * steps.keys(b, h, u, i);
           steps.scores(b, h, t, u) = dot / root + (mask != nullptr ? (*mask)(b, t, u) : 0.0f);
         }
       }
@@ -141,13 +151,14 @@ MultiHeadSteps forward(const MultiHeadAttention& layer, const Tensor3& x, const 
       for (std::size_t t = 0; t < tokens; ++t) {
         for (std::size_t i = 0; i < size; ++i) {
           float sum = 0.0f;
-          for (std::size_t u = 0; u < tokens; ++u) sum += steps.weights(b, h, t, u) * steps.values(b, h, u, i);
+          for (std::size_t u = 0; u < tokens; ++u)
+            sum += steps.weights(b, h, t, u) * steps.values(b, h, u, i);
           per_head(b, h, t, i) = sum;
         }
       }
     }
   }
-  steps.concatenated = merge_heads(per_head);                             // (B,T,H*hs)
+  steps.concatenated = merge_heads(per_head);                            // (B,T,H*hs)
   steps.output = attn::forward(*output_projection, steps.concatenated);  // (B,T,H*hs) -> (B,T,D)
   return steps;
   // END SOLUTION

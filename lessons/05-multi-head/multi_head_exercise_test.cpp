@@ -31,8 +31,8 @@ xt::xtensor<float, N> load(const std::string& name, const std::string& what) {
 }
 
 attn::Linear linear(const std::string& name, const std::string& which, bool bias) {
-  return attn::Linear{load<2>(name, which + "_weight"), bias ? load<1>(name, which + "_bias") : attn::Tensor1(),
-                      bias};
+  return attn::Linear{load<2>(name, which + "_weight"),
+                      bias ? load<1>(name, which + "_bias") : attn::Tensor1(), bias};
 }
 
 // The fixture's weights in the variant's members: W_Q..W_O, toqueries..unifyheads, or heads + output_linear.
@@ -59,7 +59,8 @@ MultiHeadAttention layer_of(const std::string& name, MultiHeadVariant variant, s
     case MultiHeadVariant::book:
       for (std::size_t h = 0; h < heads; ++h) {
         const std::string head = "head" + std::to_string(h);
-        layer.head_list.push_back(attn::AttentionHead{linear(name, head + "_q", true), linear(name, head + "_k", true),
+        layer.head_list.push_back(attn::AttentionHead{linear(name, head + "_q", true),
+                                                      linear(name, head + "_k", true),
                                                       linear(name, head + "_v", true)});
       }
       layer.output_linear = linear(name, "output_linear", true);
@@ -73,8 +74,9 @@ MultiHeadSteps check_forward(const std::string& name, MultiHeadVariant variant, 
                              std::size_t heads, bool masked = false) {
   const Tensor3 x = load<3>(name, "x");
   const Tensor3 mask = masked ? load<3>(name, "mask") : Tensor3();
-  const std::string call = fmt::format("forward({} layer D={} H={}, x {}{})", attn::variant_name(variant), d_model,
-                                       heads, attn::shape_string_of(x), masked ? ", mask" : "");
+  const std::string call =
+      fmt::format("forward({} layer D={} H={}, x {}{})", attn::variant_name(variant), d_model,
+                  heads, attn::shape_string_of(x), masked ? ", mask" : "");
   const MultiHeadSteps got =
       attn::exercise::forward(layer_of(name, variant, d_model, heads), x, masked ? &mask : nullptr);
   check_close(call + ".queries", got.queries, load<4>(name, "queries"), kTolerance);
@@ -89,7 +91,8 @@ MultiHeadSteps check_forward(const std::string& name, MultiHeadVariant variant, 
 
 }  // namespace
 
-TEST_CASE("head_size is D for wide and D over H for narrow book and fused", "[multi-head][points=1]") {
+TEST_CASE("head_size is D for wide and D over H for narrow book and fused",
+          "[multi-head][points=1]") {
   INFO("head_size(variant, D, H)");
   CHECK(attn::exercise::head_size(MultiHeadVariant::wide, 12, 3) == 12);
   CHECK(attn::exercise::head_size(MultiHeadVariant::wide, 5, 3) == 5);
@@ -99,9 +102,11 @@ TEST_CASE("head_size is D for wide and D over H for narrow book and fused", "[mu
   CHECK(attn::exercise::head_size(MultiHeadVariant::fused, 8, 1) == 8);
 }
 
-TEST_CASE("head_size refuses H that does not divide D and sizes of zero", "[multi-head][points=1]") {
+TEST_CASE("head_size refuses H that does not divide D and sizes of zero",
+          "[multi-head][points=1]") {
   INFO("head_size(narrow, 12, 5)");
-  CHECK_THROWS_AS(attn::exercise::head_size(MultiHeadVariant::narrow, 12, 5), std::invalid_argument);
+  CHECK_THROWS_AS(attn::exercise::head_size(MultiHeadVariant::narrow, 12, 5),
+                  std::invalid_argument);
   INFO("head_size(fused, 10, 4)");
   CHECK_THROWS_AS(attn::exercise::head_size(MultiHeadVariant::fused, 10, 4), std::invalid_argument);
   INFO("head_size(book, 6, 0)");
@@ -110,36 +115,45 @@ TEST_CASE("head_size refuses H that does not divide D and sizes of zero", "[mult
   CHECK_THROWS_AS(attn::exercise::head_size(MultiHeadVariant::wide, 0, 2), std::invalid_argument);
 }
 
-TEST_CASE("split_heads matches torch view and transpose for D=12 into 3 heads and for T=1 D=6 into 2", "[multi-head][points=2]") {
-  check_close("split_heads(x (2,5,12), 3)", attn::exercise::split_heads(load<3>("split_b2_t5_d12_h3", "x"), 3),
+TEST_CASE(
+    "split_heads matches torch view and transpose for D=12 into 3 heads and for T=1 D=6 into 2",
+    "[multi-head][points=2]") {
+  check_close("split_heads(x (2,5,12), 3)",
+              attn::exercise::split_heads(load<3>("split_b2_t5_d12_h3", "x"), 3),
               load<4>("split_b2_t5_d12_h3", "heads"));
-  check_close("split_heads(x (1,1,6), 2)", attn::exercise::split_heads(load<3>("split_b1_t1_d6_h2", "x"), 2),
+  check_close("split_heads(x (1,1,6), 2)",
+              attn::exercise::split_heads(load<3>("split_b1_t1_d6_h2", "x"), 2),
               load<4>("split_b1_t1_d6_h2", "heads"));
 }
 
-TEST_CASE("merge_heads matches torch transpose and reshape and undoes split_heads", "[multi-head][points=2]") {
-  check_close("merge_heads(y (2,3,4,5))", attn::exercise::merge_heads(load<4>("merge_b2_h3_t4_hs5", "y")),
+TEST_CASE("merge_heads matches torch transpose and reshape and undoes split_heads",
+          "[multi-head][points=2]") {
+  check_close("merge_heads(y (2,3,4,5))",
+              attn::exercise::merge_heads(load<4>("merge_b2_h3_t4_hs5", "y")),
               load<3>("merge_b2_h3_t4_hs5", "merged"));
   const Tensor3 x = load<3>("split_b2_t5_d12_h3", "x");
   check_close("merge_heads(split_heads(x (2,5,12), 3))",
               attn::exercise::merge_heads(attn::exercise::split_heads(x, 3)), x);
 }
 
-TEST_CASE("fused forward matches torch.nn.MultiheadAttention with D=12 and H=3 (hs=4)", "[multi-head][points=3]") {
+TEST_CASE("fused forward matches torch.nn.MultiheadAttention with D=12 and H=3 (hs=4)",
+          "[multi-head][points=3]") {
   check_forward("fused_b2_t5_d12_h3", MultiHeadVariant::fused, 12, 3);
 }
 
 TEST_CASE("narrow and wide forward match PyTorch on odd sizes", "[multi-head][points=2]") {
   check_forward("narrow_b1_t4_d6_h2", MultiHeadVariant::narrow, 6, 2);  // hs = 3
-  check_forward("wide_b2_t3_d5_h3", MultiHeadVariant::wide, 5, 3);      // hs = 5: projections (B,T,15)
+  check_forward("wide_b2_t3_d5_h3", MultiHeadVariant::wide, 5, 3);  // hs = 5: projections (B,T,15)
 }
 
 TEST_CASE("book forward matches PyTorch with biased heads (D=10 H=2)", "[multi-head][points=2]") {
   check_forward("book_b2_t4_d10_h2", MultiHeadVariant::book, 10, 2);
 }
 
-TEST_CASE("fused forward with a causal and padding mask gives hidden keys zero weight", "[multi-head][points=2]") {
-  const MultiHeadSteps got = check_forward("fused_masked_b2_t5_d8_h2", MultiHeadVariant::fused, 8, 2, true);
+TEST_CASE("fused forward with a causal and padding mask gives hidden keys zero weight",
+          "[multi-head][points=2]") {
+  const MultiHeadSteps got =
+      check_forward("fused_masked_b2_t5_d8_h2", MultiHeadVariant::fused, 8, 2, true);
   REQUIRE(got.weights.shape() == (std::array<std::size_t, 4>{2, 2, 5, 5}));
   const std::array<std::size_t, 2> lengths{5, 3};
   for (std::size_t b = 0; b < 2; ++b)
@@ -147,14 +161,15 @@ TEST_CASE("fused forward with a causal and padding mask gives hidden keys zero w
       for (std::size_t t = 0; t < 5; ++t)
         for (std::size_t s = 0; s < 5; ++s) {
           if (s <= t && s < lengths[b]) continue;
-          INFO("weights(" << b << ", " << h << ", " << t << ", " << s << ") = " << got.weights(b, h, t, s)
-                          << " on a hidden key, expected 0");
+          INFO("weights(" << b << ", " << h << ", " << t << ", " << s
+                          << ") = " << got.weights(b, h, t, s) << " on a hidden key, expected 0");
           CHECK(got.weights(b, h, t, s) == 0.0f);
         }
 }
 
 TEST_CASE("fused forward commutes with shuffling the tokens", "[multi-head][points=1]") {
-  const std::array<std::size_t, 5> order{4, 2, 0, 3, 1};  // token t of the shuffled x is token order[t]
+  const std::array<std::size_t, 5> order{4, 2, 0, 3,
+                                         1};  // token t of the shuffled x is token order[t]
   const Tensor3 x = load<3>("fused_b2_t5_d12_h3", "x");              // (2,5,12)
   const Tensor3 output = load<3>("fused_b2_t5_d12_h3", "output");    // (2,5,12)
   const Tensor4 weights = load<4>("fused_b2_t5_d12_h3", "weights");  // (2,3,5,5)
@@ -167,24 +182,27 @@ TEST_CASE("fused forward commutes with shuffling the tokens", "[multi-head][poin
         expected_output(b, t, d) = output(b, order[t], d);
       }
       for (std::size_t h = 0; h < 3; ++h)
-        for (std::size_t s = 0; s < 5; ++s) expected_weights(b, h, t, s) = weights(b, h, order[t], order[s]);
+        for (std::size_t s = 0; s < 5; ++s)
+          expected_weights(b, h, t, s) = weights(b, h, order[t], order[s]);
     }
   }
-  const MultiHeadSteps got =
-      attn::exercise::forward(layer_of("fused_b2_t5_d12_h3", MultiHeadVariant::fused, 12, 3), shuffled, nullptr);
-  check_close("forward(fused D=12 H=3, x (2,5,12) with tokens in order 4 2 0 3 1).output", got.output,
-              expected_output, kTolerance);
-  check_close("forward(fused D=12 H=3, x (2,5,12) with tokens in order 4 2 0 3 1).weights", got.weights,
-              expected_weights, kTolerance);
+  const MultiHeadSteps got = attn::exercise::forward(
+      layer_of("fused_b2_t5_d12_h3", MultiHeadVariant::fused, 12, 3), shuffled, nullptr);
+  check_close("forward(fused D=12 H=3, x (2,5,12) with tokens in order 4 2 0 3 1).output",
+              got.output, expected_output, kTolerance);
+  check_close("forward(fused D=12 H=3, x (2,5,12) with tokens in order 4 2 0 3 1).weights",
+              got.weights, expected_weights, kTolerance);
 }
 
 // BEGIN HIDDEN TESTS
-TEST_CASE("fused forward matches PyTorch with 4 heads of size 2 at T=1 and T=7", "[multi-head][points=2][.hidden]") {
+TEST_CASE("fused forward matches PyTorch with 4 heads of size 2 at T=1 and T=7",
+          "[multi-head][points=2][.hidden]") {
   check_forward("fused_b3_t1_d8_h4", MultiHeadVariant::fused, 8, 4);
   check_forward("fused_b1_t7_d8_h4", MultiHeadVariant::fused, 8, 4);
 }
 
-TEST_CASE("book forward matches PyTorch with a padding mask (D=6 H=3)", "[multi-head][points=2][.hidden]") {
+TEST_CASE("book forward matches PyTorch with a padding mask (D=6 H=3)",
+          "[multi-head][points=2][.hidden]") {
   check_forward("book_padded_b2_t5_d6_h3", MultiHeadVariant::book, 6, 3, true);
 }
 // END HIDDEN TESTS

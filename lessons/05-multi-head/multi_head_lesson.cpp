@@ -17,7 +17,11 @@ namespace attn::lessons {
 namespace {
 MultiHeadVariant parse_variant(const std::string& name) {
   if (const auto v = multi_head_variant(name)) return *v;
-  throw Error(ErrorKind::bad_value, "multi_head_lesson", fmt::format("'{}' is not a multi-head variant: use narrow, wide, book, fused or compare", name)).about("variant");
+  throw Error(
+      ErrorKind::bad_value, "multi_head_lesson",
+      fmt::format("'{}' is not a multi-head variant: use narrow, wide, book, fused or compare",
+                  name))
+      .about("variant");
 }
 
 // torchinfo's mult-adds: every Linear's parameters times the rows it is applied to.
@@ -36,14 +40,17 @@ Count linear_mult_adds(const std::vector<LayerInfo>& rows) {
 
 std::string formula(MultiHeadVariant v) {
   switch (v) {
-    case MultiHeadVariant::narrow: return "3D² + D² + D";
-    case MultiHeadVariant::wide: return "3D·DH + DH·D + D";
-    case MultiHeadVariant::book: return "3H(D·D/H + D/H) + D² + D";
-    case MultiHeadVariant::fused: return "4D²";
+    case MultiHeadVariant::narrow:
+      return "3D² + D² + D";
+    case MultiHeadVariant::wide:
+      return "3D·DH + DH·D + D";
+    case MultiHeadVariant::book:
+      return "3H(D·D/H + D/H) + D² + D";
+    case MultiHeadVariant::fused:
+      return "4D²";
   }
   return "";
 }
-
 
 Array head_matrix(const Tensor4& t, std::size_t head) {
   const std::size_t rows = t.shape(2), cols = t.shape(3);
@@ -54,12 +61,14 @@ Array head_matrix(const Tensor4& t, std::size_t head) {
 void check_rows_sum_to_one(LessonRun& run, const Tensor4& weights) {
   const float worst = max_row_sum_error(weights);
   const float allowed = summation_tolerance(weights.shape(3));
-  run.check("every head's rows of weights sum to 1", worst <= allowed, roundoff_evidence("max |sum - 1|", worst, allowed));
+  run.check("every head's rows of weights sum to 1", worst <= allowed,
+            roundoff_evidence("max |sum - 1|", worst, allowed));
 }
 
 // Each variant's weights come from the seed and the variant alone, so that the compare view and
 // `--variant NAME` (and every section below) use the same layer.
-MultiHeadAttention seeded_layer(std::uint64_t seed, MultiHeadVariant v, std::size_t width, std::size_t heads) {
+MultiHeadAttention seeded_layer(std::uint64_t seed, MultiHeadVariant v, std::size_t width,
+                                std::size_t heads) {
   Rng rng(seed ^ 0x3a17ULL ^ ((static_cast<std::uint64_t>(v) + 1) * 0x9e3779b97f4a7c15ULL));
   return init_multi_head(rng, v, width, heads);
 }
@@ -146,7 +155,8 @@ MemoryPlan plan_compare(const MultiHeadLessonOptions& o, bool masked) {
   return plan;
 }
 
-void run_compare(LessonRun& run, const MultiHeadLessonOptions& o, const Tensor3& x, const Tensor3* mask) {
+void run_compare(LessonRun& run, const MultiHeadLessonOptions& o, const Tensor3& x,
+                 const Tensor3* mask) {
   const std::size_t batch = x.shape(0), tokens = x.shape(1), width = x.shape(2), heads = o.heads;
   run.section("compare");
   Table t{fmt::format("Every variant at D = {}, H = {} on X {}", width, heads, shape_string_of(x)),
@@ -170,45 +180,54 @@ void run_compare(LessonRun& run, const MultiHeadLessonOptions& o, const Tensor3&
     if (v == MultiHeadVariant::book) {
       book_output = s.output;
     } else {
-      run.step(fmt::format("{}_output", variant_name(v)), fmt::format("the {} variant's output", variant_name(v)),
-               to_array(s.output));
+      run.step(fmt::format("{}_output", variant_name(v)),
+               fmt::format("the {} variant's output", variant_name(v)), to_array(s.output));
     }
   }
   run.table(std::move(t));
   run.section("narrow_count");
-  Table counts{"Parameters at k = 256 as H grows", {"H", "narrow", "seed 004's narrow formula", "wide"}, {}};
+  Table counts{
+      "Parameters at k = 256 as H grows", {"H", "narrow", "seed 004's narrow formula", "wide"}, {}};
   bool narrow_constant = true;
   for (std::size_t h : {1, 2, 4, 8, 16}) {
-    const std::int64_t narrow = count_parameters(describe_multi_head(MultiHeadVariant::narrow, 256, h));
+    const std::int64_t narrow =
+        count_parameters(describe_multi_head(MultiHeadVariant::narrow, 256, h));
     const std::int64_t wide = count_parameters(describe_multi_head(MultiHeadVariant::wide, 256, h));
-    const std::int64_t seed = static_cast<std::int64_t>(3 * 256 * (256 / h) + (256 / h) * 256 + 256);
+    const std::int64_t seed =
+        static_cast<std::int64_t>(3 * 256 * (256 / h) + (256 / h) * 256 + 256);
     narrow_constant = narrow_constant && narrow == 262400;
-    counts.rows.push_back({fmt::format("{}", h), with_commas(narrow), with_commas(seed), with_commas(wide)});
+    counts.rows.push_back(
+        {fmt::format("{}", h), with_commas(narrow), with_commas(seed), with_commas(wide)});
   }
   run.table(std::move(counts));
-  run.check("narrow has 262,400 parameters at k = 256 for every H", narrow_constant, "H = 1, 2, 4, 8, 16");
+  run.check("narrow has 262,400 parameters at k = 256 for every H", narrow_constant,
+            "H = 1, 2, 4, 8, 16");
 
   run.section("book_fused");
   MultiHeadAttention book = seeded_layer(o.common.seed, MultiHeadVariant::book, width, heads);
-  for (AttentionHead& h : book.head_list) h.q.bias.fill(0.0f), h.k.bias.fill(0.0f), h.v.bias.fill(0.0f);
+  for (AttentionHead& h : book.head_list)
+    h.q.bias.fill(0.0f), h.k.bias.fill(0.0f), h.v.bias.fill(0.0f);
   book.output_linear.bias.fill(0.0f);
   const MultiHeadAttention stacked = stack_book_heads(book);
   const Tensor3 book_y = forward(book, x, mask).output, fused_y = forward(stacked, x, mask).output;
-  check_same_up_to_roundoff(run, "book with zero biases = fused with the heads' weights stacked", "max |book - fused|",
-                            max_difference(book_y, fused_y), max_difference(book_y, forward_float64(book, x, mask)),
+  check_same_up_to_roundoff(run, "book with zero biases = fused with the heads' weights stacked",
+                            "max |book - fused|", max_difference(book_y, fused_y),
+                            max_difference(book_y, forward_float64(book, x, mask)),
                             max_difference(fused_y, forward_float64(stacked, x, mask)));
 
   run.section("seed001_bug");
-  const MultiHeadAttention fused = seeded_layer(o.common.seed, MultiHeadVariant::fused, width, heads);
-  const float bug = max_difference(forward(fused, x, mask).output, forward_with_seed001_bug(fused, x, mask));
+  const MultiHeadAttention fused =
+      seeded_layer(o.common.seed, MultiHeadVariant::fused, width, heads);
+  const float bug =
+      max_difference(forward(fused, x, mask).output, forward_with_seed001_bug(fused, x, mask));
   run.check("seed 001's `@ key` computes something else than `@ value`", bug > 1e-4f,
             fmt::format("max |right - wrong| = {:.3g}", bug));
   run.step("output", "the book variant's output (the one the encoder uses)", to_array(book_output));
   run.parameters = count_parameters(describe_multi_head(MultiHeadVariant::book, width, heads));
 }
 
-void run_variant(LessonRun& run, const MultiHeadLessonOptions& o, MultiHeadVariant v, const Tensor3& x,
-                 const Tensor3* mask) {
+void run_variant(LessonRun& run, const MultiHeadLessonOptions& o, MultiHeadVariant v,
+                 const Tensor3& x, const Tensor3* mask) {
   const std::size_t width = x.shape(2), heads = o.heads, tokens = x.shape(1);
   const Module model = describe_multi_head(v, width, heads);
   MultiHeadAttention layer = seeded_layer(o.common.seed, v, width, heads);
@@ -217,9 +236,12 @@ void run_variant(LessonRun& run, const MultiHeadLessonOptions& o, MultiHeadVaria
   const MultiHeadSteps s = forward(layer, x, mask);
 
   run.section("intro_variant");
-  Table params{fmt::format("{}'s parameters (state_dict keys)", model.class_name), {"key", "shape", "count"}, {}};
+  Table params{fmt::format("{}'s parameters (state_dict keys)", model.class_name),
+               {"key", "shape", "count"},
+               {}};
   for (const StateDictEntry& e : state_dict_entries(model)) {
-    params.rows.push_back({e.key, shape_string(e.shape), fmt::format("{}", element_count(e.shape))});
+    params.rows.push_back(
+        {e.key, shape_string(e.shape), fmt::format("{}", element_count(e.shape))});
   }
   params.rows.push_back({"total", "", with_commas(count_parameters(model))});
   run.table(std::move(params));
@@ -229,12 +251,13 @@ void run_variant(LessonRun& run, const MultiHeadLessonOptions& o, MultiHeadVaria
   run.step("keys", "K per head", to_array(s.keys));
   run.step("values", "V per head", to_array(s.values));
   run.section("scores");
-  run.step("scores", fmt::format("Q Kᵀ / √{}{}", hs, mask != nullptr ? " + mask" : ""), to_array(s.scores));
+  run.step("scores", fmt::format("Q Kᵀ / √{}{}", hs, mask != nullptr ? " + mask" : ""),
+           to_array(s.scores));
   run.section("weights");
   run.step("weights", "softmax over the keys, per head", to_array(s.weights));
   for (std::size_t h = 0; h < std::min<std::size_t>(heads, 4); ++h) {
-    run.heatmap({fmt::format("head {} of sequence 0", h), head_matrix(s.weights, h), token_labels(tokens),
-                 token_labels(tokens), true});
+    run.heatmap({fmt::format("head {} of sequence 0", h), head_matrix(s.weights, h),
+                 token_labels(tokens), token_labels(tokens), true});
   }
   run.section("concatenated");
   run.step("concatenated", "the heads' outputs side by side", to_array(s.concatenated));
@@ -243,7 +266,8 @@ void run_variant(LessonRun& run, const MultiHeadLessonOptions& o, MultiHeadVaria
     run.section("seed001_bug");
     run.step("output_seed001_bug", "seed 001's version: attention_weights @ key", to_array(wrong));
     const float diff = max_difference(wrong, s.output);
-    run.check("seed 001's `@ key` differs from `@ value`", diff > 1e-4f, fmt::format("max |right - wrong| = {:.3g}", diff));
+    run.check("seed 001's `@ key` differs from `@ value`", diff > 1e-4f,
+              fmt::format("max |right - wrong| = {:.3g}", diff));
   }
   run.section("output");
   run.step("output", "the output projection, back to width D", to_array(s.output));
@@ -256,9 +280,12 @@ void run_variant(LessonRun& run, const MultiHeadLessonOptions& o, MultiHeadVaria
 LessonRun run_multi_head(const MultiHeadLessonOptions& options) {
   const auto [batch, tokens, width] = lesson_sizes(options.common);
   const bool compare = options.variant == "compare";
-  const MultiHeadVariant variant = compare ? MultiHeadVariant::book : parse_variant(options.variant);
+  const MultiHeadVariant variant =
+      compare ? MultiHeadVariant::book : parse_variant(options.variant);
   if (compare && options.weights) {
-    throw Error(ErrorKind::bad_value, "multi_head_lesson", "weights belong to one variant: add <variant> narrow, wide, book or fused").about("weights");
+    throw Error(ErrorKind::bad_value, "multi_head_lesson",
+                "weights belong to one variant: add <variant> narrow, wide, book or fused")
+        .about("weights");
   }
   for (MultiHeadVariant v : kMultiHeadVariants)
     if (compare || v == variant) head_size(v, width, options.heads);  // refuses D % H != 0 early
@@ -266,14 +293,17 @@ LessonRun run_multi_head(const MultiHeadLessonOptions& options) {
   check_budget("multi-head",
                compare ? plan_compare(options, masked) : plan_variant(options, variant, masked));
   const Tensor3 x = lesson_input(options.common, "(B, T, D)", {batch, tokens, width});  // (B,T,D)
-  const Tensor3 mask = masked ? attention_mask(batch, tokens, options.causal, options.lengths) : Tensor3();
+  const Tensor3 mask =
+      masked ? attention_mask(batch, tokens, options.causal, options.lengths) : Tensor3();
 
   LessonRun run("multi-head");
-  record_settings(run, options.common,
-                  {{"batch", batch}, {"seq", tokens}, {"d-model", width}, {"heads", options.heads}});
+  record_settings(
+      run, options.common,
+      {{"batch", batch}, {"seq", tokens}, {"d-model", width}, {"heads", options.heads}});
   run.setting("variant", options.variant);
   if (options.causal) run.setting("mask", "causal");
-  if (!options.lengths.empty()) run.setting("lengths", fmt::format("{}", fmt::join(options.lengths, ",")));
+  if (!options.lengths.empty())
+    run.setting("lengths", fmt::format("{}", fmt::join(options.lengths, ",")));
   if (options.weights) run.setting("weights", options.weights_name);
   run.section("intro");
   if (compare) {

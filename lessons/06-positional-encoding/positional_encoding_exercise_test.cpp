@@ -36,11 +36,13 @@ void check_table(std::size_t positions, std::size_t width) {
 
 }  // namespace
 
-TEST_CASE("sinusoidal_table matches PyTorch for 6 positions of width 8", "[positional-encoding][points=2]") {
+TEST_CASE("sinusoidal_table matches PyTorch for 6 positions of width 8",
+          "[positional-encoding][points=2]") {
   check_table(6, 8);
 }
 
-TEST_CASE("sinusoidal_table matches PyTorch for odd widths 7 5 and 1", "[positional-encoding][points=2]") {
+TEST_CASE("sinusoidal_table matches PyTorch for odd widths 7 5 and 1",
+          "[positional-encoding][points=2]") {
   check_table(5, 7);
   check_table(3, 5);
   check_table(4, 1);
@@ -63,7 +65,8 @@ TEST_CASE("sinusoidal_table row 0 alternates sin 0 and cos 0", "[positional-enco
   }
 }
 
-TEST_CASE("sinusoidal_table row dot products depend only on the offset", "[positional-encoding][points=1]") {
+TEST_CASE("sinusoidal_table row dot products depend only on the offset",
+          "[positional-encoding][points=1]") {
   // sin(pw) sin(qw) + cos(pw) cos(qw) = cos((q - p) w): summed over the D/2 frequencies.
   constexpr std::size_t kPositions = 12, kWidth = 10;
   const Tensor2 pe = attn::exercise::sinusoidal_table(kPositions, kWidth).pe;  // (P,D)
@@ -84,23 +87,27 @@ TEST_CASE("sinusoidal_table row dot products depend only on the offset", "[posit
   }
 }
 
-TEST_CASE("sinusoidal_table matches PyTorch for 64 positions of width 12", "[positional-encoding][points=2]") {
+TEST_CASE("sinusoidal_table matches PyTorch for 64 positions of width 12",
+          "[positional-encoding][points=2]") {
   check_table(64, 12);
 }
 
-TEST_CASE("sinusoidal_table refuses zero positions or zero width", "[positional-encoding][points=1]") {
+TEST_CASE("sinusoidal_table refuses zero positions or zero width",
+          "[positional-encoding][points=1]") {
   CHECK_THROWS_AS(attn::exercise::sinusoidal_table(0, 8), std::invalid_argument);
   CHECK_THROWS_AS(attn::exercise::sinusoidal_table(5, 0), std::invalid_argument);
 }
 
-TEST_CASE("add_positions matches PyTorch x plus pe for x of shape 2x5x7", "[positional-encoding][points=2]") {
+TEST_CASE("add_positions matches PyTorch x plus pe for x of shape 2x5x7",
+          "[positional-encoding][points=2]") {
   const Tensor3 x = fixture<3>("positional-encoding/b2_t5_d7_x");
   const Tensor2 pe = fixture<2>("positional-encoding/p5_d7_pe");
   check_close("add_positions(x (2,5,7), pe (5,7))", attn::exercise::add_positions(x, pe),
               fixture<3>("positional-encoding/b2_t5_d7_out"), kSumTolerance);
 }
 
-TEST_CASE("add_positions adds the same rows to every sequence of the batch", "[positional-encoding][points=1]") {
+TEST_CASE("add_positions adds the same rows to every sequence of the batch",
+          "[positional-encoding][points=1]") {
   const Tensor3 x = fixture<3>("positional-encoding/b3_t4_d6_x");
   Tensor2 pe({4, 6});
   for (std::size_t t = 0; t < 4; ++t) {
@@ -129,7 +136,8 @@ TEST_CASE("add_positions adds the same rows to every sequence of the batch", "[p
   check_close("add_positions(zeros (2,1,6), pe (1,6))", only, broadcast, kSumTolerance);
 }
 
-TEST_CASE("add_positions refuses a pe whose shape is not T by D", "[positional-encoding][points=1]") {
+TEST_CASE("add_positions refuses a pe whose shape is not T by D",
+          "[positional-encoding][points=1]") {
   const Tensor3 x = fixture<3>("positional-encoding/b3_t4_d6_x");
   CHECK_THROWS_AS(attn::exercise::add_positions(x, xt::zeros<float>({5, 6})),
                   std::invalid_argument);
@@ -138,11 +146,13 @@ TEST_CASE("add_positions refuses a pe whose shape is not T by D", "[positional-e
 }
 
 // BEGIN HIDDEN TESTS
-TEST_CASE("sinusoidal_table matches PyTorch for 160 positions of width 9", "[positional-encoding][points=2][.hidden]") {
+TEST_CASE("sinusoidal_table matches PyTorch for 160 positions of width 9",
+          "[positional-encoding][points=2][.hidden]") {
   check_table(160, 9);
 }
 
-TEST_CASE("sinusoidal_table then add_positions gives seed 001 PositionalEncoding output", "[positional-encoding][points=2][.hidden]") {
+TEST_CASE("sinusoidal_table then add_positions gives seed 001 PositionalEncoding output",
+          "[positional-encoding][points=2][.hidden]") {
   const Tensor3 x = fixture<3>("positional-encoding/b3_t4_d6_x");
   const Tensor2 table = attn::exercise::sinusoidal_table(10, 6).pe;  // (P,D)
   REQUIRE(table.shape(0) == 10);

@@ -53,7 +53,6 @@ Heatmap table_heatmap(const Tensor2& pe, const std::string& what) {
                  /*weights=*/false};
 }
 
-
 // The largest spread (max - min) of PE[p]·PE[p+k] over p, for any offset k, in double, over the
 // first `columns` columns.
 double largest_diagonal_spread(const Tensor2& pe, std::size_t columns) {
@@ -89,12 +88,16 @@ LessonRun run_positional_encoding(const PositionalEncodingLessonOptions& options
   const auto [batch, tokens, width] = lesson_sizes(options.common);
   const bool learned = options.kind == "learned";
   if (!learned && options.kind != "sinusoidal") {
-    throw Error(ErrorKind::bad_value, "positional_encoding_lesson", fmt::format("'{}' is not a kind of positional encoding: use sinusoidal or learned",
-                            options.kind)).about("kind");
+    throw Error(ErrorKind::bad_value, "positional_encoding_lesson",
+                fmt::format("'{}' is not a kind of positional encoding: use sinusoidal or learned",
+                            options.kind))
+        .about("kind");
   }
   if (!learned && options.weights) {
-    throw Error(ErrorKind::bad_value, "positional_encoding_lesson", "the sinusoidal table is computed, not learned, so there are no weights to load: "
-                "add <kind> learned").about("weights");
+    throw Error(ErrorKind::bad_value, "positional_encoding_lesson",
+                "the sinusoidal table is computed, not learned, so there are no weights to load: "
+                "add <kind> learned")
+        .about("weights");
   }
   // P: --max-positions, else the rows of --weights' table, else BERT's 512.
   std::size_t positions = options.max_positions.value_or(kDefaultMaxPositions);
@@ -106,13 +109,16 @@ LessonRun run_positional_encoding(const PositionalEncodingLessonOptions& options
     const std::string what = options.common.input
                                  ? fmt::format("the input has T={} tokens, more", tokens)
                                  : fmt::format("<seq> {} is more", tokens);
-    throw Error(ErrorKind::bad_value, "positional_encoding_lesson", options.weights && !options.max_positions
+    throw Error(
+        ErrorKind::bad_value, "positional_encoding_lesson",
+        options.weights && !options.max_positions
             ? fmt::format("{} than the {} rows of the table in <weights>: use a table of at "
                           "least {} rows, or fewer tokens",
                           what, positions, tokens)
             : fmt::format("{} than the {} positions of the table: give <max_positions> {} "
                           "or more, or fewer tokens",
-                          what, positions, tokens)).about("max_positions");
+                          what, positions, tokens))
+        .about("max_positions");
   }
   // The table first (the learned one also copied into the run), then the permutation checks: the
   // reordered X and outputs beside one attention's steps and a float64 reference. Shown: X, the
@@ -221,11 +227,13 @@ LessonRun run_positional_encoding(const PositionalEncodingLessonOptions& options
     // Lesson 02's scaled attention, no learned weights: seed 004's point holds for any attention.
     const float scale = std::sqrt(static_cast<float>(width));
     auto attend = [&](const Tensor3& input) { return dot_product_attention(input, scale).output; };
-    const Tensor3 reversed = permute_tokens(x, reverse), reversed_output = attend(reversed), output_x = attend(x);
-    check_same_up_to_roundoff(run, "without positions, reversing X reverses the outputs", "max |difference|",
-                              max_difference(reversed_output, permute_tokens(output_x, reverse)),
-                              max_difference(reversed_output, dot_product_attention_float64(reversed, scale)),
-                              max_difference(output_x, dot_product_attention_float64(x, scale)));
+    const Tensor3 reversed = permute_tokens(x, reverse), reversed_output = attend(reversed),
+                  output_x = attend(x);
+    check_same_up_to_roundoff(
+        run, "without positions, reversing X reverses the outputs", "max |difference|",
+        max_difference(reversed_output, permute_tokens(output_x, reverse)),
+        max_difference(reversed_output, dot_product_attention_float64(reversed, scale)),
+        max_difference(output_x, dot_product_attention_float64(x, scale)));
     const float with = max_difference(attend(add_positions(permute_tokens(x, reverse), pe)),
                                       permute_tokens(attend(output), reverse));
     run.check("with positions, reversing X changes the outputs", with > 1e-3f,

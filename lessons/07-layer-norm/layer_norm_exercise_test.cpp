@@ -61,7 +61,8 @@ TEST_CASE("init_layer_norm gives weight ones and bias zeros of width D", "[layer
   CHECK(bert.eps == 1e-12f);
 }
 
-TEST_CASE("init_layer_norm refuses an eps that is not positive and finite", "[layer-norm][points=1]") {
+TEST_CASE("init_layer_norm refuses an eps that is not positive and finite",
+          "[layer-norm][points=1]") {
   CHECK_THROWS_AS(attn::exercise::init_layer_norm(4, 0.0f), std::invalid_argument);
   CHECK_THROWS_AS(attn::exercise::init_layer_norm(4, -1e-5f), std::invalid_argument);
   CHECK_THROWS_AS(attn::exercise::init_layer_norm(4, std::numeric_limits<float>::quiet_NaN()),
@@ -70,7 +71,8 @@ TEST_CASE("init_layer_norm refuses an eps that is not positive and finite", "[la
                   std::invalid_argument);
 }
 
-TEST_CASE("forward matches nn.LayerNorm at initialisation on x of shape 2x5x8", "[layer-norm][points=2]") {
+TEST_CASE("forward matches nn.LayerNorm at initialisation on x of shape 2x5x8",
+          "[layer-norm][points=2]") {
   check_case("b2_t5_d8");
 }
 
@@ -86,7 +88,8 @@ TEST_CASE("forward mean and variance are per token and biased", "[layer-norm][po
               Tensor3{{{2.0f / 3.0f}, {14.0f / 3.0f}}, {{0.5f}, {24.0f}}}, kTolerance);
 }
 
-TEST_CASE("forward normalised tokens have mean 0 and variance var over var plus eps", "[layer-norm][points=2]") {
+TEST_CASE("forward normalised tokens have mean 0 and variance var over var plus eps",
+          "[layer-norm][points=2]") {
   for (const std::string name : {"b2_t5_d8", "tiny_b1_t4_d3", "tiny_b2_t3_d4"}) {
     const Tensor3 x = fixture<3>("layer-norm/" + name + "_x");
     const LayerNorm norm = fixture_norm(name);
@@ -119,7 +122,8 @@ TEST_CASE("forward normalised tokens have mean 0 and variance var over var plus 
   }
 }
 
-TEST_CASE("forward matches nn.LayerNorm for D=3 and D=4 tokens of tiny variance", "[layer-norm][points=3]") {
+TEST_CASE("forward matches nn.LayerNorm for D=3 and D=4 tokens of tiny variance",
+          "[layer-norm][points=3]") {
   check_case("tiny_b1_t4_d3");
   check_case("tiny_b2_t3_d4");
 }
@@ -172,7 +176,8 @@ TEST_CASE("forward of a constant token is zeros then the bias", "[layer-norm][po
   check_close("forward(...).output with token (1, 2) constant", steps.output, expected, kTolerance);
 }
 
-TEST_CASE("forward matches nn.LayerNorm at BERT eps far from zero with D=96", "[layer-norm][points=2][.hidden]") {
+TEST_CASE("forward matches nn.LayerNorm at BERT eps far from zero with D=96",
+          "[layer-norm][points=2][.hidden]") {
   // Tokens 3 + 0.05 * noise: float32 rounds the mean at the size of x, 60 stds from the mean.
   check_case("bert_b2_t3_d96", {2e-4, 1e-4});
 }

@@ -49,18 +49,28 @@ float lesson_eps(const std::optional<double>& eps, bool seed001) {
   const double e = *eps;
   constexpr const char* kFix =
       "give a small positive number such as 1e-5 (nn.LayerNorm's default) or 1e-12 (BERT)";
-  if (std::isnan(e)) throw Error(ErrorKind::bad_value, "layer_norm_lesson", fmt::format("nan is not a number: {}", kFix)).about("eps");
+  if (std::isnan(e))
+    throw Error(ErrorKind::bad_value, "layer_norm_lesson",
+                fmt::format("nan is not a number: {}", kFix))
+        .about("eps");
   if (e <= 0.0) {
-    throw Error(ErrorKind::bad_value, "layer_norm_lesson", fmt::format("{:g} is not positive: eps keeps the division away from 0; {}",
-                                     e, kFix)).about("eps");
+    throw Error(
+        ErrorKind::bad_value, "layer_norm_lesson",
+        fmt::format("{:g} is not positive: eps keeps the division away from 0; {}", e, kFix))
+        .about("eps");
   }
   if (e > static_cast<double>(FLT_MAX)) {
-    throw Error(ErrorKind::bad_value, "layer_norm_lesson", fmt::format("{:g} is beyond float32 (max 3.4e38), the type eps is added in: {}", e, kFix)).about("eps");
+    throw Error(
+        ErrorKind::bad_value, "layer_norm_lesson",
+        fmt::format("{:g} is beyond float32 (max 3.4e38), the type eps is added in: {}", e, kFix))
+        .about("eps");
   }
   const auto f = static_cast<float>(e);
   if (f == 0.0f) {
-    throw Error(ErrorKind::bad_value, "layer_norm_lesson", fmt::format("{:g} rounds to 0 in float32, the type eps is added in: give 1e-45 or more",
-                    e)).about("eps");
+    throw Error(
+        ErrorKind::bad_value, "layer_norm_lesson",
+        fmt::format("{:g} rounds to 0 in float32, the type eps is added in: give 1e-45 or more", e))
+        .about("eps");
   }
   return f;
 }
@@ -150,12 +160,16 @@ LessonRun run_layer_norm(const LayerNormLessonOptions& options) {
   const auto [batch, tokens, width] = lesson_sizes(options.common);
   const bool seed001 = options.variant == "seed001";
   if (!seed001 && options.variant != "torch") {
-    throw Error(ErrorKind::bad_value, "layer_norm_lesson", fmt::format("'{}' is not a layer norm variant: use torch or seed001",
-                                         options.variant)).about("variant");
+    throw Error(
+        ErrorKind::bad_value, "layer_norm_lesson",
+        fmt::format("'{}' is not a layer norm variant: use torch or seed001", options.variant))
+        .about("variant");
   }
   const float eps = lesson_eps(options.eps, seed001);
   if (options.blocks == 0 || options.blocks > 1000) {
-    throw Error(ErrorKind::bad_value, "layer_norm_lesson", fmt::format("{} blocks: give a whole number from 1 to 1000", options.blocks)).about("blocks");
+    throw Error(ErrorKind::bad_value, "layer_norm_lesson",
+                fmt::format("{} blocks: give a whole number from 1 to 1000", options.blocks))
+        .about("blocks");
   }
   // At the peak, the placement blocks: X, both norms' steps and the copies shown, the pre-LN and
   // post-LN streams with a block's sums and norms, its Linear(D, D); or, before them, the checks'

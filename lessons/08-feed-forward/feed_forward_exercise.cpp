@@ -30,7 +30,8 @@ Tensor3 linear(const Tensor3& x, const Tensor2& weight, const Tensor1* bias) {
     for (std::size_t t = 0; t < tokens; ++t) {
       for (std::size_t o = 0; o < out; ++o) {
         float sum = bias != nullptr ? (*bias)(o) : 0.0f;
-        for (std::size_t i = 0; i < in; ++i) sum += x(b, t, i) * weight(o, i);
+        for (std::size_t i = 0; i < in; ++i)
+          sum += x(b, t, i) * weight(o, i);
         result(b, t, o) = sum;
       }
     }
@@ -64,15 +65,17 @@ FeedForwardSteps forward(const FeedForward& layer, const Tensor3& x) {
   const Linear& first = layer.linear_1;
   const Linear& second = layer.linear_2;
   if (x.shape(2) != first.weight.shape(1)) {
-    throw std::invalid_argument(fmt::format("feed_forward: x {} does not fit a block of width D = {}",
-                                            shape_string_of(x), first.weight.shape(1)));
+    throw std::invalid_argument(
+        fmt::format("feed_forward: x {} does not fit a block of width D = {}", shape_string_of(x),
+                    first.weight.shape(1)));
   }
   const Tensor1* first_bias = first.has_bias ? &first.bias : nullptr;
   const Tensor1* second_bias = second.has_bias ? &second.bias : nullptr;
   FeedForwardSteps steps;
-  steps.hidden = exercise::linear(x, first.weight, first_bias);                 // (B,T,D) -> (B,T,F)
-  steps.activated = exercise::gelu(steps.hidden, layer.approximate);            // (B,T,F)
-  steps.projected = exercise::linear(steps.activated, second.weight, second_bias);  // (B,T,F) -> (B,T,D)
+  steps.hidden = exercise::linear(x, first.weight, first_bias);       // (B,T,D) -> (B,T,F)
+  steps.activated = exercise::gelu(steps.hidden, layer.approximate);  // (B,T,F)
+  steps.projected =
+      exercise::linear(steps.activated, second.weight, second_bias);  // (B,T,F) -> (B,T,D)
   steps.output = steps.projected;  // (B,T,D) dropout: the identity at inference
   return steps;
   // END SOLUTION

@@ -30,16 +30,17 @@ void check_linear(const std::string& name, bool with_bias) {
   const Tensor1 bias = with_bias ? fixture<1>(prefix + "_bias") : Tensor1();
   check_close("linear(x " + attn::shape_string_of(x) + ", weight " + attn::shape_string_of(weight) +
                   (with_bias ? ", bias)" : ", no bias)"),
-              attn::exercise::linear(x, weight, with_bias ? &bias : nullptr), fixture<3>(prefix + "_out"),
-              kTolerance);
+              attn::exercise::linear(x, weight, with_bias ? &bias : nullptr),
+              fixture<3>(prefix + "_out"), kTolerance);
 }
 
 void check_gelu(const std::string& name, GeluApproximation approximate) {
   const std::string prefix = "feed-forward/gelu_" + name;
   const std::string form = approximate == GeluApproximation::none ? "none" : "tanh";
   const Tensor3 x = fixture<3>(prefix + "_x");
-  check_close("gelu(x " + attn::shape_string_of(x) + ", " + form + ")", attn::exercise::gelu(x, approximate),
-              fixture<3>(prefix + "_" + form), kGeluTolerance);
+  check_close("gelu(x " + attn::shape_string_of(x) + ", " + form + ")",
+              attn::exercise::gelu(x, approximate), fixture<3>(prefix + "_" + form),
+              kGeluTolerance);
 }
 
 // The book's block with the weights PyTorch drew for `name`.
@@ -48,8 +49,10 @@ FeedForward load_block(const std::string& name, GeluApproximation approximate) {
   FeedForward block;
   block.variant = attn::FeedForwardVariant::book;
   block.approximate = approximate;
-  block.linear_1 = {fixture<2>(prefix + "_linear_1_weight"), fixture<1>(prefix + "_linear_1_bias"), true};
-  block.linear_2 = {fixture<2>(prefix + "_linear_2_weight"), fixture<1>(prefix + "_linear_2_bias"), true};
+  block.linear_1 = {fixture<2>(prefix + "_linear_1_weight"), fixture<1>(prefix + "_linear_1_bias"),
+                    true};
+  block.linear_2 = {fixture<2>(prefix + "_linear_2_weight"), fixture<1>(prefix + "_linear_2_bias"),
+                    true};
   return block;
 }
 
@@ -70,33 +73,40 @@ TEST_CASE("linear matches torch nn.Linear on x 2x5x6 with weight 4x6", "[feed-fo
   check_linear("b2_t5_i6_o4", true);
 }
 
-TEST_CASE("linear matches torch on one token per batch 3x1x5 to width 9 and without a bias", "[feed-forward][points=1]") {
+TEST_CASE("linear matches torch on one token per batch 3x1x5 to width 9 and without a bias",
+          "[feed-forward][points=1]") {
   check_linear("b3_t1_i5_o9", true);
   check_linear("nobias_b1_t3_i7_o5", false);
 }
 
-TEST_CASE("linear refuses a weight whose width is not the last axis of x", "[feed-forward][points=1]") {
+TEST_CASE("linear refuses a weight whose width is not the last axis of x",
+          "[feed-forward][points=1]") {
   const Tensor3 x = fixture<3>("feed-forward/linear_b2_t5_i6_o4_x");
-  const Tensor2 weight = fixture<2>("feed-forward/linear_b3_t1_i5_o9_weight");  // (9,5) for x (2,5,6)
+  const Tensor2 weight =
+      fixture<2>("feed-forward/linear_b3_t1_i5_o9_weight");  // (9,5) for x (2,5,6)
   CHECK_THROWS_AS(attn::exercise::linear(x, weight, nullptr), std::invalid_argument);
 }
 
-TEST_CASE("gelu matches torch nn.GELU on a grid from -8 to 8 and on random values", "[feed-forward][points=2]") {
+TEST_CASE("gelu matches torch nn.GELU on a grid from -8 to 8 and on random values",
+          "[feed-forward][points=2]") {
   check_gelu("grid_b7_t23_f1", GeluApproximation::none);
   check_gelu("random_b2_t3_f17", GeluApproximation::none);
 }
 
-TEST_CASE("gelu with the tanh approximation matches torch nn.GELU(approximate tanh)", "[feed-forward][points=1]") {
+TEST_CASE("gelu with the tanh approximation matches torch nn.GELU(approximate tanh)",
+          "[feed-forward][points=1]") {
   check_gelu("grid_b7_t23_f1", GeluApproximation::tanh);
   check_gelu("random_b2_t3_f17", GeluApproximation::tanh);
 }
 
-TEST_CASE("gelu is 0 at 0 and x Phi(x) at known points with its minimum near -0.17", "[feed-forward][points=1]") {
+TEST_CASE("gelu is 0 at 0 and x Phi(x) at known points with its minimum near -0.17",
+          "[feed-forward][points=1]") {
   // x Φ(x) with Φ the standard normal CDF: Φ(1) = 0.841345, Φ(-1) = 0.158655, Φ(-0.75) = 0.226627.
   const std::vector<float> xs = {0.0f, 1.0f, -1.0f, -0.75f, 10.0f, -10.0f};
   const std::vector<float> expected = {0.0f, 0.841345f, -0.158655f, -0.169970f, 10.0f, 0.0f};
   Tensor3 x({1, 1, xs.size()});
-  for (std::size_t i = 0; i < xs.size(); ++i) x(0, 0, i) = xs[i];
+  for (std::size_t i = 0; i < xs.size(); ++i)
+    x(0, 0, i) = xs[i];
   const Tensor3 y = attn::exercise::gelu(x, GeluApproximation::none);
   REQUIRE(y.shape(2) == xs.size());
   for (std::size_t i = 0; i < xs.size(); ++i) {
@@ -105,24 +115,29 @@ TEST_CASE("gelu is 0 at 0 and x Phi(x) at known points with its minimum near -0.
   }
 }
 
-TEST_CASE("forward matches the PyTorch book FeedForward step by step on 2x5x6 with F 24", "[feed-forward][points=3]") {
+TEST_CASE("forward matches the PyTorch book FeedForward step by step on 2x5x6 with F 24",
+          "[feed-forward][points=3]") {
   check_block("b2_t5_d6_f24");
 }
 
-TEST_CASE("forward matches PyTorch on odd sizes 3x4x7 with F 10 and 1x1x5 with F 3", "[feed-forward][points=2]") {
+TEST_CASE("forward matches PyTorch on odd sizes 3x4x7 with F 10 and 1x1x5 with F 3",
+          "[feed-forward][points=2]") {
   check_block("b3_t4_d7_f10");
   check_block("b1_t1_d5_f3");
 }
 
-TEST_CASE("forward is position-wise so each token alone gives its row of the PyTorch output", "[feed-forward][points=2]") {
+TEST_CASE("forward is position-wise so each token alone gives its row of the PyTorch output",
+          "[feed-forward][points=2]") {
   const FeedForward block = load_block("b3_t4_d7_f10", GeluApproximation::none);
   const Tensor3 x = fixture<3>("feed-forward/block_b3_t4_d7_f10_x");
   const Tensor3 expected = fixture<3>("feed-forward/block_b3_t4_d7_f10_output");
   for (std::size_t b = 0; b < x.shape(0); ++b) {
     for (std::size_t t = 0; t < x.shape(1); ++t) {
       Tensor3 token({1, 1, x.shape(2)}), row({1, 1, expected.shape(2)});
-      for (std::size_t d = 0; d < x.shape(2); ++d) token(0, 0, d) = x(b, t, d);
-      for (std::size_t d = 0; d < expected.shape(2); ++d) row(0, 0, d) = expected(b, t, d);
+      for (std::size_t d = 0; d < x.shape(2); ++d)
+        token(0, 0, d) = x(b, t, d);
+      for (std::size_t d = 0; d < expected.shape(2); ++d)
+        row(0, 0, d) = expected(b, t, d);
       const std::string where = std::to_string(b) + ", " + std::to_string(t);
       check_close("forward(block, token x(" + where + ", :) alone).output",
                   attn::exercise::forward(block, token).output, row, kTolerance);
@@ -131,7 +146,8 @@ TEST_CASE("forward is position-wise so each token alone gives its row of the PyT
 }
 
 // BEGIN HIDDEN TESTS
-TEST_CASE("forward with the tanh GELU matches PyTorch on 2x3x8 with F 20", "[feed-forward][points=2][.hidden]") {
+TEST_CASE("forward with the tanh GELU matches PyTorch on 2x3x8 with F 20",
+          "[feed-forward][points=2][.hidden]") {
   check_block("tanh_b2_t3_d8_f20", GeluApproximation::tanh);
 }
 

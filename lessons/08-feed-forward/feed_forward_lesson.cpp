@@ -22,7 +22,6 @@ constexpr FeedForwardVariant kVariants[] = {FeedForwardVariant::book, FeedForwar
 // min over x of GELU: -0.169971 at x = -0.7518 (tanh form: -0.170041 at x = -0.7525).
 constexpr float kGeluMinimum = -0.16998f, kGeluTanhMinimum = -0.17005f;
 
-
 float max_abs(const Tensor3& a) {
   float m = 0.0f;
   for (float v : a)
@@ -73,8 +72,10 @@ std::optional<std::size_t> weights_d_ff(const StateDict& weights, const std::str
   if (it == weights.end()) {
     for (FeedForwardVariant other : kVariants) {
       if (other != v && weights.count(first_weight_key(other))) {
-        throw Error(ErrorKind::bad_value, "feed_forward_lesson", fmt::format("'{}' holds {}'s keys ({}): add <variant> {}", source,
-                                class_of(other), first_weight_key(other), variant_name(other))).about("weights");
+        throw Error(ErrorKind::bad_value, "feed_forward_lesson",
+                    fmt::format("'{}' holds {}'s keys ({}): add <variant> {}", source,
+                                class_of(other), first_weight_key(other), variant_name(other)))
+            .about("weights");
       }
     }
     return std::nullopt;  // check_state_dict lists what is missing
@@ -82,9 +83,12 @@ std::optional<std::size_t> weights_d_ff(const StateDict& weights, const std::str
   const Shape& shape = it->second.shape;
   if (shape.size() != 2) return std::nullopt;
   if (shape[1] != width) {
-    throw Error(ErrorKind::bad_value, "feed_forward_lesson", fmt::format("'{}' is for D = {} ({} is (F, D) = {}), but the input has D = {}: {} {}",
+    throw Error(
+        ErrorKind::bad_value, "feed_forward_lesson",
+        fmt::format("'{}' is for D = {} ({} is (F, D) = {}), but the input has D = {}: {} {}",
                     source, shape[1], key, shape_string(shape), width,
-                    from_input ? "give an <input> of width" : "add <d_model>", shape[1])).about("weights");
+                    from_input ? "give an <input> of width" : "add <d_model>", shape[1]))
+        .about("weights");
   }
   return shape[0];
 }
@@ -297,20 +301,27 @@ LessonRun run_feed_forward(const FeedForwardLessonOptions& options) {
   const auto [batch, tokens, width] = lesson_sizes(options.common);
   const std::optional<FeedForwardVariant> parsed = feed_forward_variant(options.variant);
   if (!parsed) {
-    throw Error(ErrorKind::bad_value, "feed_forward_lesson", fmt::format("'{}' is not a feed-forward variant: use book, relu or gelu-last",
-                            options.variant)).about("variant");
+    throw Error(ErrorKind::bad_value, "feed_forward_lesson",
+                fmt::format("'{}' is not a feed-forward variant: use book, relu or gelu-last",
+                            options.variant))
+        .about("variant");
   }
   const FeedForwardVariant variant = *parsed;
   GeluApproximation approximate = GeluApproximation::none;
   if (options.gelu) {
     if (variant == FeedForwardVariant::relu) {
-      throw Error(ErrorKind::bad_value, "feed_forward_lesson", "seed 001's block uses ReLU, not GELU: drop <gelu>, or use <variant> book or gelu-last").about("gelu");
+      throw Error(
+          ErrorKind::bad_value, "feed_forward_lesson",
+          "seed 001's block uses ReLU, not GELU: drop <gelu>, or use <variant> book or gelu-last")
+          .about("gelu");
     }
     if (*options.gelu == "tanh") {
       approximate = GeluApproximation::tanh;
     } else if (*options.gelu != "erf") {
-      throw Error(ErrorKind::bad_value, "feed_forward_lesson", fmt::format("'{}' is not a GELU form: use erf (nn.GELU()) or tanh",
-                                        *options.gelu)).about("gelu");
+      throw Error(
+          ErrorKind::bad_value, "feed_forward_lesson",
+          fmt::format("'{}' is not a GELU form: use erf (nn.GELU()) or tanh", *options.gelu))
+          .about("gelu");
     }
   }
   std::optional<std::size_t> file_d_ff;

@@ -25,22 +25,23 @@ EmbeddingsSteps forward(const Embeddings& embeddings, const Ids& ids) {
   const Tensor2& position_table = embeddings.position_embeddings.weight;  // (P,D)
   const std::size_t batch = ids.shape(0), tokens = ids.shape(1), width = token_table.shape(1);
   if (tokens > position_table.shape(0)) {
-    throw std::invalid_argument(
-        fmt::format("Embeddings: {} tokens but only {} positions", tokens, position_table.shape(0)));
+    throw std::invalid_argument(fmt::format("Embeddings: {} tokens but only {} positions", tokens,
+                                            position_table.shape(0)));
   }
   EmbeddingsSteps steps;
   steps.token = Tensor3({batch, tokens, width});
   steps.position = Tensor3({1, tokens, width});
   steps.sum = Tensor3({batch, tokens, width});
   for (std::size_t t = 0; t < tokens; ++t) {
-    for (std::size_t d = 0; d < width; ++d) steps.position(0, t, d) = position_table(t, d);
+    for (std::size_t d = 0; d < width; ++d)
+      steps.position(0, t, d) = position_table(t, d);
   }
   for (std::size_t b = 0; b < batch; ++b) {
     for (std::size_t t = 0; t < tokens; ++t) {
       const std::int64_t id = ids(b, t);
       if (id < 0 || static_cast<std::size_t>(id) >= token_table.shape(0)) {
-        throw std::invalid_argument(fmt::format("Embeddings: id {} at ({}, {}) is outside 0..{}", id, b,
-                                                t, token_table.shape(0) - 1));
+        throw std::invalid_argument(fmt::format("Embeddings: id {} at ({}, {}) is outside 0..{}",
+                                                id, b, t, token_table.shape(0) - 1));
       }
       for (std::size_t d = 0; d < width; ++d) {
         steps.token(b, t, d) = token_table(static_cast<std::size_t>(id), d);
@@ -60,7 +61,8 @@ EncoderLayerSteps forward(const EncoderLayer& layer, const Tensor3& x) {
   // BEGIN SOLUTION
   const auto add = [](const Tensor3& a, const Tensor3& b) {  // (B,T,D) + (B,T,D)
     Tensor3 sum(a.shape());
-    for (std::size_t i = 0; i < a.size(); ++i) sum.data()[i] = a.data()[i] + b.data()[i];
+    for (std::size_t i = 0; i < a.size(); ++i)
+      sum.data()[i] = a.data()[i] + b.data()[i];
     return sum;
   };
   EncoderLayerSteps steps;
@@ -77,7 +79,8 @@ EncoderLayerSteps forward(const EncoderLayer& layer, const Tensor3& x) {
     steps.norm_1 = attn::forward(layer.layer_norm_1, add(x, steps.attention)).output;
     steps.residual_1 = steps.norm_1;  // the normalised sum is the stream now
     steps.feed_forward = attn::forward(layer.feed_forward, steps.residual_1).output;
-    steps.norm_2 = attn::forward(layer.layer_norm_2, add(steps.residual_1, steps.feed_forward)).output;
+    steps.norm_2 =
+        attn::forward(layer.layer_norm_2, add(steps.residual_1, steps.feed_forward)).output;
     steps.output = steps.norm_2;
   }
   return steps;

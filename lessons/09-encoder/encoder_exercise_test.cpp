@@ -66,7 +66,8 @@ attn::Embeddings load_embeddings() {
 
 attn::Ids ids_of(const attn::Tensor2& values) {
   attn::Ids ids({values.shape(0), values.shape(1)});
-  for (std::size_t i = 0; i < values.size(); ++i) ids.data()[i] = static_cast<std::int64_t>(values.data()[i]);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    ids.data()[i] = static_cast<std::int64_t>(values.data()[i]);
   return ids;
 }
 
@@ -74,7 +75,8 @@ void check_embeddings(const std::string& name) {
   const std::string prefix = "encoder/embeddings_" + name;
   const attn::Ids ids = ids_of(fixture<2>(prefix + "_ids"));
   const EmbeddingsSteps steps = attn::exercise::forward(load_embeddings(), ids);
-  const std::string call = "forward(embeddings, ids " + attn::shape_string(attn::to_array(ids).shape) + ")";
+  const std::string call =
+      "forward(embeddings, ids " + attn::shape_string(attn::to_array(ids).shape) + ")";
   check_close(call + ".token", steps.token, fixture<3>(prefix + "_token"), kTolerance);
   check_close(call + ".position", steps.position, fixture<3>(prefix + "_position"), kTolerance);
   check_close(call + ".sum", steps.sum, fixture<3>(prefix + "_sum"), kTolerance);
@@ -93,8 +95,12 @@ void check_layer(const std::string& weights, const std::string& input, NormPlace
       "forward(" + norm + "-LN layer " + weights + ", x " + attn::shape_string_of(x) + ")";
   check_close(call + ".input", steps.input, x, kTolerance);
   const std::vector<std::pair<std::string, const Tensor3*>> fields = {
-      {"norm_1", &steps.norm_1}, {"attention", &steps.attention}, {"residual_1", &steps.residual_1},
-      {"norm_2", &steps.norm_2}, {"feed_forward", &steps.feed_forward}, {"output", &steps.output}};
+      {"norm_1", &steps.norm_1},
+      {"attention", &steps.attention},
+      {"residual_1", &steps.residual_1},
+      {"norm_2", &steps.norm_2},
+      {"feed_forward", &steps.feed_forward},
+      {"output", &steps.output}};
   for (const auto& [field, got] : fields) {
     check_close(call + "." + field, *got, fixture<3>(prefix + norm + "_" + field), kTolerance);
   }
@@ -106,7 +112,8 @@ TEST_CASE("embeddings match PyTorch on ids 2x5 step by step", "[encoder][points=
   check_embeddings("b2_t5");
 }
 
-TEST_CASE("embeddings match PyTorch on every position 1x9 and on one token 3x1", "[encoder][points=1]") {
+TEST_CASE("embeddings match PyTorch on every position 1x9 and on one token 3x1",
+          "[encoder][points=1]") {
   check_embeddings("b1_t9");
   check_embeddings("b3_t1");
 }
@@ -116,7 +123,8 @@ TEST_CASE("embeddings refuse more tokens than there are positions", "[encoder][p
   CHECK_THROWS_AS(attn::exercise::forward(load_embeddings(), ids), std::invalid_argument);
 }
 
-TEST_CASE("pre-LN forward matches the PyTorch book layer step by step on 1x5x12 with H 3 and F 48", "[encoder][points=3]") {
+TEST_CASE("pre-LN forward matches the PyTorch book layer step by step on 1x5x12 with H 3 and F 48",
+          "[encoder][points=3]") {
   check_layer("layer_d12_h3_f48", "b1_t5", NormPlacement::pre, 12, 3, 48);
 }
 
@@ -124,7 +132,8 @@ TEST_CASE("pre-LN forward matches PyTorch on 2x7x10 with H 2 and F 24", "[encode
   check_layer("layer_d10_h2_f24", "b2_t7", NormPlacement::pre, 10, 2, 24);
 }
 
-TEST_CASE("post-LN forward matches PyTorch step by step on 1x5x12 with the same weights", "[encoder][points=3]") {
+TEST_CASE("post-LN forward matches PyTorch step by step on 1x5x12 with the same weights",
+          "[encoder][points=3]") {
   check_layer("layer_d12_h3_f48", "b1_t5", NormPlacement::post, 12, 3, 48);
 }
 
@@ -132,9 +141,12 @@ TEST_CASE("post-LN forward matches PyTorch on 2x7x10 with H 2 and F 24", "[encod
   check_layer("layer_d10_h2_f24", "b2_t7", NormPlacement::post, 10, 2, 24);
 }
 
-TEST_CASE("post-LN output rows have mean 0 and variance 1 before the scale and shift of layer_norm_2", "[encoder][points=1]") {
+TEST_CASE(
+    "post-LN output rows have mean 0 and variance 1 before the scale and shift of layer_norm_2",
+    "[encoder][points=1]") {
   const EncoderLayer layer = load_layer("layer_d10_h2_f24", NormPlacement::post, 10, 2, 24);
-  const Tensor3 y = attn::exercise::forward(layer, fixture<3>("encoder/layer_d10_h2_f24_b2_t7_x")).output;
+  const Tensor3 y =
+      attn::exercise::forward(layer, fixture<3>("encoder/layer_d10_h2_f24_b2_t7_x")).output;
   REQUIRE(y.shape(0) == 2);
   REQUIRE(y.shape(1) == 7);
   REQUIRE(y.shape(2) == 10);
@@ -155,21 +167,24 @@ TEST_CASE("post-LN output rows have mean 0 and variance 1 before the scale and s
   }
 }
 
-TEST_CASE("a layer is permutation-equivariant over tokens in both placements", "[encoder][points=2]") {
+TEST_CASE("a layer is permutation-equivariant over tokens in both placements",
+          "[encoder][points=2]") {
   // No positions inside a layer and no mask: shuffling the tokens shuffles the outputs alike.
   const std::vector<std::size_t> order = {3, 0, 6, 1, 5, 2, 4};
   const Tensor3 x = fixture<3>("encoder/layer_d10_h2_f24_b2_t7_x");
   Tensor3 shuffled(x.shape());
   for (std::size_t b = 0; b < 2; ++b)
     for (std::size_t t = 0; t < 7; ++t)
-      for (std::size_t d = 0; d < 10; ++d) shuffled(b, t, d) = x(b, order[t], d);
+      for (std::size_t d = 0; d < 10; ++d)
+        shuffled(b, t, d) = x(b, order[t], d);
   for (const NormPlacement placement : {NormPlacement::pre, NormPlacement::post}) {
     const std::string norm = placement == NormPlacement::pre ? "pre" : "post";
     const Tensor3 expected = fixture<3>("encoder/layer_d10_h2_f24_b2_t7_" + norm + "_output");
     Tensor3 reordered(expected.shape());
     for (std::size_t b = 0; b < 2; ++b)
       for (std::size_t t = 0; t < 7; ++t)
-        for (std::size_t d = 0; d < 10; ++d) reordered(b, t, d) = expected(b, order[t], d);
+        for (std::size_t d = 0; d < 10; ++d)
+          reordered(b, t, d) = expected(b, order[t], d);
     const EncoderLayer layer = load_layer("layer_d10_h2_f24", placement, 10, 2, 24);
     check_close("forward(" + norm + "-LN layer, x with tokens in order 3 0 6 1 5 2 4).output",
                 attn::exercise::forward(layer, shuffled).output, reordered, kTolerance);
@@ -177,7 +192,8 @@ TEST_CASE("a layer is permutation-equivariant over tokens in both placements", "
 }
 
 // BEGIN HIDDEN TESTS
-TEST_CASE("both placements match PyTorch on one token per batch 3x1x6 and on 1x6x6", "[encoder][points=2][.hidden]") {
+TEST_CASE("both placements match PyTorch on one token per batch 3x1x6 and on 1x6x6",
+          "[encoder][points=2][.hidden]") {
   for (const NormPlacement placement : {NormPlacement::pre, NormPlacement::post}) {
     check_layer("layer_d6_h2_f8", "b3_t1", placement, 6, 2, 8);
     check_layer("layer_d6_h2_f8", "b1_t6", placement, 6, 2, 8);

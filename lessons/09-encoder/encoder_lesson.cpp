@@ -14,7 +14,6 @@
 
 namespace attn::lessons {
 
-
 namespace {
 // Mean and largest L2 norm of the token vectors of x (B,T,D).
 std::pair<double, double> token_norms(const Tensor3& x) {
@@ -22,7 +21,8 @@ std::pair<double, double> token_norms(const Tensor3& x) {
   double total = 0.0, largest = 0.0;
   for (std::size_t r = 0; r < rows; ++r) {
     double sq = 0.0;
-    for (std::size_t i = 0; i < d; ++i) sq += static_cast<double>(x.data()[r * d + i]) * x.data()[r * d + i];
+    for (std::size_t i = 0; i < d; ++i)
+      sq += static_cast<double>(x.data()[r * d + i]) * x.data()[r * d + i];
     total += std::sqrt(sq);
     largest = std::max(largest, std::sqrt(sq));
   }
@@ -38,11 +38,14 @@ bool all_finite(const Tensor3& x) {
 Ids to_ids(const std::vector<std::vector<std::int64_t>>& rows) {
   Ids ids({rows.size(), rows.front().size()});
   for (std::size_t b = 0; b < rows.size(); ++b)
-    for (std::size_t t = 0; t < rows[b].size(); ++t) ids(b, t) = rows[b][t];
+    for (std::size_t t = 0; t < rows[b].size(); ++t)
+      ids(b, t) = rows[b][t];
   return ids;
 }
 
-std::string count(const Module& m) { return with_commas(count_parameters(m)); }
+std::string count(const Module& m) {
+  return with_commas(count_parameters(m));
+}
 
 // For check_budget, from one layer's size times L: the module tree, the weights and their copy in
 // the run; the input; the hidden states, the embeddings' steps and one layer's at a time with
@@ -94,35 +97,51 @@ LessonRun run_encoder(const EncoderLessonOptions& o) {
   validate_config(c, o.config_name);
   const std::size_t d = c.hidden_size, layers = c.num_hidden_layers;
   if (o.show_layer >= layers) {
-    throw Error(ErrorKind::bad_value, "encoder_lesson", fmt::format("layer {} does not exist: the encoder has {} layers, numbered 0 to {}",
-                                            o.show_layer, layers, layers - 1)).about("show_layer");
+    throw Error(ErrorKind::bad_value, "encoder_lesson",
+                fmt::format("layer {} does not exist: the encoder has {} layers, numbered 0 to {}",
+                            o.show_layer, layers, layers - 1))
+        .about("show_layer");
   }
   std::size_t batch = 0, tokens = 0;
   if (o.embeddings) {
-    if (o.ids.empty() || o.ids.front().empty()) throw Error("encoder", "no tokens to encode: give <text> or <ids>");
+    if (o.ids.empty() || o.ids.front().empty())
+      throw Error("encoder", "no tokens to encode: give <text> or <ids>");
     batch = o.ids.size();
     tokens = o.ids.front().size();
     for (const auto& row : o.ids) {
-      if (row.size() != tokens) throw Error(ErrorKind::bad_value, "encoder_lesson", "every sequence of ids must have the same length").about("ids");
+      if (row.size() != tokens)
+        throw Error(ErrorKind::bad_value, "encoder_lesson",
+                    "every sequence of ids must have the same length")
+            .about("ids");
       for (std::int64_t id : row)
         if (id < 0 || static_cast<std::size_t>(id) >= c.vocab_size) {
-          throw Error(ErrorKind::bad_value, "encoder_lesson", fmt::format("id {} is outside the vocabulary (0 to {}): use ids below vocab_size {}",
-                                           id, c.vocab_size - 1, c.vocab_size)).about("ids");
+          throw Error(
+              ErrorKind::bad_value, "encoder_lesson",
+              fmt::format("id {} is outside the vocabulary (0 to {}): use ids below vocab_size {}",
+                          id, c.vocab_size - 1, c.vocab_size))
+              .about("ids");
         }
     }
   } else {
     const Sizes3 s = lesson_sizes(o.common);
     batch = s.batch, tokens = s.seq;
     if (o.common.input && s.d_model != d) {
-      throw Error(ErrorKind::bad_value, "encoder_lesson", fmt::format("the hidden states have width {}, the encoder {}: pass <d_model> {} or a "
-                                         "config with hidden_size {}",
-                                         s.d_model, d, s.d_model, s.d_model)).about("input");
+      throw Error(
+          ErrorKind::bad_value, "encoder_lesson",
+          fmt::format("the hidden states have width {}, the encoder {}: pass <d_model> {} or a "
+                      "config with hidden_size {}",
+                      s.d_model, d, s.d_model, s.d_model))
+          .about("input");
     }
   }
   if (tokens > c.max_position_embeddings) {
-    throw Error(ErrorKind::bad_value, "encoder_lesson", fmt::format("{} tokens but the position table has {} (max_position_embeddings): use at most {} "
-                                     "tokens",
-                                     tokens, c.max_position_embeddings, c.max_position_embeddings)).about("seq");
+    throw Error(
+        ErrorKind::bad_value, "encoder_lesson",
+        fmt::format(
+            "{} tokens but the position table has {} (max_position_embeddings): use at most {} "
+            "tokens",
+            tokens, c.max_position_embeddings, c.max_position_embeddings))
+        .about("seq");
   }
   check_budget("encoder", plan_encoder_lesson(o, batch, tokens));
   const Module model = describe_encoder(c, o.embeddings);
@@ -155,7 +174,9 @@ LessonRun run_encoder(const EncoderLessonOptions& o) {
   });
 
   run.section(o.placement == NormPlacement::pre ? "intro" : "intro_post");
-  Table norms{"The residual stream: the size of each token's vector (L2 norm)", {"after", "mean", "largest"}, {}};
+  Table norms{"The residual stream: the size of each token's vector (L2 norm)",
+              {"after", "mean", "largest"},
+              {}};
   auto add_norm = [&](const std::string& where, const Tensor3& x) {
     const auto [mean, largest] = token_norms(x);
     norms.rows.push_back({where, fmt::format("{:.4f}", mean), fmt::format("{:.4f}", largest)});
@@ -174,9 +195,13 @@ LessonRun run_encoder(const EncoderLessonOptions& o) {
     run.step("input", "input_ids, one id per token", to_array(ids));
     const EmbeddingsSteps e = forward(encoder.embeddings, ids);
     run.section("embeddings");
-    run.step("token_embeddings", "token_embeddings(input_ids): one row of the (V, D) table per token", to_array(e.token));
-    run.step("position_embeddings", "position_embeddings(0..T-1): one learned row per position", to_array(e.position));
-    run.step("embeddings", "LayerNorm(token + position), eps 1e-12; dropout is off at inference", to_array(e.output));
+    run.step("token_embeddings",
+             "token_embeddings(input_ids): one row of the (V, D) table per token",
+             to_array(e.token));
+    run.step("position_embeddings", "position_embeddings(0..T-1): one learned row per position",
+             to_array(e.position));
+    run.step("embeddings", "LayerNorm(token + position), eps 1e-12; dropout is off at inference",
+             to_array(e.output));
     x = e.output;
     add_norm("embeddings", x);
   } else {
@@ -193,18 +218,22 @@ LessonRun run_encoder(const EncoderLessonOptions& o) {
       run.section(pre ? "layer_pre" : "layer_post");
       if (pre) {
         run.step(p + "norm_1", fmt::format("layers.{}.layer_norm_1(x)", i), to_array(s.norm_1));
-        run.step(p + "attention", "attention(LN1(x)): multi-head attention, lesson 05", to_array(s.attention));
+        run.step(p + "attention", "attention(LN1(x)): multi-head attention, lesson 05",
+                 to_array(s.attention));
         run.step(p + "residual_1", "x + attention(LN1(x))", to_array(s.residual_1));
         run.step(p + "norm_2", "layer_norm_2 of that", to_array(s.norm_2));
         run.step(p + "feed_forward", "feed_forward(LN2(x)): lesson 08", to_array(s.feed_forward));
       } else {
-        run.step(p + "attention", "attention(x): multi-head attention, lesson 05", to_array(s.attention));
-        run.step(p + "norm_1", fmt::format("layers.{}.layer_norm_1(x + attention(x))", i), to_array(s.norm_1));
+        run.step(p + "attention", "attention(x): multi-head attention, lesson 05",
+                 to_array(s.attention));
+        run.step(p + "norm_1", fmt::format("layers.{}.layer_norm_1(x + attention(x))", i),
+                 to_array(s.norm_1));
         run.step(p + "feed_forward", "feed_forward of that: lesson 08", to_array(s.feed_forward));
         run.step(p + "norm_2", "layer_norm_2(x + feed_forward(x))", to_array(s.norm_2));
       }
       if (i + 1 < layers) {
-        run.step(p + "output", fmt::format("the output of layer {}, the input of layer {}", i, i + 1),
+        run.step(p + "output",
+                 fmt::format("the output of layer {}, the input of layer {}", i, i + 1),
                  to_array(s.output));
       }
     }
@@ -229,16 +258,19 @@ LessonRun run_encoder(const EncoderLessonOptions& o) {
   }
   const Module one_layer = describe_encoder_layer(c);
   params.rows.push_back({fmt::format("each layer (x {})", layers), count(one_layer)});
-  for (const Module& part : one_layer.children) params.rows.push_back({"  " + part.name, count(part)});
+  for (const Module& part : one_layer.children)
+    params.rows.push_back({"  " + part.name, count(part)});
   params.rows.push_back({"total", count(model)});
   run.table(std::move(params));
   EncoderConfig bert;  // EncoderConfig's defaults are bert-base-uncased's
   EncoderConfig bert_layer = bert;
   bert_layer.num_hidden_layers = 1;
-  run.table({"The same model at BERT-base size (data/configs/bert-base.json)",
-             {"part", "parameters"},
-             {{"one TransformerEncoderLayer", with_commas(count_parameters(describe_encoder(bert_layer, false)))},
-              {"Embeddings + 12 layers", with_commas(count_parameters(describe_encoder(bert, true)))}}});
+  run.table(
+      {"The same model at BERT-base size (data/configs/bert-base.json)",
+       {"part", "parameters"},
+       {{"one TransformerEncoderLayer",
+         with_commas(count_parameters(describe_encoder(bert_layer, false)))},
+        {"Embeddings + 12 layers", with_commas(count_parameters(describe_encoder(bert, true)))}}});
   run.parameters = count_parameters(model);
   return run;
 }

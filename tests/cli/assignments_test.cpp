@@ -46,7 +46,8 @@ std::vector<fs::path> exercise_folders() {
   for (const auto& entry : fs::directory_iterator(kSource / "lessons")) {
     if (entry.is_directory() && !fs::is_empty(entry.path())) {
       for (const auto& file : fs::directory_iterator(entry.path())) {
-        if (file.path().filename().string().ends_with("_exercise_test.cpp")) folders.push_back(entry.path());
+        if (file.path().filename().string().ends_with("_exercise_test.cpp"))
+          folders.push_back(entry.path());
       }
     }
   }
@@ -64,7 +65,8 @@ void copy_lessons(const fs::path& tree, const std::vector<std::string>& folders)
 
 // Gradescope's results.json, field by field (gradescope autograder_samples docs/specs.md).
 void check_gradescope_schema(const json& results) {
-  static const std::set<std::string> visibilities = {"hidden", "after_due_date", "after_published", "visible"};
+  static const std::set<std::string> visibilities = {"hidden", "after_due_date", "after_published",
+                                                     "visible"};
   REQUIRE(results.is_object());
   REQUIRE(results.contains("score"));
   CHECK(results["score"].is_number());
@@ -91,19 +93,22 @@ void check_gradescope_schema(const json& results) {
 std::vector<std::string> parse_xml(const std::string& xml) {
   std::vector<std::string> names, open;
   std::size_t i = 0;
-  const auto fail = [&](const std::string& why) { FAIL("XML not well-formed at byte " << i << ": " << why); };
+  const auto fail = [&](const std::string& why) {
+    FAIL("XML not well-formed at byte " << i << ": " << why);
+  };
   const auto check_text = [&](const std::string& text) {
     for (std::size_t k = 0; k < text.size(); ++k) {
       if (text[k] == '<') fail("raw < in text");
-      if (static_cast<unsigned char>(text[k]) < 0x20 && text[k] != '\n' && text[k] != '\t' && text[k] != '\r') {
+      if (static_cast<unsigned char>(text[k]) < 0x20 && text[k] != '\n' && text[k] != '\t' &&
+          text[k] != '\r') {
         fail("control character in text");
       }
       if (text[k] == '&') {
         const std::size_t end = text.find(';', k);
         if (end == std::string::npos) fail("unterminated entity");
         const std::string entity = text.substr(k + 1, end - k - 1);
-        if (entity != "amp" && entity != "lt" && entity != "gt" && entity != "quot" && entity != "apos" &&
-            !entity.starts_with("#")) {
+        if (entity != "amp" && entity != "lt" && entity != "gt" && entity != "quot" &&
+            entity != "apos" && !entity.starts_with("#")) {
           fail("unknown entity &" + entity + ";");
         }
       }
@@ -115,14 +120,16 @@ std::vector<std::string> parse_xml(const std::string& xml) {
     const std::size_t lt = xml.find('<', i);
     const std::string text = xml.substr(i, lt == std::string::npos ? std::string::npos : lt - i);
     check_text(text);
-    if (open.empty() && text.find_first_not_of(" \n\t\r") != std::string::npos) fail("text outside the root");
+    if (open.empty() && text.find_first_not_of(" \n\t\r") != std::string::npos)
+      fail("text outside the root");
     if (lt == std::string::npos) break;
     const std::size_t gt = xml.find('>', lt);
     if (gt == std::string::npos) fail("unterminated tag");
     std::string tag = xml.substr(lt + 1, gt - lt - 1);
     i = gt + 1;
     if (tag.starts_with("/")) {
-      if (open.empty() || open.back() != tag.substr(1)) fail("closing tag </" + tag.substr(1) + "> does not match");
+      if (open.empty() || open.back() != tag.substr(1))
+        fail("closing tag </" + tag.substr(1) + "> does not match");
       open.pop_back();
       if (open.empty()) root_closed = true;
       continue;
@@ -130,7 +137,8 @@ std::vector<std::string> parse_xml(const std::string& xml) {
     if (root_closed) fail("a second root element");
     const bool empty = tag.ends_with("/");
     if (empty) tag.pop_back();
-    static const std::regex element(R"(^([A-Za-z_][\w.-]*)((?:\s+[A-Za-z_][\w.-]*="[^"<]*")*)\s*$)");
+    static const std::regex element(
+        R"(^([A-Za-z_][\w.-]*)((?:\s+[A-Za-z_][\w.-]*="[^"<]*")*)\s*$)");
     std::smatch m;
     if (!std::regex_match(tag, m, element)) fail("bad tag <" + tag + ">");
     check_text(m[2]);
@@ -196,13 +204,15 @@ void check_bug_is_caught(const std::string& name) {
   source.replace(at, bug.find.size(), bug.replace);
   write_text(file, source);
   const fs::path results = scratch.path / "results.json";
-  const auto run = run_attn({"grade", "--dir", scratch.path.string(), "--format", "gradescope", "--output", results.string()});
+  const auto run = run_attn({"grade", "--dir", scratch.path.string(), "--format", "gradescope",
+                             "--output", results.string()});
   INFO(run.err);
   CHECK(run.exit_code == 1);
   const json report = json::parse(read_text(results));
   check_gradescope_schema(report);
   std::map<std::string, std::string> status;
-  for (const json& test : report["tests"]) status[test["name"].get<std::string>()] = test["status"];
+  for (const json& test : report["tests"])
+    status[test["name"].get<std::string>()] = test["status"];
   for (const std::string& expected : bug.expect) {
     const std::string key = fmt::format("{} {}: {}", folder.substr(0, 2), bug.lesson, expected);
     INFO("planted bug " << name << " must fail: " << key);
@@ -211,17 +221,20 @@ void check_bug_is_caught(const std::string& name) {
   }
   CHECK(report["score"].get<double>() < [&] {
     double total = 0;
-    for (const json& test : report["tests"]) total += test["max_score"].get<double>();
+    for (const json& test : report["tests"])
+      total += test["max_score"].get<double>();
     return total;
   }());
 }
 
 }  // namespace
 
-TEST_CASE("every exercise has tests with points, TODO markers, solutions and staged hints", "[assignments]") {
+TEST_CASE("every exercise has tests with points, TODO markers, solutions and staged hints",
+          "[assignments]") {
   const std::vector<fs::path> folders = exercise_folders();
   REQUIRE(folders.size() == 9);
-  static const std::regex test_case(R"re(TEST_CASE\("[^"]+", "\[([a-z-]+)\](\[points=[0-9.]+\])(\[\.hidden\])?"\))re");
+  static const std::regex test_case(
+      R"re(TEST_CASE\(\s*"[^"]+",\s*"\[([a-z-]+)\](\[points=[0-9.]+\])(\[\.hidden\])?"\))re");
   for (const fs::path& folder : folders) {
     const std::string number = folder.filename().string().substr(0, 2);
     const std::string lesson = folder.filename().string().substr(3);
@@ -238,25 +251,34 @@ TEST_CASE("every exercise has tests with points, TODO markers, solutions and sta
          at = source.find("// TODO(lesson " + number + "):", at + 1)) {
       ++todos;
     }
-    for (std::size_t at = source.find("// BEGIN SOLUTION"); at != std::string::npos; at = source.find("// BEGIN SOLUTION", at + 1)) ++begins;
-    for (std::size_t at = source.find("// END SOLUTION"); at != std::string::npos; at = source.find("// END SOLUTION", at + 1)) ++ends;
+    for (std::size_t at = source.find("// BEGIN SOLUTION"); at != std::string::npos;
+         at = source.find("// BEGIN SOLUTION", at + 1))
+      ++begins;
+    for (std::size_t at = source.find("// END SOLUTION"); at != std::string::npos;
+         at = source.find("// END SOLUTION", at + 1))
+      ++ends;
     CHECK(begins >= 2);
     CHECK(begins == ends);
     CHECK(todos == begins);
     // Tests tagged with the lesson, with points, some hidden.
     std::size_t visible = 0, hidden = 0;
-    for (auto it = std::sregex_iterator(tests.begin(), tests.end(), test_case); it != std::sregex_iterator(); ++it) {
+    for (auto it = std::sregex_iterator(tests.begin(), tests.end(), test_case);
+         it != std::sregex_iterator(); ++it) {
       CHECK((*it)[1] == lesson);
       ((*it)[3].matched ? hidden : visible) += 1;
     }
     std::size_t declared = 0;
-    for (std::size_t at = tests.find("\nTEST_CASE("); at != std::string::npos; at = tests.find("\nTEST_CASE(", at + 1)) ++declared;
+    for (std::size_t at = tests.find("\nTEST_CASE("); at != std::string::npos;
+         at = tests.find("\nTEST_CASE(", at + 1))
+      ++declared;
     CHECK(visible + hidden == declared);
     CHECK(visible >= 5);
     CHECK(hidden >= 1);
     // At least two staged hints, none quoting a line of the solution.
     std::size_t stages = 0;
-    for (std::size_t at = hints.find("\n## "); at != std::string::npos; at = hints.find("\n## ", at + 1)) ++stages;
+    for (std::size_t at = hints.find("\n## "); at != std::string::npos;
+         at = hints.find("\n## ", at + 1))
+      ++stages;
     CHECK(stages >= 2);
     std::istringstream lines(source);
     bool inside = false;
@@ -264,7 +286,8 @@ TEST_CASE("every exercise has tests with points, TODO markers, solutions and sta
       if (line.find("// BEGIN SOLUTION") != std::string::npos) inside = true;
       if (line.find("// END SOLUTION") != std::string::npos) inside = false;
       const std::string code = line.substr(std::min(line.size(), line.find_first_not_of(' ')));
-      if (inside && code.size() >= 24 && !code.starts_with("//") && code.find('{') != 0 && code.find('}') != 0) {
+      if (inside && code.size() >= 24 && !code.starts_with("//") && code.find('{') != 0 &&
+          code.find('}') != 0) {
         INFO("hints.md quotes the solution line: " << code);
         CHECK(hints.find(code) == std::string::npos);
       }
@@ -275,7 +298,8 @@ TEST_CASE("every exercise has tests with points, TODO markers, solutions and sta
 TEST_CASE("attn grade gives this checkout full marks in every format", "[assignments]") {
   ScratchDir scratch("grade-checkout");
   const fs::path results = scratch.path / "results.json";
-  const auto graded = run_attn({"grade", "--dir", kSource.string(), "--format", "gradescope", "--output", results.string()});
+  const auto graded = run_attn(
+      {"grade", "--dir", kSource.string(), "--format", "gradescope", "--output", results.string()});
   INFO(graded.err);
   CHECK(graded.exit_code == 0);
   CHECK(graded.out.empty());
@@ -295,7 +319,8 @@ TEST_CASE("attn grade gives this checkout full marks in every format", "[assignm
   CHECK(lessons.size() == 9);
 
   // The same results as JUnit XML (no rebuild needed: the objects are cached in the tree).
-  const auto junit = run_attn({"grade", "--dir", kSource.string(), "--lesson", "softmax", "--lesson", "layer-norm", "--format", "junit"});
+  const auto junit = run_attn({"grade", "--dir", kSource.string(), "--lesson", "softmax",
+                               "--lesson", "layer-norm", "--format", "junit"});
   CHECK(junit.exit_code == 0);
   const std::vector<std::string> names = parse_xml(junit.out);
   CHECK(names.front() == "testsuites");
@@ -311,7 +336,8 @@ TEST_CASE("attn grade gives this checkout full marks in every format", "[assignm
   CHECK(text.out.find("Score: 14/14 (100%), 1 of 1 lessons pass") != std::string::npos);
 }
 
-TEST_CASE("the released student tree has stubs and no solutions, and grades to zero", "[assignments]") {
+TEST_CASE("the released student tree has stubs and no solutions, and grades to zero",
+          "[assignments]") {
   ScratchDir scratch("release");
   const fs::path student = scratch.path / "student";
   const auto released = run_attn({"assignments", "release", "--out", student.string()});
@@ -328,7 +354,8 @@ TEST_CASE("the released student tree has stubs and no solutions, and grades to z
     CHECK(text.find("SOLUTION") == std::string::npos);
     CHECK(text.find("[.hidden]\")") == std::string::npos);
     CHECK(text.find("HIDDEN TESTS") == std::string::npos);
-    for (std::size_t at = text.find("throw std::logic_error(\"not implemented: "); at != std::string::npos;
+    for (std::size_t at = text.find("throw std::logic_error(\"not implemented: ");
+         at != std::string::npos;
          at = text.find("throw std::logic_error(\"not implemented: ", at + 1)) {
       ++stubs;
     }
@@ -341,7 +368,8 @@ TEST_CASE("the released student tree has stubs and no solutions, and grades to z
 
   // Graded: every test fails (score 0), exit 1, and results.json lists them all with evidence.
   const fs::path results = scratch.path / "results.json";
-  const auto graded = run_attn({"grade", "--dir", student.string(), "--format", "gradescope", "--output", results.string()});
+  const auto graded = run_attn(
+      {"grade", "--dir", student.string(), "--format", "gradescope", "--output", results.string()});
   INFO(graded.err);
   CHECK(graded.exit_code == 1);
   const json report = json::parse(read_text(results));
@@ -365,10 +393,13 @@ TEST_CASE("the released student tree has stubs and no solutions, and grades to z
 
   // A tree released with --keep-hidden (an autograder's copy) keeps them, marked after_due_date.
   const fs::path autograder = scratch.path / "autograder";
-  REQUIRE(run_attn({"assignments", "release", "--out", autograder.string(), "--keep-hidden"}).exit_code == 0);
-  const std::string tests = read_text(autograder / "lessons" / "03-softmax" / "softmax_exercise_test.cpp");
+  REQUIRE(run_attn({"assignments", "release", "--out", autograder.string(), "--keep-hidden"})
+              .exit_code == 0);
+  const std::string tests =
+      read_text(autograder / "lessons" / "03-softmax" / "softmax_exercise_test.cpp");
   CHECK(tests.find("[.hidden]") != std::string::npos);
-  const std::string solution = read_text(autograder / "lessons" / "03-softmax" / "softmax_exercise.cpp");
+  const std::string solution =
+      read_text(autograder / "lessons" / "03-softmax" / "softmax_exercise.cpp");
   CHECK(solution.find("SOLUTION") == std::string::npos);
   // Releasing onto an existing tree is refused, and leaves it as it was.
   const auto again = run_attn({"assignments", "release", "--out", autograder.string()});
@@ -378,12 +409,14 @@ TEST_CASE("the released student tree has stubs and no solutions, and grades to z
   CHECK(read_text(autograder / "lessons" / "03-softmax" / "softmax_exercise_test.cpp") == tests);
 }
 
-TEST_CASE("a student's solution copied into a released tree passes, and list marks it done", "[assignments]") {
+TEST_CASE("a student's solution copied into a released tree passes, and list marks it done",
+          "[assignments]") {
   ScratchDir scratch("progress");
   const fs::path student = scratch.path / "student";
   REQUIRE(run_attn({"assignments", "release", "--out", student.string()}).exit_code == 0);
   fs::copy_file(kSource / "lessons" / "03-softmax" / "softmax_exercise.cpp",
-                student / "lessons" / "03-softmax" / "softmax_exercise.cpp", fs::copy_options::overwrite_existing);
+                student / "lessons" / "03-softmax" / "softmax_exercise.cpp",
+                fs::copy_options::overwrite_existing);
   const auto check = run_attn({"check", "03", "--dir", student.string()});
   INFO(check.out << check.err);
   CHECK(check.exit_code == 0);
@@ -409,7 +442,8 @@ TEST_CASE("a student's solution copied into a released tree passes, and list mar
   CHECK(edited.out.find("03  softmax              pending") != std::string::npos);
 }
 
-TEST_CASE("attn hint gives the hints one stage at a time and never past the last", "[assignments]") {
+TEST_CASE("attn hint gives the hints one stage at a time and never past the last",
+          "[assignments]") {
   ScratchDir scratch("hints");
   copy_lessons(scratch.path, {"03-softmax"});
   const std::string dir = scratch.path.string();
@@ -429,7 +463,9 @@ TEST_CASE("attn hint gives the hints one stage at a time and never past the last
   CHECK(beyond.err.find("has 3 hints: give --stage from 1 to 3") != std::string::npos);
 }
 
-TEST_CASE("bad trees, unknown lessons and bad output paths: one line, exit 2, results.json still written", "[assignments]") {
+TEST_CASE(
+    "bad trees, unknown lessons and bad output paths: one line, exit 2, results.json still written",
+    "[assignments]") {
   ScratchDir scratch("bad-grade");
   const fs::path results = scratch.path / "results.json";
   const fs::path junit = scratch.path / "junit.xml";
@@ -443,12 +479,14 @@ TEST_CASE("bad trees, unknown lessons and bad output paths: one line, exit 2, re
       {{"--dir", (scratch.path / "missing").string()}, "does not exist"},
       {{"--dir", (scratch.path / "file.txt").string()}, "is a file, not a folder"},
       {{"--dir", kSource.string() + "/core"}, "is not an assignment tree"},
-      {{"--dir", (scratch.path / "tree").string(), "--lesson", "attention"}, "lesson 'attention' has no exercise: the exercises are softmax"},
+      {{"--dir", (scratch.path / "tree").string(), "--lesson", "attention"},
+       "lesson 'attention' has no exercise: the exercises are softmax"},
       {{"--lesson", "tokens"}, "lesson 'tokens' has no exercise"},
       {{"--lesson", "softmaxx"}, "unknown lesson 'softmaxx'"},
   };
   for (const Case& c : cases) {
-    std::vector<std::string> args = {"grade", "--format", "gradescope", "--output", results.string()};
+    std::vector<std::string> args = {"grade", "--format", "gradescope", "--output",
+                                     results.string()};
     args.insert(args.end(), c.args.begin(), c.args.end());
     fs::remove(results);
     const auto run = run_attn(args);
@@ -483,19 +521,22 @@ TEST_CASE("bad trees, unknown lessons and bad output paths: one line, exit 2, re
   const auto release = run_attn({"assignments", "release"});
   CHECK(release.exit_code == 2);
   CHECK(line_count(release.err) == 1);
-  const auto nowhere = run_attn({"assignments", "release", "--out", (scratch.path / "no" / "such" / "dir").string()});
+  const auto nowhere = run_attn(
+      {"assignments", "release", "--out", (scratch.path / "no" / "such" / "dir").string()});
   CHECK(nowhere.exit_code == 2);
   CHECK(nowhere.err.find("does not exist: create it first") != std::string::npos);
 }
 
-TEST_CASE("code that does not compile, crashes or loops is reported per test without a hang", "[assignments]") {
+TEST_CASE("code that does not compile, crashes or loops is reported per test without a hang",
+          "[assignments]") {
   ScratchDir scratch("broken");
   copy_lessons(scratch.path, {"03-softmax"});
   const fs::path source = scratch.path / "lessons" / "03-softmax" / "softmax_exercise.cpp";
   const std::string solution = read_text(source);
   const fs::path results = scratch.path / "results.json";
-  const std::vector<std::string> grade = {"grade", "--dir", scratch.path.string(), "--format", "gradescope",
-                                          "--output", results.string(), "--timeout", "2"};
+  const std::vector<std::string> grade = {"grade",          "--dir",      scratch.path.string(),
+                                          "--format",       "gradescope", "--output",
+                                          results.string(), "--timeout",  "2"};
 
   // A syntax error: score 0, the compiler's message in every test's output, exit 1.
   std::string broken = solution;
@@ -521,15 +562,17 @@ TEST_CASE("code that does not compile, crashes or loops is reported per test wit
   std::string hostile = solution;
   hostile.replace(hostile.find("  Tensor2 mask({tokens, tokens});"), 0,
                   "  for (volatile int spin = 0; spin >= 0; spin = spin | 1) {\n  }\n");
-  hostile.replace(hostile.find("  Tensor3 weights(scores.shape());"), 0,
-                  "  if (batch == 3) {\n    volatile float* nowhere = nullptr;\n    *nowhere = 1.0f;\n  }\n");
+  hostile.replace(
+      hostile.find("  Tensor3 weights(scores.shape());"), 0,
+      "  if (batch == 3) {\n    volatile float* nowhere = nullptr;\n    *nowhere = 1.0f;\n  }\n");
   write_text(source, hostile);
   run = run_attn(grade);
   INFO(run.err);
   CHECK(run.exit_code == 1);
   report = json::parse(read_text(results));
   std::map<std::string, json> tests;
-  for (const json& test : report["tests"]) tests[test["name"].get<std::string>()] = test;
+  for (const json& test : report["tests"])
+    tests[test["name"].get<std::string>()] = test;
   const json& loop = tests["03 softmax: causal_mask matches torch.triu of -inf"];
   CHECK(loop["status"] == "failed");
   CHECK(loop["output"].get<std::string>().find("timed out after 2 s") != std::string::npos);
@@ -539,7 +582,8 @@ TEST_CASE("code that does not compile, crashes or loops is reported per test wit
   const std::string evidence = crashed["output"].get<std::string>();
   CHECK((evidence.find("crashed: SIGSEGV") != std::string::npos ||
          evidence.find("without reporting this test") != std::string::npos));
-  CHECK(tests["03 softmax: softmax matches PyTorch on scores of shape 2x4x6"]["status"] == "passed");
+  CHECK(tests["03 softmax: softmax matches PyTorch on scores of shape 2x4x6"]["status"] ==
+        "passed");
   CHECK(tests["03 softmax: softmax of large scores does not overflow"]["status"] == "passed");
 
   // A deleted exercise file is a compile failure with a way back.
@@ -547,11 +591,15 @@ TEST_CASE("code that does not compile, crashes or loops is reported per test wit
   run = run_attn(grade);
   CHECK(run.exit_code == 1);
   report = json::parse(read_text(results));
-  CHECK(report["tests"][0]["output"].get<std::string>().find("softmax_exercise.cpp is missing") != std::string::npos);
+  CHECK(report["tests"][0]["output"].get<std::string>().find("softmax_exercise.cpp is missing") !=
+        std::string::npos);
 }
 
-TEST_CASE("planted bug: softmax over the wrong axis", "[assignments][bugs]") { check_bug_is_caught("softmax_wrong_axis"); }
-TEST_CASE("planted bug: attention multiplies the weights by the keys (seed 001)", "[assignments][bugs]") {
+TEST_CASE("planted bug: softmax over the wrong axis", "[assignments][bugs]") {
+  check_bug_is_caught("softmax_wrong_axis");
+}
+TEST_CASE("planted bug: attention multiplies the weights by the keys (seed 001)",
+          "[assignments][bugs]") {
   check_bug_is_caught("attention_keys_not_values");
 }
 TEST_CASE("planted bug: scores from query by value (seed 002)", "[assignments][bugs]") {
@@ -579,19 +627,22 @@ TEST_CASE("every planted bug file has its test case above", "[assignments][bugs]
   for (const auto& entry : fs::directory_iterator(kSource / "tests" / "assignments" / "bugs")) {
     ++files;
     INFO(entry.path().filename().string());
-    CHECK(self.find("check_bug_is_caught(\"" + entry.path().stem().string() + "\")") != std::string::npos);
+    CHECK(self.find("check_bug_is_caught(\"" + entry.path().stem().string() + "\")") !=
+          std::string::npos);
   }
   CHECK(files == 8);
 }
 
-TEST_CASE("the Gradescope run_autograder grades a submission and always writes results.json", "[assignments]") {
+TEST_CASE("the Gradescope run_autograder grades a submission and always writes results.json",
+          "[assignments]") {
   ScratchDir scratch("autograder");
   fs::create_directories(scratch.path / "submission" / "upload");
   fs::copy_file(kSource / "lessons" / "07-layer-norm" / "layer_norm_exercise.cpp",
                 scratch.path / "submission" / "upload" / "layer_norm_exercise.cpp");
   const std::string script = (kSource / "autograder" / "run_autograder").string();
-  const std::string command = fmt::format("AUTOGRADER_ROOT='{}' ATTN='{}' bash '{}' >'{}' 2>&1", scratch.path.string(),
-                                          ATTN_EXECUTABLE, script, (scratch.path / "log.txt").string());
+  const std::string command =
+      fmt::format("AUTOGRADER_ROOT='{}' ATTN='{}' bash '{}' >'{}' 2>&1", scratch.path.string(),
+                  ATTN_EXECUTABLE, script, (scratch.path / "log.txt").string());
   CHECK(std::system(command.c_str()) == 0);
   INFO(read_text(scratch.path / "log.txt"));
   const json report = json::parse(read_text(scratch.path / "results" / "results.json"));
@@ -609,10 +660,12 @@ TEST_CASE("the Gradescope run_autograder grades a submission and always writes r
   CHECK(hidden >= 9);  // the autograder's tree keeps the hidden tests
 
   // attn missing: still a results.json, with score 0 and the reason.
-  const std::string broken = fmt::format("AUTOGRADER_ROOT='{}' ATTN=/nonexistent/attn bash '{}' >/dev/null 2>&1",
-                                         scratch.path.string(), script);
+  const std::string broken =
+      fmt::format("AUTOGRADER_ROOT='{}' ATTN=/nonexistent/attn bash '{}' >/dev/null 2>&1",
+                  scratch.path.string(), script);
   CHECK(std::system(broken.c_str()) == 0);
   const json fallback = json::parse(read_text(scratch.path / "results" / "results.json"));
   CHECK(fallback["score"] == 0);
-  CHECK(fallback["output"].get<std::string>().find("attn is not built at /nonexistent/attn") != std::string::npos);
+  CHECK(fallback["output"].get<std::string>().find("attn is not built at /nonexistent/attn") !=
+        std::string::npos);
 }

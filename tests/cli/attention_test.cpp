@@ -12,8 +12,8 @@
 #include "multi_head.hpp"
 #include "npy.hpp"
 #include "run_attn.hpp"
-#include "tolerant_text.hpp"
 #include "scratch.hpp"
+#include "tolerant_text.hpp"
 #include "weights.hpp"
 
 namespace fs = std::filesystem;
@@ -29,9 +29,11 @@ attn::MultiHeadVariant variant_of(const std::string& name) {
 }
 }  // namespace
 
-TEST_CASE("attention and multi-head equal the notebooks' PyTorch classes with the same weights", "[cli][parity]") {
+TEST_CASE("attention and multi-head equal the notebooks' PyTorch classes with the same weights",
+          "[cli][parity]") {
   for (const std::string lesson : {"attention", "multi-head"}) {
-    const auto cases = nlohmann::json::parse(attn::testing::read_text(attn::testing::fixture_path(lesson + "/cases.json")));
+    const auto cases = nlohmann::json::parse(
+        attn::testing::read_text(attn::testing::fixture_path(lesson + "/cases.json")));
     REQUIRE(cases.size() >= 6);
     for (const auto& c : cases) {
       const std::string name = c["name"];
@@ -40,31 +42,43 @@ TEST_CASE("attention and multi-head equal the notebooks' PyTorch classes with th
         std::string weights;
         if (c["weights_formula"].get<bool>()) {
           const auto& shape = c["shape"];
-          const attn::Module model = attn::describe_multi_head(variant_of(c["variant"]), shape[2], c["heads"]);
+          const attn::Module model =
+              attn::describe_multi_head(variant_of(c["variant"]), shape[2], c["heads"]);
           weights = (scratch.path / "w.safetensors").string();
           attn::write_weights(weights, formula_weights(model));
         } else {
           weights = attn::testing::fixture_path(lesson + "/" + c["weights"].get<std::string>());
         }
-        std::vector<std::string> args = {lesson, "--input",
-                                         attn::testing::fixture_path(lesson + "/" + c["input"].get<std::string>()),
-                                         "--weights", weights, "--save", (scratch.path / "out").string()};
-        for (const auto& a : c["args"]) args.push_back(a);
+        std::vector<std::string> args = {
+            lesson,
+            "--input",
+            attn::testing::fixture_path(lesson + "/" + c["input"].get<std::string>()),
+            "--weights",
+            weights,
+            "--save",
+            (scratch.path / "out").string()};
+        for (const auto& a : c["args"])
+          args.push_back(a);
         const auto result = run_attn(args);
         INFO("stderr: " << result.err);
         REQUIRE(result.exit_code == 0);
-        const auto expected = attn::read_npy(attn::testing::fixture_path(lesson + "/" + c["output"].get<std::string>()));
+        const auto expected = attn::read_npy(
+            attn::testing::fixture_path(lesson + "/" + c["output"].get<std::string>()));
         // BERT-base sizes sum 768 products per output: 1e-4 there, 1e-5 elsewhere.
         const double atol = c["shape"][2].get<int>() >= 256 ? 1e-4 : 1e-5;
         CHECK_ALLCLOSE(attn::read_npy((scratch.path / "out/output.npy").string()), expected,
                        attn::testing::Tolerance{atol, 1e-4});
-        const std::string repr = attn::testing::read_text(attn::testing::fixture_path(lesson + "/" + c["repr"].get<std::string>()));
+        const std::string repr = attn::testing::read_text(
+            attn::testing::fixture_path(lesson + "/" + c["repr"].get<std::string>()));
         CHECK_PRINTED(result.out, repr);
-        CHECK(result.out.find(fmt::format("Parameters: {}\n", attn::with_commas(c["parameters"].get<std::int64_t>()))) !=
+        CHECK(result.out.find(fmt::format(
+                  "Parameters: {}\n", attn::with_commas(c["parameters"].get<std::int64_t>()))) !=
               std::string::npos);
         if (c.contains("seed001_bug_output")) {
-          const auto bug = attn::read_npy(attn::testing::fixture_path(lesson + "/" + c["seed001_bug_output"].get<std::string>()));
-          CHECK_ALLCLOSE(attn::read_npy((scratch.path / "out/output_seed001_bug.npy").string()), bug);
+          const auto bug = attn::read_npy(attn::testing::fixture_path(
+              lesson + "/" + c["seed001_bug_output"].get<std::string>()));
+          CHECK_ALLCLOSE(attn::read_npy((scratch.path / "out/output_seed001_bug.npy").string()),
+                         bug);
         }
       }
     }
@@ -76,14 +90,18 @@ TEST_CASE("saved weights read back through --weights, in both formats", "[cli][w
   for (const std::string file : {"w.safetensors", "w.npz"}) {
     DYNAMIC_SECTION(file) {
       const std::string path = (scratch.path / file).string();
-      const auto first = run_attn({"multi-head", "--variant", "book", "--seed", "3", "--save-weights", path, "--quiet"});
+      const auto first = run_attn(
+          {"multi-head", "--variant", "book", "--seed", "3", "--save-weights", path, "--quiet"});
       REQUIRE(first.exit_code == 0);
       const attn::StateDict saved = attn::read_weights(path);
-      const auto expected = attn::state_dict_entries(attn::describe_multi_head(attn::MultiHeadVariant::book, 6, 2));
+      const auto expected =
+          attn::state_dict_entries(attn::describe_multi_head(attn::MultiHeadVariant::book, 6, 2));
       REQUIRE(saved.size() == expected.size());
-      for (const auto& e : expected) CHECK(saved.at(e.key).shape == e.shape);
+      for (const auto& e : expected)
+        CHECK(saved.at(e.key).shape == e.shape);
       // Other seed, same weights: the input changes, so compare with the first run on its input.
-      const auto again = run_attn({"multi-head", "--variant", "book", "--seed", "3", "--weights", path, "--quiet"});
+      const auto again = run_attn(
+          {"multi-head", "--variant", "book", "--seed", "3", "--weights", path, "--quiet"});
       REQUIRE(again.exit_code == 0);
       CHECK(again.out == first.out);
     }
@@ -92,24 +110,30 @@ TEST_CASE("saved weights read back through --weights, in both formats", "[cli][w
 
 TEST_CASE("summary prints torchinfo's tables byte for byte", "[cli][summary]") {
   const std::string golden = std::string(ATTN_GOLDEN_DIR) + "/torchinfo/";
-  const std::vector<std::string> seed_columns = {"--col-names", "input_size,output_size,kernel_size,num_params,mult_adds",
-                                                 "--col-width", "16"};
+  const std::vector<std::string> seed_columns = {
+      "--col-names", "input_size,output_size,kernel_size,num_params,mult_adds", "--col-width",
+      "16"};
   struct Case {
     std::vector<std::string> args;
     std::string file;
   };
-  const std::vector<std::string> self = {"summary", "self-attention", "--batch", "4", "--seq", "5", "--d-model", "6"};
-  const std::vector<std::string> wide = {"summary", "multi-head", "--variant", "wide", "--heads", "8",
-                                         "--batch", "4", "--seq", "5", "--d-model", "6"};
+  const std::vector<std::string> self = {"summary", "self-attention", "--batch", "4", "--seq",
+                                         "5",       "--d-model",      "6"};
+  const std::vector<std::string> wide = {"summary", "multi-head", "--variant", "wide",
+                                         "--heads", "8",          "--batch",   "4",
+                                         "--seq",   "5",          "--d-model", "6"};
   auto with = [](std::vector<std::string> a, const std::vector<std::string>& more) {
     a.insert(a.end(), more.begin(), more.end());
     return a;
   };
   const std::vector<Case> cases = {
       {self, "01_seed004_selfattention_k6__defaultcols__depthdefault.txt"},
-      {with(with(self, seed_columns), {"--verbose", "2"}), "01_seed004_selfattention_k6__seedcols_verbose2__depthdefault.txt"},
-      {with(with(wide, seed_columns), {"--depth", "3"}), "02_seed004_mha_wide_k6_h8__seedcols_verbose1__depth3.txt"},
-      {with(with(wide, seed_columns), {"--verbose", "2"}), "02_seed004_mha_wide_k6_h8__seedcols_verbose2__depthdefault.txt"},
+      {with(with(self, seed_columns), {"--verbose", "2"}),
+       "01_seed004_selfattention_k6__seedcols_verbose2__depthdefault.txt"},
+      {with(with(wide, seed_columns), {"--depth", "3"}),
+       "02_seed004_mha_wide_k6_h8__seedcols_verbose1__depth3.txt"},
+      {with(with(wide, seed_columns), {"--verbose", "2"}),
+       "02_seed004_mha_wide_k6_h8__seedcols_verbose2__depthdefault.txt"},
       {with(with(self, seed_columns), {"--verbose", "2", "--torchinfo-format", "0.1"}),
        "v0.1.0/01_seed004_selfattention_k6__seedcols_verbose2__depthdefault.txt"},
       {with(with(wide, seed_columns), {"--verbose", "2", "--torchinfo-format", "0.1"}),
@@ -135,7 +159,9 @@ TEST_CASE("summary prints torchinfo's tables byte for byte", "[cli][summary]") {
 TEST_CASE("bad input to attention, multi-head and summary: one line, exit 2", "[cli][bad-input]") {
   ScratchDir scratch("attention-bad");
   const std::string other = (scratch.path / "wide.safetensors").string();
-  REQUIRE(run_attn({"multi-head", "--variant", "wide", "--save-weights", other, "--quiet"}).exit_code == 0);
+  REQUIRE(
+      run_attn({"multi-head", "--variant", "wide", "--save-weights", other, "--quiet"}).exit_code ==
+      0);
   const std::string corrupt = (scratch.path / "corrupt.safetensors").string();
   {
     std::ofstream f(corrupt, std::ios::binary);
@@ -149,7 +175,8 @@ TEST_CASE("bad input to attention, multi-head and summary: one line, exit 2", "[
       {{"multi-head", "--d-model", "10", "--heads", "4"}, "d_model=10 is not divisible by heads=4"},
       {{"multi-head", "--heads", "0"}, "--heads"},
       {{"multi-head", "--variant", "book", "--weights", other}, "missing heads.0.q.weight"},
-      {{"multi-head", "--variant", "wide", "--heads", "3", "--weights", other}, "tokeys.weight is (12, 6) but the model needs (18, 6)"},
+      {{"multi-head", "--variant", "wide", "--heads", "3", "--weights", other},
+       "tokeys.weight is (12, 6) but the model needs (18, 6)"},
       {{"multi-head", "--weights", other}, "add --variant"},
       {{"attention", "--weights", corrupt}, "--weights"},
       {{"attention", "--weights", (scratch.path / "missing.npz").string()}, "does not exist"},
@@ -184,16 +211,19 @@ TEST_CASE("bad input to attention, multi-head and summary: one line, exit 2", "[
   CHECK(refused.err.find("safetensors") != std::string::npos);
 }
 
-TEST_CASE("multi-head's compare view and --variant NAME use the same weights for a seed", "[cli][multi-head]") {
+TEST_CASE("multi-head's compare view and --variant NAME use the same weights for a seed",
+          "[cli][multi-head]") {
   for (const std::string seed : {"0", "5"}) {
     const auto output_of = [&](const std::vector<std::string>& extra) {
-      std::vector<std::string> args = {"multi-head", "--seed", seed, "--seq", "4", "--format", "json"};
+      std::vector<std::string> args = {"multi-head", "--seed",   seed,  "--seq",
+                                       "4",          "--format", "json"};
       args.insert(args.end(), extra.begin(), extra.end());
       const auto run = run_attn(args);
       REQUIRE(run.exit_code == 0);
       std::map<std::string, nlohmann::json> steps;
       const auto doc = nlohmann::json::parse(run.out);
-      for (const auto& step : doc["steps"]) steps[step["name"].get<std::string>()] = step["values"];
+      for (const auto& step : doc["steps"])
+        steps[step["name"].get<std::string>()] = step["values"];
       return steps;
     };
     const auto compare = output_of({});

@@ -749,7 +749,8 @@ std::map<std::size_t, Observed>& observed_rows() {
 std::string stderr_cell(const std::string& line) {
   if (line.empty()) return "(none)";
   std::string escaped;
-  for (char c : line) escaped += c == '|' ? std::string("\\|") : std::string(1, c);
+  for (char c : line)
+    escaped += c == '|' ? std::string("\\|") : std::string(1, c);
   return escaped.find('`') == std::string::npos ? "`" + escaped + "`" : "`` " + escaped + " ``";
 }
 
@@ -767,7 +768,8 @@ void update_catalogue() {
       line = "|";
       for (std::size_t i = 0; i < cells.size(); ++i) {
         std::string cell;  // the stderr cell is escaped already
-        for (char c : cells[i]) cell += c == '|' && i != 3 ? std::string("\\|") : std::string(1, c);
+        for (char c : cells[i])
+          cell += c == '|' && i != 3 ? std::string("\\|") : std::string(1, c);
         line += " " + cell + " |";
       }
     }
@@ -787,9 +789,11 @@ void run_row(Scratch& scratch, const Row& row) {
   const auto result = scratch.in_dir([&] { return run_attn(row.args); });
   INFO("actual exit: " << result.exit_code);
   INFO("actual stderr: " << result.err);
-  const std::string actual_line = result.err.ends_with("\n") ? result.err.substr(0, result.err.size() - 1) : result.err;
+  const std::string actual_line =
+      result.err.ends_with("\n") ? result.err.substr(0, result.err.size() - 1) : result.err;
   if (std::getenv("ATTN_UPDATE_CATALOGUE") != nullptr &&
-      (result.exit_code != row.exit_code || actual_line != row.stderr_line) && actual_line.find('\n') == std::string::npos) {
+      (result.exit_code != row.exit_code || actual_line != row.stderr_line) &&
+      actual_line.find('\n') == std::string::npos) {
     observed_rows()[row.line] = {result.exit_code, actual_line};
   }
   CHECK(result.exit_code == row.exit_code);
@@ -825,7 +829,8 @@ TEST_CASE("every row of docs/bad-input.md gives its exit code, its one stderr li
         run_row(scratch, row);
     }
   }
-  if (std::getenv("ATTN_UPDATE_CATALOGUE") != nullptr && !observed_rows().empty()) update_catalogue();
+  if (std::getenv("ATTN_UPDATE_CATALOGUE") != nullptr && !observed_rows().empty())
+    update_catalogue();
 }
 
 TEST_CASE("docs/bad-input.md has the catalogue's sections and every file it names can be made",

@@ -12,8 +12,8 @@
 #include <catch2/catch.hpp>
 
 #include "array.hpp"
-#include "npy.hpp"
 #include "catalog.hpp"
+#include "npy.hpp"
 #include "run_attn.hpp"
 #include "scratch.hpp"
 
@@ -136,7 +136,8 @@ TEST_CASE("bad sizes and seeds are refused with the range to use", "[cli][bad-in
     cases.push_back(
         {{lesson, "--batch", "99999999999999999999"}, {"--batch", "too large", "1 to 1000000000"}});
     // Within the option's range but over the memory limit: refused before allocating.
-    cases.push_back({{lesson, "--seq", "100000000"}, {"memory limit of 1 GiB (set by ATTN_MAX_MEMORY)", "lower --seq"}});
+    cases.push_back({{lesson, "--seq", "100000000"},
+                     {"memory limit of 1 GiB (set by ATTN_MAX_MEMORY)", "lower --seq"}});
     cases.push_back({{lesson, "--seq=0"}, {"--seq", "is not a size"}});
     for (const std::string value : {"-1", "x", "1e3", "18446744073709551616"}) {
       cases.push_back({{lesson, "--seed", value}, {"--seed", "is not a seed", "whole number"}});
@@ -144,10 +145,11 @@ TEST_CASE("bad sizes and seeds are refused with the range to use", "[cli][bad-in
   }
   for (const std::string lesson : {"dot-product", "scaling"}) {
     cases.push_back({{lesson, "--d-model", "0"}, {"--d-model", "is not a size"}});
-    cases.push_back({{lesson, "--d-model", "1000000000"}, {"memory limit of 1 GiB (set by ATTN_MAX_MEMORY)", "lower --d-model"}});
+    cases.push_back({{lesson, "--d-model", "1000000000"},
+                     {"memory limit of 1 GiB (set by ATTN_MAX_MEMORY)", "lower --d-model"}});
   }
-  cases.push_back(
-      {{"softmax", "--batch", "100000", "--seq", "100"}, {"memory limit of 1 GiB (set by ATTN_MAX_MEMORY)", "lower --seq or --batch"}});
+  cases.push_back({{"softmax", "--batch", "100000", "--seq", "100"},
+                   {"memory limit of 1 GiB (set by ATTN_MAX_MEMORY)", "lower --seq or --batch"}});
   cases.push_back(
       {{"dot-product", "--batch", "1000000000", "--seq", "1000000000", "--d-model", "1000000000"},
        {"memory limit of 1 GiB (set by ATTN_MAX_MEMORY)", "lower --seq, --batch or --d-model"}});
@@ -171,8 +173,7 @@ TEST_CASE("counts past 2^63-1 are refused, never printed wrapped around (W1)", "
       std::vector<std::string> args = {"summary", "multi-head", "--torchinfo-format",
                                        format,    "--format",   output};
       args.insert(args.end(), huge.begin(), huge.end());
-      cases.push_back(
-          {args, {"attn summary: MultiHeadAttention", "more than 2^63-1"}});
+      cases.push_back({args, {"attn summary: MultiHeadAttention", "more than 2^63-1"}});
       args[1] = "self-attention";
       cases.push_back({args, {"attn summary: SelfAttention", "more than 2^63-1"}});
     }
@@ -221,8 +222,7 @@ TEST_CASE("bad output options list the values to use", "[cli][bad-input]") {
                        {"--color", "is not a color mode", "auto, always or never"}});
     }
     for (const std::string value : {"-1", "99", "17", "x", "2.5"}) {
-      cases.push_back(
-          {{lesson, "--precision", value}, {"--precision", "whole number", "0 to 16"}});
+      cases.push_back({{lesson, "--precision", value}, {"--precision", "whole number", "0 to 16"}});
     }
   }
   check_all_refused(cases);
@@ -231,11 +231,13 @@ TEST_CASE("bad output options list the values to use", "[cli][bad-input]") {
 TEST_CASE("softmax refuses a bad temperature or mask", "[cli][bad-input]") {
   std::vector<Case> cases;
   for (const std::string value : {"0", "-1", "1e40", "1e-300", "1e-4", "1001"}) {
-    cases.push_back({{"softmax", "--temperature", value}, {"--temperature", "is outside 0.001 to 1000"}});
+    cases.push_back(
+        {{"softmax", "--temperature", value}, {"--temperature", "is outside 0.001 to 1000"}});
   }
   // Decimal numbers only: no NaN, infinities, hex or blanks.
   for (const std::string value : {"nan", "inf", "-inf", "abc", "0x10", " 2", "2 ", ""}) {
-    cases.push_back({{"softmax", "--temperature", value}, {"--temperature", "is not a temperature", "0.5"}});
+    cases.push_back(
+        {{"softmax", "--temperature", value}, {"--temperature", "is not a temperature", "0.5"}});
   }
   cases.push_back({{"softmax", "--mask", "diagonal"}, {"--mask", "'diagonal'", "none or causal"}});
   cases.push_back({{"softmax", "--mask", ""}, {"--mask", "none or causal"}});
@@ -247,8 +249,9 @@ TEST_CASE("sizes given beside --input are accepted when they are the array's", "
   const std::string good = scratch.write_npy("good.npy", float32_ones({1, 2, 3}));
   const auto alone = run_attn({"dot-product", "--input", good, "--quiet"});
   REQUIRE(alone.exit_code == 0);
-  for (const std::vector<std::string>& sizes :
-       {std::vector<std::string>{"--seq", "2"}, {"--batch", "1", "--seq", "2", "--d-model", "3"}, {"--d-model", "3"}}) {
+  for (const std::vector<std::string>& sizes : {std::vector<std::string>{"--seq", "2"},
+                                                {"--batch", "1", "--seq", "2", "--d-model", "3"},
+                                                {"--d-model", "3"}}) {
     std::vector<std::string> args = {"dot-product", "--input", good, "--quiet"};
     args.insert(args.end(), sizes.begin(), sizes.end());
     const auto result = run_attn(args);
@@ -313,10 +316,14 @@ TEST_CASE("bad --input files are refused with what to do instead", "[cli][bad-in
       {{"softmax", "--input", huge}, {"--input", "GiB", "pass a smaller array"}},
       {{"dot-product", "--input", hollow}, {"--input", "truncated"}},
       {{"dot-product", "--input", ""}, {"--input", "empty", "--input x.npy"}},
-      {{"dot-product", "--input", good, "--seq", "3"}, {"--seq: the --input array", "T = 2, not 3", "drop --seq"}},
-      {{"dot-product", "--seq", "3", "--input", good}, {"--seq: the --input array", "T = 2, not 3", "drop --seq"}},
-      {{"scaling", "--input", good, "--d-model", "4"}, {"--d-model: the --input array", "D = 3, not 4", "drop --d-model"}},
-      {{"softmax", "--input", good, "--batch", "2"}, {"--batch: the --input array", "B = 1, not 2", "drop --batch"}},
+      {{"dot-product", "--input", good, "--seq", "3"},
+       {"--seq: the --input array", "T = 2, not 3", "drop --seq"}},
+      {{"dot-product", "--seq", "3", "--input", good},
+       {"--seq: the --input array", "T = 2, not 3", "drop --seq"}},
+      {{"scaling", "--input", good, "--d-model", "4"},
+       {"--d-model: the --input array", "D = 3, not 4", "drop --d-model"}},
+      {{"softmax", "--input", good, "--batch", "2"},
+       {"--batch: the --input array", "B = 1, not 2", "drop --batch"}},
       // (1, 2, 3) scores are not square: a causal mask needs (B, T, T).
       {{"softmax", "--input", good, "--mask", "causal"}, {"--mask", "square"}},
   };
@@ -369,8 +376,12 @@ TEST_CASE("bad input with --save leaves no directory", "[cli][bad-input]") {
       {{"dot-product", "--seq", "0", "--save", out}, {"--seq", "is not a size"}, out},
       {{"dot-product", "--save", out, "--format", "yaml"}, {"--format", "text or json"}, out},
       {{"dot-product", "--input", text, "--save", out}, {"--input", "not a .npy file"}, out},
-      {{"scaling", "--seq", "100000000", "--save", out}, {"memory limit of 1 GiB (set by ATTN_MAX_MEMORY)", "lower --seq"}, out},
-      {{"softmax", "--temperature", "0", "--save", out}, {"--temperature", "outside 0.001 to 1000"}, out},
+      {{"scaling", "--seq", "100000000", "--save", out},
+       {"memory limit of 1 GiB (set by ATTN_MAX_MEMORY)", "lower --seq"},
+       out},
+      {{"softmax", "--temperature", "0", "--save", out},
+       {"--temperature", "outside 0.001 to 1000"},
+       out},
       {{"softmax", "--mask", "diagonal", "--save", out}, {"--mask", "none or causal"}, out},
   });
   CHECK(scratch.entries_containing("attn-tmp").empty());

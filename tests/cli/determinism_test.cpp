@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include "allclose.hpp"
 #include "catalog.hpp"
@@ -42,17 +42,20 @@ std::vector<std::pair<std::string, attn::Array>> saved_steps(const fs::path& dir
       steps.emplace_back(entry.path().filename().string(), attn::read_npy(entry.path().string()));
     }
   }
-  std::sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::sort(steps.begin(), steps.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
   return steps;
 }
 
 // Every file of a --save folder, name and bytes, in name order.
 std::string folder_bytes(const fs::path& dir) {
   std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(dir)) files.push_back(entry.path());
+  for (const auto& entry : fs::directory_iterator(dir))
+    files.push_back(entry.path());
   std::sort(files.begin(), files.end());
   std::string all;
-  for (const fs::path& file : files) all += file.filename().string() + "\n" + read_bytes(file);
+  for (const fs::path& file : files)
+    all += file.filename().string() + "\n" + read_bytes(file);
   return all;
 }
 
@@ -88,7 +91,8 @@ TEST_CASE("the same command and thread count print byte-identical output", "[det
       // attn sets OpenBLAS's threads itself (one unless --threads says otherwise).
       std::vector<std::string> args = command;
       args.insert(args.end(), {"--format", format});
-      CHECK(run_attn(args, {"OPENBLAS_NUM_THREADS=2", "OMP_NUM_THREADS=2"}).out == run_attn(args).out);
+      CHECK(run_attn(args, {"OPENBLAS_NUM_THREADS=2", "OMP_NUM_THREADS=2"}).out ==
+            run_attn(args).out);
     }
   }
 }

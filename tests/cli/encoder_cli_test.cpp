@@ -7,21 +7,21 @@
 #include <nlohmann/json.hpp>
 
 #include "09-encoder/encoder_lesson.hpp"
-#include "shipped.hpp"
 #include "allclose.hpp"
 #include "encoder.hpp"
 #include "fixtures.hpp"
+#include "golden.hpp"
 #include "npy.hpp"
 #include "run_attn.hpp"
-#include "tolerant_text.hpp"
-#include "golden.hpp"
 #include "scratch.hpp"
+#include "shipped.hpp"
+#include "tolerant_text.hpp"
 #include "weights.hpp"
 
 namespace fs = std::filesystem;
+using attn::testing::check_golden;
 using attn::testing::formula_weights;
 using attn::testing::run_attn;
-using attn::testing::check_golden;
 using attn::testing::ScratchDir;
 
 namespace {
@@ -32,8 +32,10 @@ std::string config_path(const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("the encoder equals the book's PyTorch encoder with the same weights", "[cli][encoder][parity]") {
-  const auto cases = nlohmann::json::parse(attn::testing::read_text(attn::testing::fixture_path("encoder/cases.json")));
+TEST_CASE("the encoder equals the book's PyTorch encoder with the same weights",
+          "[cli][encoder][parity]") {
+  const auto cases = nlohmann::json::parse(
+      attn::testing::read_text(attn::testing::fixture_path("encoder/cases.json")));
   REQUIRE(cases.size() >= 8);
   for (const auto& c : cases) {
     const std::string name = c["name"];
@@ -45,11 +47,17 @@ TEST_CASE("the encoder equals the book's PyTorch encoder with the same weights",
         attn::EncoderConfig ec = attn::load_config(config);
         ec.num_hidden_layers = 1;
         weights = (scratch.path / "w.safetensors").string();
-        attn::write_weights(weights, formula_weights(attn::describe_encoder(ec, c["kind"] == "stack")));
+        attn::write_weights(weights,
+                            formula_weights(attn::describe_encoder(ec, c["kind"] == "stack")));
       } else {
         weights = attn::testing::fixture_path("encoder/" + c["weights"].get<std::string>());
       }
-      std::vector<std::string> args = {"encoder", "--config", config, "--weights", weights, "--save",
+      std::vector<std::string> args = {"encoder",
+                                       "--config",
+                                       config,
+                                       "--weights",
+                                       weights,
+                                       "--save",
                                        (scratch.path / "out").string()};
       for (std::string a : c["args"]) {
         if (a.ends_with(".npy")) a = attn::testing::fixture_path("encoder/" + a);
@@ -58,20 +66,24 @@ TEST_CASE("the encoder equals the book's PyTorch encoder with the same weights",
       const auto result = run_attn(args);
       INFO("stderr: " << result.err);
       REQUIRE(result.exit_code == 0);
-      const auto expected = attn::read_npy(attn::testing::fixture_path("encoder/" + c["output"].get<std::string>()));
+      const auto expected =
+          attn::read_npy(attn::testing::fixture_path("encoder/" + c["output"].get<std::string>()));
       const double atol = c["config"] == "bert-base" ? 1e-4 : 1e-5;
       CHECK_ALLCLOSE(attn::read_npy((scratch.path / "out/output.npy").string()), expected,
                      attn::testing::Tolerance{atol, 1e-4});
-      const std::string repr = attn::testing::read_text(attn::testing::fixture_path("encoder/" + c["repr"].get<std::string>()));
+      const std::string repr = attn::testing::read_text(
+          attn::testing::fixture_path("encoder/" + c["repr"].get<std::string>()));
       CHECK_PRINTED(result.out, repr);
-      CHECK(result.out.find(fmt::format("Parameters: {}\n", attn::with_commas(c["parameters"].get<std::int64_t>()))) !=
+      CHECK(result.out.find(fmt::format("Parameters: {}\n",
+                                        attn::with_commas(c["parameters"].get<std::int64_t>()))) !=
             std::string::npos);
     }
   }
 }
 
 TEST_CASE("the shipped tiny config is the encoder lesson's default", "[encoder][config]") {
-  const attn::EncoderConfig file = attn::load_config(std::string(ATTN_SOURCE_DIR) + "/data/configs/tiny.json");
+  const attn::EncoderConfig file =
+      attn::load_config(std::string(ATTN_SOURCE_DIR) + "/data/configs/tiny.json");
   const attn::EncoderConfig built_in = attn::tiny_config();
   CHECK(file.hidden_size == built_in.hidden_size);
   CHECK(file.num_attention_heads == built_in.num_attention_heads);
@@ -81,13 +93,16 @@ TEST_CASE("the shipped tiny config is the encoder lesson's default", "[encoder][
   CHECK(file.max_position_embeddings == built_in.max_position_embeddings);
   CHECK(file.vocab_size == attn::lesson_vocabulary().size());
   const std::string config = std::string(ATTN_SOURCE_DIR) + "/data/configs/tiny.json";
-  CHECK(run_attn({"encoder", "--config", config, "--quiet"}).out == run_attn({"encoder", "--quiet"}).out);
+  CHECK(run_attn({"encoder", "--config", config, "--quiet"}).out ==
+        run_attn({"encoder", "--quiet"}).out);
 }
 
 TEST_CASE("encoder golden output, JSON and the BERT-base counts", "[cli][encoder][golden]") {
   check_golden("encoder", {"encoder"});
-  check_golden("encoder_post_show_layer_1", {"encoder", "--norm", "post", "--show-layer", "1", "--seed", "3"});
-  check_golden("encoder_no_embeddings", {"encoder", "--no-embeddings", "--layers", "1", "--batch", "2", "--seq", "3"});
+  check_golden("encoder_post_show_layer_1",
+               {"encoder", "--norm", "post", "--show-layer", "1", "--seed", "3"});
+  check_golden("encoder_no_embeddings",
+               {"encoder", "--no-embeddings", "--layers", "1", "--batch", "2", "--seq", "3"});
   const auto json = run_attn({"encoder", "--format", "json"});
   REQUIRE(json.exit_code == 0);
   const auto doc = nlohmann::json::parse(json.out);
@@ -102,17 +117,25 @@ TEST_CASE("encoder golden output, JSON and the BERT-base counts", "[cli][encoder
 
 TEST_CASE("summary encoder matches torchinfo for the BERT-base layer", "[cli][encoder][summary]") {
   const std::string golden = std::string(ATTN_GOLDEN_DIR) + "/torchinfo/";
-  const auto layer = run_attn({"summary", "encoder", "--config", "bert-base", "--layers", "1", "--no-embeddings"});
+  const auto layer =
+      run_attn({"summary", "encoder", "--config", "bert-base", "--layers", "1", "--no-embeddings"});
   REQUIRE(layer.exit_code == 0);
-  CHECK(layer.out == attn::testing::read_text(golden + "06_book_transformerencoderlayer_bertbase__defaultcols__depth3.txt"));
-  const auto seed = run_attn({"summary", "encoder", "--config", std::string(ATTN_SOURCE_DIR) + "/data/configs/bert-base.json",
-                              "--layers", "1", "--no-embeddings", "--col-names",
-                              "input_size,output_size,kernel_size,num_params,mult_adds", "--col-width", "16"});
-  CHECK(seed.out == attn::testing::read_text(golden + "06_book_transformerencoderlayer_bertbase__seedcols_verbose1__depth3.txt"));
+  CHECK(layer.out ==
+        attn::testing::read_text(
+            golden + "06_book_transformerencoderlayer_bertbase__defaultcols__depth3.txt"));
+  const auto seed =
+      run_attn({"summary", "encoder", "--config",
+                std::string(ATTN_SOURCE_DIR) + "/data/configs/bert-base.json", "--layers", "1",
+                "--no-embeddings", "--col-names",
+                "input_size,output_size,kernel_size,num_params,mult_adds", "--col-width", "16"});
+  CHECK(seed.out ==
+        attn::testing::read_text(
+            golden + "06_book_transformerencoderlayer_bertbase__seedcols_verbose1__depth3.txt"));
   const auto whole = run_attn({"summary", "encoder", "--config", "bert-base"});
   REQUIRE(whole.exit_code == 0);
   CHECK(whole.out.find("Total params: 108,890,112") != std::string::npos);
-  CHECK(whole.out.find("Layer (type:depth-idx)                             Output Shape") != std::string::npos);
+  CHECK(whole.out.find("Layer (type:depth-idx)                             Output Shape") !=
+        std::string::npos);
 }
 
 TEST_CASE("bad input to the encoder: one line, exit 2", "[cli][encoder][bad-input]") {
@@ -124,12 +147,16 @@ TEST_CASE("bad input to the encoder: one line, exit 2", "[cli][encoder][bad-inpu
   };
   const std::string not_json = write("bad.json", "{hidden_size: 768");
   const std::string wrong_type = write("type.json", R"({"hidden_size": "768"})");
-  const std::string impossible = write("impossible.json", R"({"hidden_size": 10, "num_attention_heads": 4})");
+  const std::string impossible =
+      write("impossible.json", R"({"hidden_size": 10, "num_attention_heads": 4})");
   const std::string act = write("act.json", R"({"hidden_act": "swish"})");
   const std::string other_width = (scratch.path / "w12.safetensors").string();
-  REQUIRE(run_attn({"encoder", "--d-model", "12", "--heads", "3", "--save-weights", other_width, "--quiet"}).exit_code == 0);
+  REQUIRE(run_attn({"encoder", "--d-model", "12", "--heads", "3", "--save-weights", other_width,
+                    "--quiet"})
+              .exit_code == 0);
   const std::string deeper = (scratch.path / "w3.safetensors").string();
-  REQUIRE(run_attn({"encoder", "--layers", "3", "--save-weights", deeper, "--quiet"}).exit_code == 0);
+  REQUIRE(run_attn({"encoder", "--layers", "3", "--save-weights", deeper, "--quiet"}).exit_code ==
+          0);
   struct Case {
     std::vector<std::string> args;
     std::string phrase;
@@ -152,7 +179,8 @@ TEST_CASE("bad input to the encoder: one line, exit 2", "[cli][encoder][bad-inpu
       {{"encoder", "--input", write("x.npy", "junk")}, "--no-embeddings"},
       {{"encoder", "--text", "\xff\xfe"}, "UTF-8"},
       {{"summary", "encoder", "--config", not_json}, "is not JSON"},
-      {{"summary", "self-attention", "--layers", "2"}, "--layers: `attn summary self-attention` does not take it"},
+      {{"summary", "self-attention", "--layers", "2"},
+       "--layers: `attn summary self-attention` does not take it"},
   };
   for (const Case& c : cases) {
     DYNAMIC_SECTION(fmt::format("{}", fmt::join(c.args, " "))) {
@@ -170,6 +198,7 @@ TEST_CASE("summary embeddings describes the book's Embeddings", "[cli][encoder][
   const auto result = run_attn({"summary", "embeddings", "--config", "bert-base"});
   REQUIRE(result.exit_code == 0);
   CHECK(result.out.find("Total params: 23,835,648") != std::string::npos);
-  CHECK(result.out.find("├─Embedding: 1-1                         [1, 5, 768]               23,440,896") !=
+  CHECK(result.out.find(
+            "├─Embedding: 1-1                         [1, 5, 768]               23,440,896") !=
         std::string::npos);
 }

@@ -11,20 +11,20 @@
 #include "allclose.hpp"
 #include "feed_forward.hpp"
 #include "fixtures.hpp"
+#include "golden.hpp"
 #include "npy.hpp"
 #include "run_attn.hpp"
-#include "tolerant_text.hpp"
-#include "golden.hpp"
 #include "scratch.hpp"
 #include "summary.hpp"
+#include "tolerant_text.hpp"
 #include "weights.hpp"
 
 namespace fs = std::filesystem;
-using attn::testing::run_attn;
 using attn::testing::check_golden;
-using attn::testing::kPlainTerminal;
-using attn::testing::ScratchDir;
 using attn::testing::formula_weights;
+using attn::testing::kPlainTerminal;
+using attn::testing::run_attn;
+using attn::testing::ScratchDir;
 
 namespace {
 std::string fixture(const std::string& file) {

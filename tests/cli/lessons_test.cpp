@@ -1,23 +1,23 @@
 // Every lesson from the command line: whole stdout against a golden file at a fixed seed, the
 // JSON document, --save, --quiet, colour and determinism.
 #include <filesystem>
-#include <map>
 #include <fstream>
+#include <map>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "allclose.hpp"
+#include "catalog.hpp"
 #include "fixtures.hpp"
+#include "golden.hpp"
 #include "npy.hpp"
 #include "run_attn.hpp"
-#include "golden.hpp"
-#include "catalog.hpp"
 #include "scratch.hpp"
 
 namespace fs = std::filesystem;
-using attn::testing::run_attn;
 using attn::testing::check_golden;
+using attn::testing::run_attn;
 using attn::testing::ScratchDir;
 
 namespace {
@@ -36,22 +36,32 @@ const std::vector<std::string> kLessons = lesson_names(true);
 
 TEST_CASE("golden stdout: each lesson at its defaults", "[cli][golden]") {
   for (const std::string& lesson : kAllLessons) {
-    DYNAMIC_SECTION(lesson) { check_golden(lesson, {lesson}); }
+    DYNAMIC_SECTION(lesson) {
+      check_golden(lesson, {lesson});
+    }
   }
 }
 
 TEST_CASE("golden stdout: other seeds, sizes and options", "[cli][golden]") {
-  check_golden("dot-product_seed7_b2_t3_d4", {"dot-product", "--seed", "7", "--batch", "2", "--seq", "3", "--d-model", "4"});
-  check_golden("scaling_seed3_t4_d8_quiet", {"scaling", "--seed", "3", "--seq", "4", "--d-model", "8", "--quiet"});
-  check_golden("softmax_causal_temperature", {"softmax", "--mask", "causal", "--temperature", "0.5", "--seq", "4"});
+  check_golden("dot-product_seed7_b2_t3_d4",
+               {"dot-product", "--seed", "7", "--batch", "2", "--seq", "3", "--d-model", "4"});
+  check_golden("scaling_seed3_t4_d8_quiet",
+               {"scaling", "--seed", "3", "--seq", "4", "--d-model", "8", "--quiet"});
+  check_golden("softmax_causal_temperature",
+               {"softmax", "--mask", "causal", "--temperature", "0.5", "--seq", "4"});
   check_golden("dot-product_precision2", {"dot-product", "--precision", "2", "--quiet"});
-  check_golden("dot-product_full", {"dot-product", "--seq", "40", "--d-model", "30", "--full", "--quiet"});
-  check_golden("dot-product_summarised", {"dot-product", "--seq", "40", "--d-model", "30", "--quiet"});
+  check_golden("dot-product_full",
+               {"dot-product", "--seq", "40", "--d-model", "30", "--full", "--quiet"});
+  check_golden("dot-product_summarised",
+               {"dot-product", "--seq", "40", "--d-model", "30", "--quiet"});
   check_golden("attention_head_causal_lengths",
-               {"attention", "--variant", "head", "--head-size", "4", "--batch", "2", "--mask", "causal", "--lengths", "5,3"});
-  check_golden("multi-head_fused", {"multi-head", "--variant", "fused", "--heads", "3", "--seq", "4"});
+               {"attention", "--variant", "head", "--head-size", "4", "--batch", "2", "--mask",
+                "causal", "--lengths", "5,3"});
+  check_golden("multi-head_fused",
+               {"multi-head", "--variant", "fused", "--heads", "3", "--seq", "4"});
   // No locale: the heatmap falls back to ASCII.
-  check_golden("multi-head_wide_ascii", {"multi-head", "--variant", "wide", "--heads", "2", "--seq", "3", "--d-model", "4"},
+  check_golden("multi-head_wide_ascii",
+               {"multi-head", "--variant", "wide", "--heads", "2", "--seq", "3", "--d-model", "4"},
                {"NO_COLOR", "TERM=xterm", "LC_ALL", "LC_CTYPE", "LANG"});
 }
 
@@ -68,17 +78,19 @@ TEST_CASE("the same command gives byte-identical output", "[cli]") {
   }
 }
 
-TEST_CASE("json output is one document with every step, check and the parameter count", "[cli][json]") {
+TEST_CASE("json output is one document with every step, check and the parameter count",
+          "[cli][json]") {
   for (const std::string& lesson : kLessons) {
     DYNAMIC_SECTION(lesson) {
-      const auto result = run_attn({lesson, "--format", "json", "--seed", "5", "--batch", "2", "--seq", "3"});
+      const auto result =
+          run_attn({lesson, "--format", "json", "--seed", "5", "--batch", "2", "--seq", "3"});
       REQUIRE(result.exit_code == 0);
       const auto doc = nlohmann::json::parse(result.out);
       CHECK(doc["lesson"] == lesson);
       CHECK(doc["settings"]["seed"] == 5);
       CHECK(doc["settings"]["batch"] == 2);
-      const std::map<std::string, int> parameters = {{"attention", 108}, {"multi-head", 168}, {"layer-norm", 12},
-                                                     {"feed-forward", 318}};
+      const std::map<std::string, int> parameters = {
+          {"attention", 108}, {"multi-head", 168}, {"layer-norm", 12}, {"feed-forward", 318}};
       CHECK(doc["parameters"] == (parameters.count(lesson) ? parameters.at(lesson) : 0));
       const auto& steps = doc["steps"];
       REQUIRE(steps.size() >= 3);
@@ -88,12 +100,15 @@ TEST_CASE("json output is one document with every step, check and the parameter 
         CHECK(step["dtype"] == "float32");
         // values nest as deep as the shape and hold as many numbers
         std::size_t count = 1;
-        for (std::size_t s : step["shape"].get<std::vector<std::size_t>>()) count *= s;
+        for (std::size_t s : step["shape"].get<std::vector<std::size_t>>())
+          count *= s;
         std::size_t seen = 0;
-        std::function<void(const nlohmann::json&, std::size_t)> walk = [&](const nlohmann::json& v, std::size_t depth) {
+        std::function<void(const nlohmann::json&, std::size_t)> walk = [&](const nlohmann::json& v,
+                                                                           std::size_t depth) {
           if (v.is_array()) {
             CHECK(v.size() == step["shape"][depth].get<std::size_t>());
-            for (const auto& e : v) walk(e, depth + 1);
+            for (const auto& e : v)
+              walk(e, depth + 1);
           } else {
             CHECK(depth == step["shape"].size());
             CHECK(v.is_number());
@@ -104,26 +119,31 @@ TEST_CASE("json output is one document with every step, check and the parameter 
         CHECK(seen == count);
       }
       REQUIRE_FALSE(doc["checks"].empty());
-      for (const auto& check : doc["checks"]) CHECK(check["passed"] == true);
+      for (const auto& check : doc["checks"])
+        CHECK(check["passed"] == true);
     }
   }
 }
 
-TEST_CASE("save writes every step and a manifest, and the files reload and match the JSON", "[cli][save]") {
+TEST_CASE("save writes every step and a manifest, and the files reload and match the JSON",
+          "[cli][save]") {
   for (const std::string& lesson : kLessons) {
     DYNAMIC_SECTION(lesson) {
       ScratchDir scratch("save-" + lesson);
       const fs::path dir = scratch.path / "steps";
       const auto saved = run_attn({lesson, "--seed", "4", "--batch", "2", "--save", dir.string()});
       REQUIRE(saved.exit_code == 0);
-      const auto json = nlohmann::json::parse(run_attn({lesson, "--seed", "4", "--batch", "2", "--format", "json"}).out);
-      const auto manifest = nlohmann::json::parse(attn::testing::read_text((dir / "manifest.json").string()));
+      const auto json = nlohmann::json::parse(
+          run_attn({lesson, "--seed", "4", "--batch", "2", "--format", "json"}).out);
+      const auto manifest =
+          nlohmann::json::parse(attn::testing::read_text((dir / "manifest.json").string()));
       CHECK(manifest["lesson"] == lesson);
       REQUIRE(manifest["steps"].size() == json["steps"].size());
       CHECK(manifest["steps"].front()["name"] == "input");
       CHECK(manifest["steps"].back()["name"] == "output");
       std::size_t files = 0;
-      for (const auto& entry : fs::directory_iterator(dir)) files += entry.path().extension() == ".npy";
+      for (const auto& entry : fs::directory_iterator(dir))
+        files += entry.path().extension() == ".npy";
       CHECK(files == manifest["steps"].size());
       for (std::size_t i = 0; i < manifest["steps"].size(); ++i) {
         const auto& step = manifest["steps"][i];
@@ -136,7 +156,8 @@ TEST_CASE("save writes every step and a manifest, and the files reload and match
         std::vector<float> flat;
         std::function<void(const nlohmann::json&)> walk = [&](const nlohmann::json& v) {
           if (v.is_array()) {
-            for (const auto& e : v) walk(e);
+            for (const auto& e : v)
+              walk(e);
           } else {
             flat.push_back(v.get<float>());
           }
@@ -146,19 +167,22 @@ TEST_CASE("save writes every step and a manifest, and the files reload and match
       }
       // Saving again over an earlier save replaces it.
       CHECK(run_attn({lesson, "--seed", "5", "--save", dir.string()}).exit_code == 0);
-      CHECK(nlohmann::json::parse(attn::testing::read_text((dir / "manifest.json").string()))["settings"]["seed"] == "5");
+      CHECK(nlohmann::json::parse(attn::testing::read_text(
+                (dir / "manifest.json").string()))["settings"]["seed"] == "5");
     }
   }
 }
 
-TEST_CASE("an input file runs a lesson on the given tensor, and --save's input step is that tensor", "[cli][save]") {
+TEST_CASE("an input file runs a lesson on the given tensor, and --save's input step is that tensor",
+          "[cli][save]") {
   ScratchDir scratch("input");
   const std::string input = attn::testing::fixture_path("dot-product/b2_t5_d12_input.npy");
   const fs::path dir = scratch.path / "out";
   const auto result = run_attn({"dot-product", "--input", input, "--save", dir.string()});
   REQUIRE(result.exit_code == 0);
   CHECK(result.out.find("(input " + input) != std::string::npos);
-  CHECK_ALLCLOSE(attn::read_npy((dir / "input.npy").string()), attn::read_npy(input), attn::testing::Tolerance{0, 0});
+  CHECK_ALLCLOSE(attn::read_npy((dir / "input.npy").string()), attn::read_npy(input),
+                 attn::testing::Tolerance{0, 0});
 }
 
 TEST_CASE("quiet output leaves the result and the parameter count", "[cli]") {
@@ -196,7 +220,8 @@ TEST_CASE("attn list and attn --help name every lesson of the catalog in order",
   std::size_t last_in_list = 0, last_in_help = 0;
   for (const attn::lessons::LessonInfo& lesson : attn::lessons::catalog()) {
     INFO(lesson.name);
-    const std::size_t in_list = list.out.find(fmt::format("{:02}  {} ", lesson.number, lesson.name));
+    const std::size_t in_list =
+        list.out.find(fmt::format("{:02}  {} ", lesson.number, lesson.name));
     REQUIRE(in_list != std::string::npos);
     CHECK(in_list >= last_in_list);
     last_in_list = in_list;

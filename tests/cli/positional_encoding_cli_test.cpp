@@ -10,17 +10,17 @@
 
 #include "allclose.hpp"
 #include "fixtures.hpp"
+#include "golden.hpp"
 #include "npy.hpp"
 #include "run_attn.hpp"
-#include "tolerant_text.hpp"
-#include "golden.hpp"
 #include "scratch.hpp"
 #include "summary.hpp"
+#include "tolerant_text.hpp"
 #include "weights.hpp"
 
 namespace fs = std::filesystem;
-using attn::testing::run_attn;
 using attn::testing::check_golden;
+using attn::testing::run_attn;
 using attn::testing::ScratchDir;
 
 namespace {
@@ -139,7 +139,8 @@ TEST_CASE("positional-encoding equals PyTorch through --input, --weights and --s
       REQUIRE(result.exit_code == 0);
       const auto expected = attn::read_npy(fixture(c["output"]));
       const auto got = attn::read_npy((scratch.path / "out/output.npy").string());
-      const auto pe = attn::read_npy((scratch.path / "out/pe.npy").string()), expected_pe = attn::read_npy(fixture(c["pe"]));
+      const auto pe = attn::read_npy((scratch.path / "out/pe.npy").string()),
+                 expected_pe = attn::read_npy(fixture(c["pe"]));
       CHECK_ALLCLOSE(got, expected);
       CHECK_ALLCLOSE(pe, expected_pe);
       // Bit for bit too: the table and X + PE are plain IEEE float operations (SLEEF's sin and cos
@@ -234,10 +235,12 @@ TEST_CASE("bad input to positional-encoding: one line, exit 2, nothing on stdout
   CHECK_FALSE(fs::exists(scratch.path / "w.pt"));
 }
 
-TEST_CASE("attn summary positional-encoding: seed 001's PositionalEncoding, or the book's learned table",
-          "[cli][summary][positional-encoding]") {
+TEST_CASE(
+    "attn summary positional-encoding: seed 001's PositionalEncoding, or the book's learned table",
+    "[cli][summary][positional-encoding]") {
   // The lesson's default, seed 001's sinusoids: a buffer and a dropout, no parameter.
-  const auto sinusoidal = run_attn({"summary", "positional-encoding", "--d-model", "768", "--format", "json"});
+  const auto sinusoidal =
+      run_attn({"summary", "positional-encoding", "--d-model", "768", "--format", "json"});
   INFO("stderr: " << sinusoidal.err);
   REQUIRE(sinusoidal.exit_code == 0);
   const auto table = nlohmann::json::parse(sinusoidal.out);
@@ -248,8 +251,8 @@ TEST_CASE("attn summary positional-encoding: seed 001's PositionalEncoding, or t
   CHECK(table["layers"][1]["class_name"] == "Dropout");
   CHECK(table["state_dict"].empty());
 
-  const auto result =
-      run_attn({"summary", "positional-encoding", "--kind", "learned", "--d-model", "768", "--format", "json"});
+  const auto result = run_attn({"summary", "positional-encoding", "--kind", "learned", "--d-model",
+                                "768", "--format", "json"});
   INFO("stderr: " << result.err);
   REQUIRE(result.exit_code == 0);
   const auto doc = nlohmann::json::parse(result.out);
@@ -260,8 +263,8 @@ TEST_CASE("attn summary positional-encoding: seed 001's PositionalEncoding, or t
   CHECK(doc["layers"][0]["output_shape"] == std::vector<int>{1, 5, 768});
   CHECK(doc["state_dict"][0]["key"] == "weight");
   CHECK(doc["state_dict"][0]["shape"] == std::vector<int>{512, 768});
-  const auto small = run_attn(
-      {"summary", "positional-encoding", "--kind", "learned", "--max-positions", "16", "--format", "json"});
+  const auto small = run_attn({"summary", "positional-encoding", "--kind", "learned",
+                               "--max-positions", "16", "--format", "json"});
   CHECK(nlohmann::json::parse(small.out)["total_params"] == 96);
   for (const char* kind : {"sinusoidal", "learned"}) {
     const auto bad = run_attn({"summary", "positional-encoding", "--kind", kind, "--seq", "600"});

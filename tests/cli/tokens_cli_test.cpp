@@ -11,20 +11,20 @@
 #include <nlohmann/json.hpp>
 
 #include "00-tokens/tokens_lesson.hpp"
-#include "shipped.hpp"
 #include "allclose.hpp"
 #include "fixtures.hpp"
+#include "golden.hpp"
 #include "npy.hpp"
 #include "run_attn.hpp"
-#include "tolerant_text.hpp"
-#include "golden.hpp"
 #include "scratch.hpp"
+#include "shipped.hpp"
 #include "summary.hpp"
+#include "tolerant_text.hpp"
 #include "weights.hpp"
 
 namespace fs = std::filesystem;
-using attn::testing::run_attn;
 using attn::testing::check_golden;
+using attn::testing::run_attn;
 using attn::testing::ScratchDir;
 
 namespace {

@@ -65,7 +65,9 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 
 // The AVX2 kernels are compared with the scalar ones wherever the CPU can run them, whatever
 // ATTN_FAST_KERNELS says the default is.
-bool have_avx2() { return attn::cpu_has_avx2(); }
+bool have_avx2() {
+  return attn::cpu_has_avx2();
+}
 
 // Random numbers with the awkward ones mixed in.
 std::vector<float> awkward(attn::Rng& rng, std::size_t n, float scale) {
@@ -164,8 +166,9 @@ TEST_CASE("the fast layer equals the reference at BERT-base size", "[encoder_fas
   }
 }
 
-TEST_CASE("the scalar and the AVX2 kernels give the same layer, bit for bit (on a CPU with AVX2 and FMA)",
-          "[encoder_fast][kernels]") {
+TEST_CASE(
+    "the scalar and the AVX2 kernels give the same layer, bit for bit (on a CPU with AVX2 and FMA)",
+    "[encoder_fast][kernels]") {
   if (!have_avx2()) {
     WARN("this CPU has no AVX2 and FMA: only the scalar kernels run");
     return;

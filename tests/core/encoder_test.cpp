@@ -12,16 +12,20 @@
 #include "summary.hpp"
 
 namespace {
-attn::EncoderConfig bert_base() { return attn::load_config(std::string(ATTN_SOURCE_DIR) + "/data/configs/bert-base.json"); }
+attn::EncoderConfig bert_base() {
+  return attn::load_config(std::string(ATTN_SOURCE_DIR) + "/data/configs/bert-base.json");
+}
 }  // namespace
 
-TEST_CASE("BERT-base counts: 7,087,872 per layer, 108,890,112 with embeddings and 12 layers", "[encoder][parameters]") {
+TEST_CASE("BERT-base counts: 7,087,872 per layer, 108,890,112 with embeddings and 12 layers",
+          "[encoder][parameters]") {
   const attn::EncoderConfig config = bert_base();
   attn::EncoderConfig one = config;
   one.num_hidden_layers = 1;
   CHECK(attn::count_parameters(attn::describe_encoder(one, false)) == 7087872);
   CHECK(attn::count_parameters(attn::describe_encoder(config, true)) == 108890112);
-  CHECK(attn::count_parameters(attn::describe_embeddings(config)) == 23440896 + 512 * 768 + 2 * 768);
+  CHECK(attn::count_parameters(attn::describe_embeddings(config)) ==
+        23440896 + 512 * 768 + 2 * 768);
 }
 
 TEST_CASE("an encoder past 2^63-1 parameters is refused, naming its sizes",
@@ -49,14 +53,17 @@ TEST_CASE("an encoder past 2^63-1 parameters is refused, naming its sizes",
 }
 
 TEST_CASE("state_dict keys: a bare layer, and the whole encoder", "[encoder][state_dict]") {
-  attn::EncoderConfig config = attn::load_config(std::string(ATTN_SOURCE_DIR) + "/data/configs/tiny.json");
+  attn::EncoderConfig config =
+      attn::load_config(std::string(ATTN_SOURCE_DIR) + "/data/configs/tiny.json");
   attn::Rng rng(1);
   attn::Encoder encoder = attn::init_encoder(rng, config, attn::NormPlacement::pre, true);
   std::vector<std::string> keys;
-  visit_parameters(encoder, [&](const std::string& key, float*, const attn::Shape&) { keys.push_back(key); });
+  visit_parameters(
+      encoder, [&](const std::string& key, float*, const attn::Shape&) { keys.push_back(key); });
   const auto expected = attn::state_dict_entries(attn::describe_encoder(config, true));
   REQUIRE(keys.size() == expected.size());
-  for (std::size_t i = 0; i < keys.size(); ++i) CHECK(keys[i] == expected[i].key);
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    CHECK(keys[i] == expected[i].key);
   CHECK(keys.front() == "embeddings.token_embeddings.weight");
   CHECK(std::find(keys.begin(), keys.end(), "layers.1.attention.heads.1.q.weight") != keys.end());
   config.num_hidden_layers = 1;
@@ -70,12 +77,14 @@ TEST_CASE("the BERT-base encoder layer's summary matches real torchinfo", "[enco
   const auto rows = attn::trace_encoder(config, false, attn::NormPlacement::pre, {1, 5, 768});
   const std::string golden = std::string(ATTN_GOLDEN_DIR) + "/torchinfo/";
   CHECK(attn::format_summary(rows, {{{1, 5, 768}, 4}}, {}) ==
-        attn::testing::read_text(golden + "06_book_transformerencoderlayer_bertbase__defaultcols__depth3.txt"));
+        attn::testing::read_text(
+            golden + "06_book_transformerencoderlayer_bertbase__defaultcols__depth3.txt"));
   attn::SummaryOptions seed;
   seed.col_names = {"input_size", "output_size", "kernel_size", "num_params", "mult_adds"};
   seed.col_width = 16;
   CHECK(attn::format_summary(rows, {{{1, 5, 768}, 4}}, seed) ==
-        attn::testing::read_text(golden + "06_book_transformerencoderlayer_bertbase__seedcols_verbose1__depth3.txt"));
+        attn::testing::read_text(
+            golden + "06_book_transformerencoderlayer_bertbase__seedcols_verbose1__depth3.txt"));
 }
 
 TEST_CASE("torchinfo 0.1.0's totals for BERT-base's 12-layer encoder on ids (1, 5)",
@@ -115,7 +124,8 @@ TEST_CASE("torchinfo 0.1.0's totals for BERT-base's 12-layer encoder on ids (1, 
   CHECK(table.substr(table.size() - totals.size()) == totals);
 }
 
-TEST_CASE("configs: the shipped files load, bad ones are refused with the field named", "[encoder][config]") {
+TEST_CASE("configs: the shipped files load, bad ones are refused with the field named",
+          "[encoder][config]") {
   const attn::EncoderConfig b = bert_base();
   CHECK(b.hidden_size == 768);
   CHECK(b.num_attention_heads == 12);
@@ -126,12 +136,17 @@ TEST_CASE("configs: the shipped files load, bad ones are refused with the field 
   CHECK_THROWS_WITH(attn::parse_config("[1]", "c.json"), Catch::Contains("not an object"));
   CHECK_THROWS_WITH(attn::parse_config(R"({"hidden_size": "768"})", "c.json"),
                     Catch::Contains("\"hidden_size\" is \"768\", expected a whole number"));
-  CHECK_THROWS_WITH(attn::parse_config(R"({"hidden_size": 0})", "c.json"), Catch::Contains("hidden_size"));
-  CHECK_THROWS_WITH(attn::parse_config(R"({"hidden_size": 100, "num_attention_heads": 12})", "c.json"),
-                    Catch::Contains("not divisible by num_attention_heads 12"));
-  CHECK_THROWS_WITH(attn::parse_config(R"({"hidden_act": "swish"})", "c.json"), Catch::Contains("swish"));
-  CHECK_THROWS_WITH(attn::parse_config(R"({"layer_norm_eps": -1})", "c.json"), Catch::Contains("layer_norm_eps"));
+  CHECK_THROWS_WITH(attn::parse_config(R"({"hidden_size": 0})", "c.json"),
+                    Catch::Contains("hidden_size"));
+  CHECK_THROWS_WITH(
+      attn::parse_config(R"({"hidden_size": 100, "num_attention_heads": 12})", "c.json"),
+      Catch::Contains("not divisible by num_attention_heads 12"));
+  CHECK_THROWS_WITH(attn::parse_config(R"({"hidden_act": "swish"})", "c.json"),
+                    Catch::Contains("swish"));
+  CHECK_THROWS_WITH(attn::parse_config(R"({"layer_norm_eps": -1})", "c.json"),
+                    Catch::Contains("layer_norm_eps"));
   CHECK_THROWS_WITH(attn::parse_config(R"({"hidden_dropout_prob": 1.5})", "c.json"),
                     Catch::Contains("hidden_dropout_prob"));
-  CHECK_THROWS_WITH(attn::parse_config(R"({"vocab_size": -3})", "c.json"), Catch::Contains("vocab_size"));
+  CHECK_THROWS_WITH(attn::parse_config(R"({"vocab_size": -3})", "c.json"),
+                    Catch::Contains("vocab_size"));
 }

@@ -10,11 +10,13 @@ using attn::testing::find_printed;
 TEST_CASE("a number one unit off in its last printed digit is round-off", "[tolerant_text]") {
   CHECK(compare_text("tensor([[-0.0351,  0.5000]])\n", "tensor([[-0.0352,  0.5000]])\n").equal);
   CHECK(compare_text("9.2521e-01\n", "9.2522e-01\n").equal);
-  CHECK_FALSE(compare_text("tensor([[-0.0350,  0.5000]])\n", "tensor([[-0.0352,  0.5000]])\n").equal);
+  CHECK_FALSE(
+      compare_text("tensor([[-0.0350,  0.5000]])\n", "tensor([[-0.0352,  0.5000]])\n").equal);
   CHECK_FALSE(compare_text("9.2422e-01\n", "9.2522e-01\n").equal);
 }
 
-TEST_CASE("numbers within atol + rtol * |expected| are equal, whatever their digits", "[tolerant_text]") {
+TEST_CASE("numbers within atol + rtol * |expected| are equal, whatever their digits",
+          "[tolerant_text]") {
   CHECK(compare_text("max |sum - 1| = 1.19e-07\n", "max |sum - 1| = 5.96e-08\n").equal);
   CHECK(compare_text("max |sum - 1| = 0\n", "max |sum - 1| = 5.96e-08\n").equal);
   CHECK(compare_text("1.0000123\n", "1.0000\n").equal);

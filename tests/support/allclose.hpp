@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include "array.hpp"
 
@@ -63,7 +63,8 @@ inline CloseReport compare_close(const Array& got, const Array& expected, Tolera
     if (diff > max_diff) max_diff = diff, max_at = i;
     if (!close) {
       if (++mismatches <= 5) {
-        examples += fmt::format("\n  at {}: got {:.9g}, expected {:.9g}", index_string(got.shape, i), g, e);
+        examples +=
+            fmt::format("\n  at {}: got {:.9g}, expected {:.9g}", index_string(got.shape, i), g, e);
       }
     }
   }
@@ -82,10 +83,10 @@ inline CloseReport compare_close(const Array& got, const Array& expected, Tolera
 }  // namespace attn::testing
 
 // CHECK_ALLCLOSE(got, expected[, Tolerance{atol, rtol}]) on two attn::Array values.
-#define CHECK_ALLCLOSE(got, expected, ...)                                                     \
-  do {                                                                                         \
-    const auto attn_report_ =                                                                  \
-        ::attn::testing::compare_close((got), (expected) __VA_OPT__(, ) __VA_ARGS__);          \
-    INFO(attn_report_.message);                                                                \
-    CHECK(attn_report_.ok);                                                                    \
+#define CHECK_ALLCLOSE(got, expected, ...)                                           \
+  do {                                                                               \
+    const auto attn_report_ =                                                        \
+        ::attn::testing::compare_close((got), (expected)__VA_OPT__(, ) __VA_ARGS__); \
+    INFO(attn_report_.message);                                                      \
+    CHECK(attn_report_.ok);                                                          \
   } while (false)

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include "fixtures.hpp"
 #include "run_attn.hpp"
@@ -19,8 +19,8 @@
 namespace attn::testing {
 
 // Heatmaps and tables depend on the locale (UTF-8 shades or ASCII) and colour: pin both.
-inline const std::vector<std::string> kPlainTerminal = {"NO_COLOR", "TERM=xterm", "LC_ALL", "LC_CTYPE",
-                                                        "LANG=C.UTF-8"};
+inline const std::vector<std::string> kPlainTerminal = {"NO_COLOR", "TERM=xterm", "LC_ALL",
+                                                        "LC_CTYPE", "LANG=C.UTF-8"};
 
 // Compares stdout with tests/golden/<name>.txt; ATTN_UPDATE_GOLDEN=1 rewrites the file instead.
 inline void check_golden(const std::string& name, const std::vector<std::string>& args,
@@ -36,8 +36,10 @@ inline void check_golden(const std::string& name, const std::vector<std::string>
     return;
   }
   if (!std::filesystem::exists(golden)) {
-    FAIL("missing " << golden.string()
-                    << ": run the tests once with ATTN_UPDATE_GOLDEN=1 and read the new file before committing it");
+    FAIL(
+        "missing "
+        << golden.string()
+        << ": run the tests once with ATTN_UPDATE_GOLDEN=1 and read the new file before committing it");
   }
   const TextComparison comparison = compare_text(result.out, read_text(golden.string()));
   INFO("stdout differs from " << golden.string() << ":\n" << comparison.diff);

@@ -13,12 +13,18 @@ namespace {
 
 std::string result_kind(Catch::ResultWas::OfType type) {
   switch (type) {
-    case Catch::ResultWas::ExpressionFailed: return "check failed";
-    case Catch::ResultWas::ExplicitFailure: return "failed";
-    case Catch::ResultWas::ThrewException: return "threw an exception";
-    case Catch::ResultWas::FatalErrorCondition: return "crashed";
-    case Catch::ResultWas::DidntThrowException: return "did not throw";
-    default: return "failed";
+    case Catch::ResultWas::ExpressionFailed:
+      return "check failed";
+    case Catch::ResultWas::ExplicitFailure:
+      return "failed";
+    case Catch::ResultWas::ThrewException:
+      return "threw an exception";
+    case Catch::ResultWas::FatalErrorCondition:
+      return "crashed";
+    case Catch::ResultWas::DidntThrowException:
+      return "did not throw";
+    default:
+      return "failed";
   }
 }
 

@@ -21,7 +21,8 @@ namespace attn::grading {
 // data/fixtures/exercises/<relative>.npy as a float32 tensor of rank N.
 template <std::size_t N>
 xt::xtensor<float, N> fixture(const std::string& relative) {
-  const std::filesystem::path path = std::filesystem::path(ATTN_EXERCISE_FIXTURES_DIR) / (relative + ".npy");
+  const std::filesystem::path path =
+      std::filesystem::path(ATTN_EXERCISE_FIXTURES_DIR) / (relative + ".npy");
   if (!std::filesystem::exists(path)) {
     FAIL("missing fixture " << path.string()
                             << "; regenerate with: /usr/bin/python3 data/generate_fixtures.py");
@@ -34,7 +35,8 @@ xt::xtensor<float, N> fixture(const std::string& relative) {
 template <class Got, class Expected>
 void check_close(const std::string& what, const Got& got, const Expected& expected,
                  testing::Tolerance tolerance = {}) {
-  const testing::CloseReport report = testing::compare_close(to_array(got), to_array(expected), tolerance);
+  const testing::CloseReport report =
+      testing::compare_close(to_array(got), to_array(expected), tolerance);
   if (!report.ok) {
     FAIL_CHECK(what << ": " << report.message);
   } else {

@@ -47,7 +47,8 @@ inline RunResult run_attn(const std::vector<std::string>& args,
     }
     std::vector<char*> argv;
     argv.push_back(const_cast<char*>(ATTN_EXECUTABLE));
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    for (const std::string& a : args)
+      argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     execv(ATTN_EXECUTABLE, argv.data());
     _exit(127);
@@ -82,7 +83,8 @@ inline RunResult run_attn(const std::vector<std::string>& args,
 
 inline std::size_t line_count(const std::string& text) {
   std::size_t lines = 0;
-  for (char c : text) lines += c == '\n';
+  for (char c : text)
+    lines += c == '\n';
   if (!text.empty() && text.back() != '\n') ++lines;
   return lines;
 }

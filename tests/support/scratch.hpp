@@ -22,7 +22,8 @@ namespace attn::testing {
 struct ScratchDir {
   std::filesystem::path path;
   explicit ScratchDir(const std::string& name)
-      : path(std::filesystem::temp_directory_path() / fmt::format("attn-test-{}-{}", name, ::getpid())) {
+      : path(std::filesystem::temp_directory_path() /
+             fmt::format("attn-test-{}-{}", name, ::getpid())) {
     std::filesystem::remove_all(path);
     std::filesystem::create_directories(path);
   }
