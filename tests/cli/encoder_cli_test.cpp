@@ -181,6 +181,11 @@ TEST_CASE("bad input to the encoder: one line, exit 2", "[cli][encoder][bad-inpu
       {{"summary", "encoder", "--config", not_json}, "is not JSON"},
       {{"summary", "self-attention", "--layers", "2"},
        "--layers: `attn summary self-attention` does not take it"},
+      // Options the run does not use are refused, never ignored.
+      {{"encoder", "--seq", "513"}, "--seq sets T of the random hidden states"},
+      {{"encoder", "--batch", "2", "--ids", "3,4"}, "--batch sets B of the random hidden states"},
+      {{"encoder", "--ids", "3,4", "--vocab", "vocab.txt"}, "--vocab reads --text"},
+      {{"encoder", "--no-embeddings", "--add-special-tokens"}, "--add-special-tokens wraps --text"},
   };
   for (const Case& c : cases) {
     DYNAMIC_SECTION(fmt::format("{}", fmt::join(c.args, " "))) {
@@ -201,4 +206,22 @@ TEST_CASE("summary embeddings describes the book's Embeddings", "[cli][encoder][
   CHECK(result.out.find(
             "├─Embedding: 1-1                         [1, 5, 768]               23,440,896") !=
         std::string::npos);
+}
+
+TEST_CASE("text under a BERT config goes through BERT's vocabulary", "[cli][encoder][vocab]") {
+  const auto ids_of = [](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {
+        "encoder", "--text", "time flies like an arrow", "--layers", "1", "--format", "json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto run = run_attn(args);
+    INFO("stderr: " << run.err);
+    REQUIRE(run.exit_code == 0);
+    const auto doc = nlohmann::json::parse(run.out);
+    return doc["steps"][0]["values"][0].get<std::vector<std::int64_t>>();
+  };
+  // Seed 000's ids of the sentence in bert-base-uncased's vocab.txt.
+  CHECK(ids_of({"--config", "bert-base"}) ==
+        std::vector<std::int64_t>{2051, 10029, 2066, 2019, 8612});
+  // The tiny config's vocabulary is the lesson's.
+  CHECK(ids_of({}) == std::vector<std::int64_t>{113, 114, 115, 116, 117});
 }
