@@ -187,7 +187,7 @@ void check_folder(const fs::path& folder, const std::string& target,
 
 // Checks that the save directory may be written, and returns what it is now.
 Identity check_save_target(const std::string& text) {
-  if (text.empty()) throw save_error("the directory name is empty: give a path, e.g. --save out");
+  if (text.empty()) throw save_error("the directory name is empty: give a path, e.g. <save> out");
   const fs::path dir = save_target(text);
   check_folder(parent_of(dir), text, save_error);
   std::error_code ec;
@@ -208,7 +208,7 @@ Identity check_save_target(const std::string& text) {
                  there = fs::weakly_canonical(dir, ec);
   const auto [end, _] = std::mismatch(there.begin(), there.end(), here.begin(), here.end());
   if (!ec && end == there.end()) {
-    throw save_error(fmt::format("'{}' is {} directory: save into a new directory, e.g. --save out",
+    throw save_error(fmt::format("'{}' is {} directory: save into a new directory, e.g. <save> out",
                                  printable(text),
                                  there == here ? "the current" : "above the current"));
   }
@@ -219,7 +219,7 @@ Identity check_save_target(const std::string& text) {
 void check_weights_target(const OutputOptions& o) {
   const std::string& path = o.save_weights;
   if (path.empty())
-    throw weights_error("the file name is empty: give a path, e.g. --save-weights w.safetensors");
+    throw weights_error("the file name is empty: give a path, e.g. <save_weights> w.safetensors");
   const std::string ext = lowercase_extension(path);
   if (ext == ".pt" || ext == ".pth") {
     throw weights_error(
@@ -234,7 +234,7 @@ void check_weights_target(const OutputOptions& o) {
     while (dir.size() > 1 && dir.back() == '/')
       dir.pop_back();
     throw weights_error(
-        fmt::format("'{}' is a folder: give a file name, e.g. --save-weights {}/w.safetensors",
+        fmt::format("'{}' is a folder: give a file name, e.g. <save_weights> {}/w.safetensors",
                     printable(path), printable(dir)));
   }
   if (ext != ".safetensors" && ext != ".npz") {
