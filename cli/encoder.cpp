@@ -116,8 +116,7 @@ std::vector<std::vector<std::int64_t>> read_ids_file(const std::string& path,
 // An option that the chosen mode does not use is refused, never ignored.
 void refuse_unused(const CLI::Option* option, bool used, std::string_view why) {
   if (option == nullptr || option->count() == 0 || used) return;
-  throw Error("encoder", fmt::format("{} {}", option->get_name(), why))
-      .about(option->get_name().substr(2));
+  throw Error("encoder", std::string(why)).about(option->get_name().substr(2));
 }
 
 void run(EncoderCliOptions& o, Context& context) {
@@ -139,16 +138,16 @@ void run(EncoderCliOptions& o, Context& context) {
   const int sources = !o.text.empty() + !o.ids.empty() + !o.ids_file.empty();
   if (sources > 1) throw Error("encoder", "give one of --text, --ids and --ids-file").about("ids");
   const bool text_input = !o.no_embeddings && o.ids.empty() && o.ids_file.empty();
-  refuse_unused(
-      o.batch_option, o.no_embeddings,
-      "sets B of the random hidden states, which only --no-embeddings uses: drop it (with tokens, B is 1; "
-      "--ids-file gives more sequences), or add --no-embeddings");
-  refuse_unused(
-      o.seq_option, o.no_embeddings,
-      "sets T of the random hidden states, which only --no-embeddings uses: drop it (with tokens, T is "
-      "their number), or add --no-embeddings");
-  refuse_unused(o.vocab_option, text_input, "reads --text, which this run does not use: drop it");
-  refuse_unused(o.special_option, text_input, "wraps --text, which this run does not use: drop it");
+  refuse_unused(o.batch_option, o.no_embeddings,
+                "only --no-embeddings uses it (B of the random hidden states): drop it, or add "
+                "--no-embeddings; --ids-file gives several sequences of tokens");
+  refuse_unused(o.seq_option, o.no_embeddings,
+                "only --no-embeddings uses it (T of the random hidden states): drop it, or add "
+                "--no-embeddings; with tokens, T is their number");
+  refuse_unused(o.vocab_option, text_input,
+                "only --text uses it, and this run reads no text: drop it");
+  refuse_unused(o.special_option, text_input,
+                "only --text uses it, and this run reads no text: drop it");
   check_outputs(o.output);
   if (o.no_embeddings) {
     if (sources > 0) {

@@ -182,10 +182,11 @@ TEST_CASE("bad input to the encoder: one line, exit 2", "[cli][encoder][bad-inpu
       {{"summary", "self-attention", "--layers", "2"},
        "--layers: `attn summary self-attention` does not take it"},
       // Options the run does not use are refused, never ignored.
-      {{"encoder", "--seq", "513"}, "--seq sets T of the random hidden states"},
-      {{"encoder", "--batch", "2", "--ids", "3,4"}, "--batch sets B of the random hidden states"},
-      {{"encoder", "--ids", "3,4", "--vocab", "vocab.txt"}, "--vocab reads --text"},
-      {{"encoder", "--no-embeddings", "--add-special-tokens"}, "--add-special-tokens wraps --text"},
+      {{"encoder", "--seq", "513"}, "--seq: only --no-embeddings uses it"},
+      {{"encoder", "--batch", "2", "--ids", "3,4"}, "--batch: only --no-embeddings uses it"},
+      {{"encoder", "--ids", "3,4", "--vocab", "vocab.txt"}, "--vocab: only --text uses it"},
+      {{"encoder", "--no-embeddings", "--add-special-tokens"},
+       "--add-special-tokens: only --text uses it"},
   };
   for (const Case& c : cases) {
     DYNAMIC_SECTION(fmt::format("{}", fmt::join(c.args, " "))) {
