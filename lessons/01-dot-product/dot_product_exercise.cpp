@@ -16,8 +16,10 @@
 namespace attn::exercise {
 
 Tensor3 batched_matmul_transposed(const Tensor3& a, const Tensor3& b) {
-  // TODO(lesson 01): throw std::invalid_argument unless a is (B,T,K) and b is (B,N,K); then for
-  // every batch entry i, row t and column n set out(i, t, n) to the sum over k of a(i, t, k) * b(i, n, k).
+  // TODO(lesson 01): the product of a with b transposed, batch entry by batch entry: entry (t, n)
+  // is the dot product of row t of a with row n of b. a (B,T,K), b (B,N,K) -> (B,T,N). Throws
+  // std::invalid_argument when the batch sizes or the inner sizes K differ.
+  // PyTorch: torch.bmm(a, b.transpose(1, 2)), that is a @ b.transpose(-2, -1)
   // BEGIN SOLUTION
   if (a.shape(0) != b.shape(0) || a.shape(2) != b.shape(2)) {
     throw std::invalid_argument(
@@ -41,8 +43,9 @@ Tensor3 batched_matmul_transposed(const Tensor3& a, const Tensor3& b) {
 }
 
 Tensor3 batched_matmul(const Tensor3& a, const Tensor3& b) {
-  // TODO(lesson 01): throw std::invalid_argument unless a is (B,T,K) and b is (B,K,N); then for
-  // every batch entry i, row t and column n set out(i, t, n) to the sum over k of a(i, t, k) * b(i, k, n).
+  // TODO(lesson 01): the matrix product of a and b, batch entry by batch entry. a (B,T,K),
+  // b (B,K,N) -> (B,T,N). Throws std::invalid_argument when the batch sizes or the inner sizes K
+  // differ. PyTorch: torch.bmm(a, b), that is a @ b
   // BEGIN SOLUTION
   if (a.shape(0) != b.shape(0) || a.shape(2) != b.shape(1)) {
     throw std::invalid_argument(fmt::format("batched_matmul: shapes do not match: {} @ {}",
@@ -65,8 +68,13 @@ Tensor3 batched_matmul(const Tensor3& a, const Tensor3& b) {
 }
 
 DotProductSteps dot_product_attention(const Tensor3& x, float divisor) {
-  // TODO(lesson 01): raw_weights = batched_matmul_transposed(x, x) with every element divided by
-  // divisor; weights = attn::softmax(raw_weights); output = batched_matmul(weights, x).
+  // TODO(lesson 01): self-attention with no parameters, every step kept in DotProductSteps: the raw
+  // weights compare each token of x with every token by a dot product, divided by divisor; the
+  // weights are their softmax over the last axis; each output token is the average of the tokens of
+  // x weighted by its row of weights. x (B,T,D) -> raw_weights (B,T,T), weights (B,T,T), output
+  // (B,T,D). The core's attn::softmax(scores), over the last axis, is available (lesson 03's).
+  // PyTorch: raw = torch.bmm(x, x.transpose(1, 2)) / divisor; w = torch.softmax(raw, dim=-1);
+  // output = torch.bmm(w, x)
   // BEGIN SOLUTION
   DotProductSteps steps;
   steps.raw_weights = batched_matmul_transposed(x, x);  // (B,T,D) @ (B,T,D)^T -> (B,T,T)

@@ -17,8 +17,9 @@
 namespace attn::exercise {
 
 double entropy(const float* weights, std::size_t n) {
-  // TODO(lesson 02): return minus the sum of w * ln(w) over the n weights, summed in double,
-  // skipping the weights that are 0 (their ln is -inf, and 0 ln 0 counts as 0).
+  // TODO(lesson 02): the entropy, in nats, of one row of n weights: minus the sum of w ln w,
+  // where a weight of 0 adds 0 (0 ln 0 = 0). weights[0 .. n-1] -> a double: ln n for n equal
+  // weights, 0 for a one-hot row. PyTorch: torch.special.entr(w).sum()
   // BEGIN SOLUTION
   double h = 0.0;
   for (std::size_t j = 0; j < n; ++j) {
@@ -30,8 +31,11 @@ double entropy(const float* weights, std::size_t n) {
 }
 
 DotProductSpread measure_dot_product_spread(Rng& rng, std::size_t d_model, std::size_t samples) {
-  // TODO(lesson 02): `samples` times, draw q then k (d_model rng.normal() values each) and keep q·k;
-  // return d_model, the mean of q·k, the variance (divided by samples - 1) and variance / d_model.
+  // TODO(lesson 02): how far q·k spreads for random q and k: over `samples` pairs q, k of d_model
+  // entries, each entry one rng.normal() draw from the rng given, the mean of q·k, its sample
+  // variance (divided by samples - 1) and that variance / d_model, which is the variance of
+  // q·k / sqrt(D); d_model is copied into the result. PyTorch, with dots the samples' q·k:
+  // dots.mean(), dots.var(), dots.var() / D
   // BEGIN SOLUTION
   std::vector<double> dots(samples);
   std::vector<float> q(d_model), k(d_model);  // (D), (D)
@@ -61,8 +65,13 @@ DotProductSpread measure_dot_product_spread(Rng& rng, std::size_t d_model, std::
 
 SoftmaxPeakComparison measure_softmax_peak(Rng& rng, std::size_t d_model, std::size_t keys,
                                            std::size_t rows) {
-  // TODO(lesson 02): fill scores (rows, keys) with q·k, one q per row and a new k per key; divide a
-  // copy by sqrt(d_model); attn::softmax both, and average each one's row max and entropy() over rows.
+  // TODO(lesson 02): how peaked softmax rows are without and with the 1/sqrt(D): scores
+  // (rows, keys) of q·k, each row's query q against `keys` keys k of its own, every entry of q and
+  // k one rng.normal() draw. unscaled describes softmax(scores), scaled softmax(scores / sqrt(D)),
+  // each by the mean over the rows of the row's largest weight and of its entropy; d_model is
+  // copied into the result. The core's attn::softmax (lesson 03's, for a Tensor2 too) is available.
+  // PyTorch, for s = scores and s = scores / math.sqrt(D): w = torch.softmax(s, dim=-1);
+  // w.max(dim=-1).values.mean(), torch.special.entr(w).sum(-1).mean()
   // BEGIN SOLUTION
   Tensor2 scores({rows, keys});  // (rows, keys) q·k
   std::vector<float> q(d_model), k(d_model);

@@ -17,8 +17,11 @@
 namespace attn::exercise {
 
 Tensor3 softmax(const Tensor3& scores) {
-  // TODO(lesson 03): for each row scores(b, t, :), subtract the row's largest score, take exp,
-  // and divide by the row's sum. If the largest score is -inf, every score is: write zeros.
+  // TODO(lesson 03): softmax over the last axis: each row of scores (one query against every key)
+  // becomes weights exp(s) / (the sum of exp over the row), each in [0, 1], summing to 1. They must
+  // stay finite for large scores (the tests use scores of several hundred; a float exp overflows
+  // above about 88.7). A -inf score gets weight 0, and a row of only -inf comes out all zeros
+  // (torch gives NaN there). (B,T,S) -> (B,T,S). PyTorch: torch.softmax(scores, dim=-1)
   // BEGIN SOLUTION
   const std::size_t batch = scores.shape(0), queries = scores.shape(1), keys = scores.shape(2);
   Tensor3 weights(scores.shape());
@@ -46,7 +49,9 @@ Tensor3 softmax(const Tensor3& scores) {
 }
 
 Tensor2 causal_mask(std::size_t tokens) {
-  // TODO(lesson 03): a (tokens, tokens) tensor with 0 where key <= query and -inf where key > query.
+  // TODO(lesson 03): the additive causal mask: query i sees keys 0..i and none after them, so 0
+  // where key <= query and -inf where key > query. tokens T -> (T,T), indexed (query, key).
+  // PyTorch: torch.triu(torch.full((T, T), float('-inf')), diagonal=1)
   // BEGIN SOLUTION
   Tensor2 mask({tokens, tokens});
   for (std::size_t query = 0; query < tokens; ++query) {
@@ -59,8 +64,9 @@ Tensor2 causal_mask(std::size_t tokens) {
 }
 
 Tensor3 apply_mask(const Tensor3& scores, const Tensor2& mask) {
-  // TODO(lesson 03): add mask(t, s) to scores(b, t, s) for every batch b. Throw
-  // std::invalid_argument when mask's shape is not (T,S).
+  // TODO(lesson 03): the scores with the mask added, the same (T,S) mask for every batch entry.
+  // scores (B,T,S), mask (T,S) -> (B,T,S). Throws std::invalid_argument when the mask is not
+  // (T,S). PyTorch: scores + mask (broadcast over B)
   // BEGIN SOLUTION
   if (mask.shape(0) != scores.shape(1) || mask.shape(1) != scores.shape(2)) {
     throw std::invalid_argument(

@@ -19,9 +19,13 @@ namespace attn::exercise {
 
 AttentionSteps scaled_dot_product_attention(const Tensor3& queries, const Tensor3& keys,
                                             const Tensor3& values, const Tensor3* mask) {
-  // TODO(lesson 04): scores(b, t, s) = sum over i of queries(b, t, i) * keys(b, s, i); scaled_scores =
-  // scores / sqrt(hs) + (*mask)(b, t, s) if mask; weights = attn::softmax(scaled_scores); output(b, t, j) =
-  // sum over s of weights(b, t, s) * values(b, s, j). Keep Q, K, V; throw std::invalid_argument on bad shapes.
+  // TODO(lesson 04): scaled dot-product attention, softmax(Q Kᵀ / sqrt(hs) + mask) V, with every
+  // member of AttentionSteps filled (queries, keys and values are the inputs as given).
+  // queries (B,T,hs), keys (B,S,hs), values (B,S,hv), mask (B,T,S) additive or null -> scores,
+  // scaled_scores and weights (B,T,S), output (B,T,hv). Throws std::invalid_argument when the keys
+  // or values do not fit the queries (B, hs) or each other (S), or the mask is not (B,T,S).
+  // PyTorch: scores = torch.bmm(q, k.transpose(1, 2)); scaled = scores / math.sqrt(hs) + mask;
+  // weights = torch.softmax(scaled, dim=-1); output = torch.bmm(weights, v)
   // BEGIN SOLUTION
   const std::size_t batch = queries.shape(0), tokens = queries.shape(1), head = queries.shape(2);
   const std::size_t sources = keys.shape(1), value_size = values.shape(2);
@@ -74,8 +78,12 @@ AttentionSteps scaled_dot_product_attention(const Tensor3& queries, const Tensor
 
 Tensor3 attention_mask(std::size_t batch, std::size_t tokens, bool causal,
                        const std::vector<std::size_t>& lengths) {
-  // TODO(lesson 04): a (batch, tokens, tokens) tensor: -inf at (b, i, j) when causal and j > i, or when
-  // j >= lengths[b]; 0 elsewhere. Throw std::invalid_argument for lengths not `batch` long or outside 1..tokens.
+  // TODO(lesson 04): the additive mask of a batch: -inf where query i may not look at key j, that
+  // is j > i when causal, and j >= lengths[b] (a padding key) when lengths is not empty; 0
+  // everywhere else. B = batch, T = tokens, lengths empty or one per sequence -> (B,T,T). Throws
+  // std::invalid_argument when lengths is neither empty nor B long, or a length is 0 or past T.
+  // PyTorch: nn.Transformer.generate_square_subsequent_mask(T) when causal, with -inf also where
+  // nn.MultiheadAttention's key_padding_mask (B,T) would be True
   // BEGIN SOLUTION
   if (!lengths.empty() && lengths.size() != batch) {
     throw std::invalid_argument(
@@ -101,8 +109,12 @@ Tensor3 attention_mask(std::size_t batch, std::size_t tokens, bool causal,
 }
 
 AttentionSteps forward(const AttentionHead& head, const Tensor3& x, const Tensor3* mask) {
-  // TODO(lesson 04): project x with each of head.q, head.k and head.v: out(b, t, o) = bias(o) + sum over d
-  // of x(b, t, d) * weight(o, d). Then return scaled_dot_product_attention(Q, K, V, mask).
+  // TODO(lesson 04): one attention head on x: Q, K and V are x through head.q, head.k and head.v
+  // (nn.Linear, x Wᵀ + b: weight (hs,D), bias (hs) when has_bias), then the attention above on them
+  // with the mask. x (B,T,D), mask (B,T,T) or null -> AttentionSteps with Q, K, V (B,T,hs) and
+  // output (B,T,hs). Throws std::invalid_argument when a projection's weight is not D wide.
+  // PyTorch (seed 000's AttentionHead): scaled_dot_product_attention(self.q(x), self.k(x),
+  // self.v(x)), with the mask added to the scaled scores
   // BEGIN SOLUTION
   const auto project = [&x](const Linear& layer) {
     if (layer.weight.shape(1) != x.shape(2)) {

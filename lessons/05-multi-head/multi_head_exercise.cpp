@@ -19,8 +19,10 @@
 namespace attn::exercise {
 
 std::size_t head_size(MultiHeadVariant variant, std::size_t d_model, std::size_t heads) {
-  // TODO(lesson 05): return d_model for MultiHeadVariant::wide, d_model / heads for the others. Throw
-  // std::invalid_argument when d_model or heads is 0, or (not wide) when heads does not divide d_model.
+  // TODO(lesson 05): the head size hs of a variant: D for wide (each head as wide as the model),
+  // D / H for narrow, book and fused (the width cut into H heads). Throws std::invalid_argument
+  // when D or H is 0, or, for all but wide, when H does not divide D.
+  // PyTorch (seed 001): assert d_model % h == 0; self.d_k = d_model // h
   // BEGIN SOLUTION
   if (d_model == 0 || heads == 0) {
     throw std::invalid_argument(
@@ -38,8 +40,10 @@ std::size_t head_size(MultiHeadVariant variant, std::size_t d_model, std::size_t
 }
 
 Tensor4 split_heads(const Tensor3& x, std::size_t heads) {
-  // TODO(lesson 05): with hs = x.shape(2) / heads, out(b, h, t, i) = x(b, t, h * hs + i). Throw
-  // std::invalid_argument when heads is 0 or does not divide x.shape(2).
+  // TODO(lesson 05): cut each token's H*hs numbers into H heads of hs, head h taking the columns
+  // h*hs .. h*hs + hs - 1, with the head axis before the tokens. x (B,T,H*hs) -> (B,H,T,hs).
+  // Throws std::invalid_argument when heads is 0 or does not divide x's last size.
+  // PyTorch: x.view(B, T, H, hs).transpose(1, 2)
   // BEGIN SOLUTION
   if (heads == 0 || x.shape(2) % heads != 0) {
     throw std::invalid_argument(fmt::format(
@@ -60,8 +64,9 @@ Tensor4 split_heads(const Tensor3& x, std::size_t heads) {
 }
 
 Tensor3 merge_heads(const Tensor4& y) {
-  // TODO(lesson 05): the inverse of split_heads: out(b, t, h * hs + i) = y(b, h, t, i), with out of
-  // shape (B, T, H * hs).
+  // TODO(lesson 05): the inverse of split_heads: each token's heads side by side again, head h in
+  // the columns h*hs .. h*hs + hs - 1. y (B,H,T,hs) -> (B,T,H*hs).
+  // PyTorch: y.transpose(1, 2).reshape(B, T, H * hs)
   // BEGIN SOLUTION
   const std::size_t batch = y.shape(0), heads = y.shape(1), tokens = y.shape(2), size = y.shape(3);
   Tensor3 out({batch, tokens, heads * size});  // (B,H,T,hs) -> (B,T,H*hs)
@@ -78,9 +83,16 @@ Tensor3 merge_heads(const Tensor4& y) {
 }
 
 MultiHeadSteps forward(const MultiHeadAttention& layer, const Tensor3& x, const Tensor3* mask) {
-  // TODO(lesson 05): Q, K, V = split_heads(attn::forward(W_Q, x)) etc. (toqueries... if not fused; book:
-  // head h's own q, k, v). scores = Q Kᵀ / sqrt(hs) + mask; weights = attn::softmax(scores); concatenated =
-  // merge_heads(weights @ V); output = W_O, unifyheads or output_linear applied to concatenated.
+  // TODO(lesson 05): multi-head attention for any of the four variants, every member of
+  // MultiHeadSteps filled: Q, K, V are x's projections cut into H heads (toqueries, tokeys,
+  // tovalues for wide and narrow, W_Q, W_K, W_V for fused; book: head h's own q, k, v give head h),
+  // each head attends on its own with softmax(Q Kᵀ / sqrt(hs) + mask), and the heads' outputs,
+  // side by side, go through the variant's output Linear (unifyheads, W_O or output_linear).
+  // x (B,T,D), mask (B,T,T) additive or null, the same for every head -> Q, K, V (B,H,T,hs),
+  // scores and weights (B,H,T,T), concatenated (B,T,H*hs), output (B,T,D). Throws
+  // std::invalid_argument when x is not D wide, the mask is not (B,T,T), or book's head_list does
+  // not hold H heads. PyTorch: weights = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(hs)
+  // + mask[:, None], dim=-1); output = W_O((weights @ V).transpose(1, 2).reshape(B, T, H * hs))
   // BEGIN SOLUTION
   const std::size_t batch = x.shape(0), tokens = x.shape(1), heads = layer.heads;
   if (x.shape(2) != layer.d_model) {

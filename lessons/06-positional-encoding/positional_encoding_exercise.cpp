@@ -16,9 +16,13 @@
 namespace attn::exercise {
 
 SinusoidalTable sinusoidal_table(std::size_t positions, std::size_t width) {
-  // TODO(lesson 06): fill div_term (F = (D+1)/2), angles(p, i) = p * div_term(i), then pe(p, j)
-  // = sin(angles(p, j/2)) for even j and cos(angles(p, j/2)) for odd j. Throw
-  // std::invalid_argument when positions or width is 0.
+  // TODO(lesson 06): seed 001's sinusoidal table for positions 0..P-1: div_term (F), the
+  // frequencies 1/10000^(2i/D) with F = (D+1)/2; angles (P,F), position times frequency; pe (P,D),
+  // the angles' sines in the even columns and their cosines in the odd ones (odd D: the last
+  // cosine is dropped). Throws std::invalid_argument when P or D is 0. PyTorch:
+  // div_term = torch.exp(torch.arange(0, D, 2).float() * (-math.log(10000.0) / D));
+  // angles = torch.arange(P).float().unsqueeze(1) * div_term; pe[:, 0::2] = torch.sin(angles);
+  // pe[:, 1::2] = torch.cos(angles)[:, : D // 2]
   // BEGIN SOLUTION
   if (positions == 0 || width == 0) {
     throw std::invalid_argument(fmt::format(
@@ -49,8 +53,9 @@ SinusoidalTable sinusoidal_table(std::size_t positions, std::size_t width) {
 }
 
 Tensor3 add_positions(const Tensor3& x, const Tensor2& pe) {
-  // TODO(lesson 06): out(b, t, d) = x(b, t, d) + pe(t, d) for every batch b. Throw
-  // std::invalid_argument when pe's shape is not (T,D).
+  // TODO(lesson 06): give each token its position: x plus pe, the same table rows for every
+  // sequence of the batch. x (B,T,D), pe (T,D) -> (B,T,D). Throws std::invalid_argument when pe
+  // is not (T,D). PyTorch: x + pe.unsqueeze(0)
   // BEGIN SOLUTION
   if (pe.shape(0) != x.shape(1) || pe.shape(1) != x.shape(2)) {
     throw std::invalid_argument(fmt::format("add_positions: pe ({},{}) does not fit x ({},{},{})",

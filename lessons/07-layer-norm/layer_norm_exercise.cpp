@@ -16,8 +16,9 @@
 namespace attn::exercise {
 
 LayerNorm init_layer_norm(std::size_t d_model, float eps) {
-  // TODO(lesson 07): return a LayerNorm whose weight is d_model ones, bias d_model zeros, and eps.
-  // Throw std::invalid_argument unless eps > 0 and finite.
+  // TODO(lesson 07): nn.LayerNorm(D, eps) as it starts: weight (D) all ones, bias (D) all zeros,
+  // and eps. Throws std::invalid_argument unless eps is positive and finite.
+  // PyTorch: nn.LayerNorm(d_model, eps=eps), whose weight is torch.ones(D) and bias torch.zeros(D)
   // BEGIN SOLUTION
   if (!(eps > 0.0f) || !std::isfinite(eps)) {
     throw std::invalid_argument(
@@ -36,9 +37,13 @@ LayerNorm init_layer_norm(std::size_t d_model, float eps) {
 }
 
 LayerNormSteps forward(const LayerNorm& norm, const Tensor3& x) {
-  // TODO(lesson 07): for each token x(b, t, :), its mean and biased variance (divide by D), then
-  // (x - mean) / sqrt(variance + eps), then times weight(d) plus bias(d). Throw
-  // std::invalid_argument when x.shape(2) differs from the size of weight or bias.
+  // TODO(lesson 07): nn.LayerNorm on each token's D numbers, every step kept in LayerNormSteps: the
+  // token's mean, its biased variance (the mean of the squared distances from the mean),
+  // normalised = (x - mean) / sqrt(variance + eps) with eps inside the root, and output =
+  // normalised * weight + bias, weight and bias per feature. x (B,T,D) -> mean (B,T,1), variance
+  // (B,T,1), normalised (B,T,D), output (B,T,D). Throws std::invalid_argument when weight or bias
+  // is not D long. PyTorch: F.layer_norm(x, (D,), weight, bias, eps), whose steps are
+  // x.mean(-1, keepdim=True) and x.var(-1, unbiased=False, keepdim=True)
   // BEGIN SOLUTION
   const std::size_t batch = x.shape(0), tokens = x.shape(1), width = x.shape(2);
   if (norm.weight.size() != width || norm.bias.size() != width) {

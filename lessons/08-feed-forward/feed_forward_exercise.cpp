@@ -16,8 +16,10 @@
 namespace attn::exercise {
 
 Tensor3 linear(const Tensor3& x, const Tensor2& weight, const Tensor1* bias) {
-  // TODO(lesson 08): out(b, t, o) = bias(o) + the sum over i of x(b, t, i) * weight(o, i), with no
-  // bias term when bias is null. Throw std::invalid_argument when weight's width is not x's last axis.
+  // TODO(lesson 08): nn.Linear on every token: x Wᵀ + b, with no bias term when bias is null.
+  // x (B,T,in), weight (out,in), bias (out) or null -> (B,T,out). Throws std::invalid_argument
+  // when weight's second size is not x's last size, or bias is not `out` long.
+  // PyTorch: F.linear(x, weight, bias), that is x @ weight.T + bias
   // BEGIN SOLUTION
   const std::size_t batch = x.shape(0), tokens = x.shape(1), in = x.shape(2), out = weight.shape(0);
   if (weight.shape(1) != in || (bias != nullptr && bias->shape(0) != out)) {
@@ -41,8 +43,9 @@ Tensor3 linear(const Tensor3& x, const Tensor2& weight, const Tensor1* bias) {
 }
 
 Tensor3 gelu(const Tensor3& x, GeluApproximation approximate) {
-  // TODO(lesson 08): for every element v, none: 0.5 v (1 + erf(v / sqrt(2))); tanh: 0.5 v (1 +
-  // tanh(sqrt(2 / pi) (v + 0.044715 v^3))). std::erf and std::tanh are in <cmath>.
+  // TODO(lesson 08): nn.GELU on every element: for none the exact 0.5 v (1 + erf(v / sqrt(2))),
+  // for tanh the approximation 0.5 v (1 + tanh(sqrt(2 / pi) (v + 0.044715 v^3))). The result has
+  // x's shape, (B,T,F) in the block. PyTorch: F.gelu(x, approximate='none' or 'tanh')
   // BEGIN SOLUTION
   const float sqrt_half = 0.70710678118654752f, sqrt_two_over_pi = 0.79788456080286536f;
   Tensor3 activated(x.shape());
@@ -58,9 +61,13 @@ Tensor3 gelu(const Tensor3& x, GeluApproximation approximate) {
 }
 
 FeedForwardSteps forward(const FeedForward& layer, const Tensor3& x) {
-  // TODO(lesson 08): hidden = linear_1(x), activated = exercise::gelu(hidden, layer.approximate),
-  // projected = linear_2(activated), output = projected, with your exercise::linear for the Linears
-  // (attn::gelu is the core's). Throw std::invalid_argument when x's width is not D.
+  // TODO(lesson 08): the book's FeedForward on x, every step kept in FeedForwardSteps: linear_1
+  // widens each token to F, the GELU (layer.approximate) bends it, linear_2 narrows it back to D,
+  // and dropout is the identity at inference. A Linear whose has_bias is false adds no bias.
+  // x (B,T,D) -> hidden (B,T,F), activated (B,T,F), projected (B,T,D), output (B,T,D). Throws
+  // std::invalid_argument when x is not D wide (linear_1's input width). A bare gelu(...) here is
+  // ambiguous with the core's attn::gelu (same signature): yours is exercise::gelu.
+  // PyTorch: self.dropout(self.linear_2(self.gelu(self.linear_1(x))))
   // BEGIN SOLUTION
   const Linear& first = layer.linear_1;
   const Linear& second = layer.linear_2;

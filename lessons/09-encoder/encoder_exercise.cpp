@@ -17,9 +17,12 @@
 namespace attn::exercise {
 
 EmbeddingsSteps forward(const Embeddings& embeddings, const Ids& ids) {
-  // TODO(lesson 09): token(b, t, :) = token_embeddings.weight(ids(b, t), :), position(0, t, :) =
-  // position_embeddings.weight(t, :), sum = token + position, output = attn::forward(layer_norm, sum).output.
-  // Throw std::invalid_argument when T exceeds the P positions or an id is outside 0..V-1.
+  // TODO(lesson 09): the book's Embeddings, every step kept in EmbeddingsSteps: each id's row of
+  // the token table, the position table's rows for positions 0..T-1, their sum, and the sum through
+  // layer_norm (the core's, lesson 07). ids (B,T) -> token (B,T,D), position (1,T,D), sum (B,T,D),
+  // output (B,T,D). Throws std::invalid_argument when T is more than the P positions or an id is
+  // outside 0..V-1. PyTorch: self.layer_norm(self.token_embeddings(ids) +
+  // self.position_embeddings(torch.arange(T).unsqueeze(0))), dropout being the identity
   // BEGIN SOLUTION
   const Tensor2& token_table = embeddings.token_embeddings.weight;        // (V,D)
   const Tensor2& position_table = embeddings.position_embeddings.weight;  // (P,D)
@@ -55,9 +58,15 @@ EmbeddingsSteps forward(const Embeddings& embeddings, const Ids& ids) {
 }
 
 EncoderLayerSteps forward(const EncoderLayer& layer, const Tensor3& x) {
-  // TODO(lesson 09): fill every field of EncoderLayerSteps as its comment in core/encoder.hpp says.
-  // pre (layer.placement == NormPlacement::pre): each sublayer reads a normalised copy and x is
-  // only added to; post: each sublayer reads the stream, and the residual sum is normalised.
+  // TODO(lesson 09): one TransformerEncoderLayer, pre-LN or post-LN as layer.placement says, every
+  // field of EncoderLayerSteps filled as its comment in core/encoder.hpp says. x (B,T,D) -> every
+  // step (B,T,D). Pre-LN: each sublayer reads a normalised copy and x is only added to; post-LN:
+  // each sublayer reads the stream, and the residual sum is normalised. The sublayers are the
+  // core's (see the top of this file) and check the shapes themselves (they throw attn::Error).
+  // PyTorch, pre-LN:  x = x + self.attention(self.layer_norm_1(x))
+  //                   x = x + self.feed_forward(self.layer_norm_2(x))
+  //          post-LN: x = self.layer_norm_1(x + self.attention(x))
+  //                   x = self.layer_norm_2(x + self.feed_forward(x))
   // BEGIN SOLUTION
   const auto add = [](const Tensor3& a, const Tensor3& b) {  // (B,T,D) + (B,T,D)
     Tensor3 sum(a.shape());
