@@ -58,8 +58,10 @@ std::string render_json(const LessonRun& run) {
   doc["settings"] = nlohmann::ordered_json::object();
   for (const auto& [name, value] : run.settings())
     doc["settings"][name] = json_setting(value);
-  for (const auto& [name, values] : run.listings())
-    std::visit([&](const auto& list) { doc[name] = list; }, values);
+  for (const auto& listing : run.listings()) {
+    const std::string& name = listing.first;  // a structured binding cannot be captured (clang 14)
+    std::visit([&](const auto& list) { doc[name] = list; }, listing.second);
+  }
   doc["steps"] = nlohmann::ordered_json::array();
   doc["checks"] = nlohmann::ordered_json::array();
   doc["tables"] = nlohmann::ordered_json::array();

@@ -1,7 +1,10 @@
-"""Fixtures for the course exercises: data/fixtures/exercises/<lesson>/.
+"""Fixtures for the course exercises: data/fixtures/exercises/inputs/<lesson>/ and
+data/fixtures/exercises/expected/<lesson>/.
 
 Each lesson's cases come from data/generator/exercise_<lesson>.py, a module with LESSON (the
-lesson's name) and generate(out_dir) -> list of written file names. Inputs are drawn by torch at
+lesson's name) and generate(out) -> list of written file names, where out.inputs is the folder of
+what the tests give the student's code (the grader lets that code read it) and out.expected the
+folder of what PyTorch computed (which only the grader reads: a file there is never an input). Inputs are drawn by torch at
 fixed seeds and outputs computed by PyTorch's own functions, never by the notebooks' buggy code.
 
 One lesson alone:  /usr/bin/python3 data/generator/exercises.py softmax
@@ -29,15 +32,26 @@ def save(out_dir, name, tensor):
     return f"{name}.npy"
 
 
+class Out:
+    def __init__(self, fixtures, lesson):
+        self.inputs = fixtures / "exercises" / "inputs" / lesson
+        self.expected = fixtures / "exercises" / "expected" / lesson
+
+
 def generate(fixtures, only=None):
     written = {}
     for module in modules():
         if only and module.LESSON != only:
             continue
-        out_dir = fixtures / "exercises" / module.LESSON
-        for old in out_dir.glob("*.npy"):
-            old.unlink()
-        written[module.LESSON] = sorted(module.generate(out_dir))
+        out = Out(fixtures, module.LESSON)
+        for folder in (out.inputs, out.expected, fixtures / "exercises" / module.LESSON):
+            for old in folder.glob("*.npy"):
+                old.unlink()
+        names = module.generate(out)
+        clash = {n for n in names if (out.inputs / n).exists() and (out.expected / n).exists()}
+        if clash:
+            raise SystemExit(f"{module.LESSON}: both an input and an expected value: {sorted(clash)}")
+        written[module.LESSON] = sorted(names)
     return written
 
 

@@ -1,6 +1,7 @@
 // Grades lesson 03's exercise against PyTorch (data/generator/exercise_softmax.py) and against
 // what any softmax must satisfy. Tags: [softmax] the lesson, [points=N] the marks, [.hidden] shown
-// after the due date.
+// after the due date. The student's functions are called only through STUDENT(...), and expected
+// values are used only in checks (see course/harness/grading.hpp).
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -12,17 +13,18 @@
 using attn::Tensor2;
 using attn::Tensor3;
 using attn::grading::check_close;
-using attn::grading::fixture;
+using attn::grading::expected;
+using attn::grading::input;
 
 namespace {
 
 constexpr attn::testing::Tolerance kTolerance{1e-6, 1e-5};
 
 void check_case(const std::string& name) {
-  const Tensor3 scores = fixture<3>("softmax/" + name + "_scores");
-  check_close("softmax(scores " + attn::shape_string_of(scores) + ")",
-              attn::exercise::softmax(scores), fixture<3>("softmax/" + name + "_softmax"),
-              kTolerance);
+  const Tensor3 scores = input<3>("softmax/" + name + "_scores");
+  const Tensor3 weights = STUDENT(attn::exercise::softmax(scores));
+  check_close("softmax(scores " + attn::shape_string_of(scores) + ")", weights,
+              expected<3>("softmax/" + name + "_softmax"), kTolerance);
 }
 
 }  // namespace
@@ -38,7 +40,8 @@ TEST_CASE("softmax matches PyTorch on odd shapes 3x5x7 1x6x3 and 1x1x1", "[softm
 }
 
 TEST_CASE("softmax rows sum to one over the last axis", "[softmax][points=1]") {
-  const Tensor3 weights = attn::exercise::softmax(fixture<3>("softmax/b3_t5_s7_scores"));
+  const Tensor3 scores = input<3>("softmax/b3_t5_s7_scores");
+  const Tensor3 weights = STUDENT(attn::exercise::softmax(scores));
   REQUIRE(weights.dimension() == 3);
   REQUIRE(weights.shape(0) == 3);
   REQUIRE(weights.shape(1) == 5);
@@ -62,24 +65,25 @@ TEST_CASE("softmax of large scores does not overflow", "[softmax][points=2]") {
 }
 
 TEST_CASE("causal_mask matches torch.triu of -inf", "[softmax][points=1]") {
-  check_close("causal_mask(5)", attn::exercise::causal_mask(5),
-              fixture<2>("softmax/causal_mask_t5"));
-  check_close("causal_mask(1)", attn::exercise::causal_mask(1),
-              fixture<2>("softmax/causal_mask_t1"));
+  const Tensor2 five = STUDENT(attn::exercise::causal_mask(5));
+  const Tensor2 one = STUDENT(attn::exercise::causal_mask(1));
+  check_close("causal_mask(5)", five, expected<2>("softmax/causal_mask_t5"));
+  check_close("causal_mask(1)", one, expected<2>("softmax/causal_mask_t1"));
 }
 
 TEST_CASE("apply_mask then softmax gives no weight to future tokens", "[softmax][points=2]") {
-  const Tensor3 scores = fixture<3>("softmax/causal_b2_t5_scores");
-  const Tensor3 masked = attn::exercise::apply_mask(scores, attn::exercise::causal_mask(5));
-  check_close("softmax(apply_mask(scores (2,5,5), causal_mask(5)))",
-              attn::exercise::softmax(masked), fixture<3>("softmax/causal_b2_t5_softmax"),
-              kTolerance);
+  const Tensor3 scores = input<3>("softmax/causal_b2_t5_scores");
+  const Tensor2 mask = STUDENT(attn::exercise::causal_mask(5));
+  const Tensor3 masked = STUDENT(attn::exercise::apply_mask(scores, mask));
+  const Tensor3 weights = STUDENT(attn::exercise::softmax(masked));
+  check_close("softmax(apply_mask(scores (2,5,5), causal_mask(5)))", weights,
+              expected<3>("softmax/causal_b2_t5_softmax"), kTolerance);
 }
 
 TEST_CASE("apply_mask refuses a mask of the wrong shape", "[softmax][points=1]") {
-  const Tensor3 scores = fixture<3>("softmax/b2_t4_s6_scores");
-  const Tensor2 wrong = attn::exercise::causal_mask(4);  // (4,4) for scores (2,4,6)
-  CHECK_THROWS_AS(attn::exercise::apply_mask(scores, wrong), std::invalid_argument);
+  const Tensor3 scores = input<3>("softmax/b2_t4_s6_scores");
+  const Tensor2 wrong = input<2>("softmax/causal_mask_t4");  // (4,4) for scores (2,4,6)
+  CHECK_THROWS_AS(STUDENT(attn::exercise::apply_mask(scores, wrong)), std::invalid_argument);
 }
 
 // BEGIN HIDDEN TESTS
@@ -89,17 +93,16 @@ TEST_CASE("softmax matches PyTorch with -inf scores on padded keys",
 }
 
 TEST_CASE("softmax of a fully masked row is zeros", "[softmax][points=1][.hidden]") {
-  Tensor3 scores = fixture<3>("softmax/b2_t4_s6_scores");
+  Tensor3 scores = input<3>("softmax/b2_t4_s6_scores");
   for (std::size_t s = 0; s < 6; ++s)
     scores(1, 2, s) = -std::numeric_limits<float>::infinity();
-  const Tensor3 weights = attn::exercise::softmax(scores);
+  const Tensor3 weights = STUDENT(attn::exercise::softmax(scores));
+  REQUIRE(weights.shape() == scores.shape());
   for (std::size_t s = 0; s < 6; ++s) {
     INFO("weights(1, 2, " << s << ") = " << weights(1, 2, s) << ", expected 0");
     CHECK(weights(1, 2, s) == 0.0f);
   }
-  Tensor3 expected = fixture<3>("softmax/b2_t4_s6_softmax");
-  for (std::size_t s = 0; s < 6; ++s)
-    expected(1, 2, s) = 0.0f;
-  check_close("softmax(scores with row (1, 2, :) all -inf)", weights, expected, kTolerance);
+  check_close("softmax(scores with row (1, 2, :) all -inf)", weights,
+              expected<3>("softmax/padded_row_b2_t4_s6_softmax"), kTolerance);
 }
 // END HIDDEN TESTS

@@ -1,7 +1,7 @@
-// The main of every exercise test program. Besides Catch2's own reporters it registers
-// `attn-grade`, which writes one JSON document that `attn grade` reads: per test case its name,
-// tags, whether it passed, and each failed assertion with the expression, what it expanded to
-// and the messages in scope (the expected-versus-got evidence).
+// The main of every check program: Catch2, with the `attn-grade` reporter, which writes one JSON
+// document for attn grade: per test case its name, tags, whether it passed, and each failed
+// assertion with the expression, what it expanded to and the messages in scope (the
+// expected-versus-got evidence).
 #define CATCH_CONFIG_MAIN
 #define CATCH_CONFIG_EXTERNAL_INTERFACES
 #include <catch2/catch.hpp>

@@ -1,0 +1,109 @@
+// What an exercise's tests are written with. A test file is compiled three ways:
+//
+//   - the probe (ATTN_GRADE_PROBE), linked with the student's code and run confined: it runs each
+//     test's body, and every STUDENT(expr) evaluates expr and sends what it returned (or threw)
+//     to the grader. Its assertions do nothing and expected values are empty: the probe never
+//     sees them and decides nothing.
+//   - the check (ATTN_GRADE_CHECK), built from the instructor's copy without the student's code:
+//     it runs the same bodies under Catch2, each STUDENT(expr) gives back what the probe sent, and
+//     its assertions decide pass or fail.
+//   - directly (neither), with the solutions, as attn's own tests: STUDENT(expr) is expr.
+//
+// So a test calls the student's code only through STUDENT(...), never inside another STUDENT or
+// an assertion other than CHECK_THROWS_AS/CHECK_NOTHROW, and uses expected values only in checks.
+#pragma once
+
+#include <cstddef>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <type_traits>
+
+#include "close.hpp"
+#include "npy.hpp"
+#include "tensor.hpp"
+#include "values.hpp"
+
+#if defined(ATTN_GRADE_PROBE)
+#include "probe.hpp"
+#else
+#include <catch2/catch.hpp>
+#endif
+#if defined(ATTN_GRADE_CHECK)
+#include "recording.hpp"
+#endif
+
+namespace attn::grading {
+
+// Where the inputs (which the student's code may read) and the expected values (which it may
+// not) are: ATTN_GRADE_INPUTS and ATTN_GRADE_EXPECTED, set by the grader; when run directly,
+// the inputs/ and expected/ folders of the exercise fixtures the build names.
+inline std::filesystem::path fixtures_dir(const char* variable) {
+  if (const char* dir = std::getenv(variable); dir != nullptr && *dir != '\0') return dir;
+#ifdef ATTN_EXERCISE_FIXTURES_DIR
+  return std::filesystem::path(ATTN_EXERCISE_FIXTURES_DIR) /
+         (std::string(variable) == "ATTN_GRADE_INPUTS" ? "inputs" : "expected");
+#else
+  throw std::runtime_error(std::string(variable) + " is not set: run the tests through attn grade");
+#endif
+}
+
+template <std::size_t N>
+xt::xtensor<float, N> read_fixture(const std::filesystem::path& dir, const std::string& relative) {
+  const std::filesystem::path path = dir / (relative + ".npy");
+  return to_tensor<N>(read_npy(path.string()), relative);
+}
+
+// An input of the test: <inputs>/<relative>.npy as a float32 tensor of rank N.
+template <std::size_t N>
+xt::xtensor<float, N> input(const std::string& relative) {
+  return read_fixture<N>(fixtures_dir("ATTN_GRADE_INPUTS"), relative);
+}
+
+// What PyTorch computed: <expected>/<relative>.npy. Empty in the probe.
+template <std::size_t N>
+xt::xtensor<float, N> expected(const std::string& relative) {
+#if defined(ATTN_GRADE_PROBE)
+  (void)relative;
+  return {};
+#else
+#if defined(ATTN_GRADE_CHECK)
+  std::error_code ec;
+  if (std::filesystem::exists(fixtures_dir("ATTN_GRADE_INPUTS") / (relative + ".npy"), ec)) {
+    FAIL("the expected value " << relative
+                               << " is among the inputs the student's code can read: list it "
+                                  "as expected, not as an input, in data/fixtures/exercises");
+  }
+#endif
+  return read_fixture<N>(fixtures_dir("ATTN_GRADE_EXPECTED"), relative);
+#endif
+}
+
+// Fails the test (and carries on) when got and expected differ in shape or in any element beyond
+// atol + rtol * |expected|. `what` names the call, e.g. "softmax(scores (2,4,6))".
+template <class Got, class Expected>
+void check_close(const std::string& what, const Got& got, const Expected& expected,
+                 testing::Tolerance tolerance = {}) {
+#if defined(ATTN_GRADE_PROBE)
+  (void)what, (void)got, (void)expected, (void)tolerance;
+#else
+  const testing::CloseReport report =
+      testing::compare_close(to_array(got), to_array(expected), tolerance);
+  if (!report.ok) {
+    FAIL_CHECK(what << ": " << report.message);
+  } else {
+    SUCCEED(what << ": " << report.message);
+  }
+#endif
+}
+
+}  // namespace attn::grading
+
+#if defined(ATTN_GRADE_PROBE)
+#define STUDENT(...) \
+  ::attn::grading::probe::student_call(#__VA_ARGS__, [&]() { return __VA_ARGS__; })
+#elif defined(ATTN_GRADE_CHECK)
+#define STUDENT(...) ::attn::grading::recorded<std::decay_t<decltype(__VA_ARGS__)>>(#__VA_ARGS__)
+#else
+#define STUDENT(...) (__VA_ARGS__)
+#endif
