@@ -21,8 +21,8 @@ def additive_mask(batch, tokens, causal, lengths):
     return torch.zeros(batch, tokens, tokens).masked_fill(hidden, NEG_INF)
 
 
-def attend(out, case, queries, keys, values, mask):
-    """Saves Q, K, V and every step of softmax(Q Kᵀ / sqrt(hs) + mask) V as <case>_<step>."""
+def attention_steps(queries, keys, values, mask):
+    """Q, K, V, every step of softmax(Q Kᵀ / sqrt(hs) + mask) V, and the mask if any, by name."""
     scores = torch.bmm(queries, keys.transpose(1, 2))
     scaled = scores / math.sqrt(keys.shape[-1])
     if mask is not None:
@@ -32,7 +32,17 @@ def attend(out, case, queries, keys, values, mask):
              "weights": weights, "output": torch.bmm(weights, values)}
     if mask is not None:
         steps["mask"] = mask
-    return [save(out, f"{case}_{name}", tensor) for name, tensor in steps.items()]
+    return steps
+
+
+def attend(out, case, queries, keys, values, mask, given=True):
+    """Saves Q, K, V and every step of softmax(Q Kᵀ / sqrt(hs) + mask) V as <case>_<step>: Q, K, V
+    and the mask as inputs when `given` (the test hands them to the student's code), else as
+    expected values (a head computed them from x); the steps after them always as expected values."""
+    steps = attention_steps(queries, keys, values, mask)
+    inputs = ("queries", "keys", "values", "mask") if given else ()
+    return [save(out.inputs if name in inputs else out.expected, f"{case}_{name}", tensor)
+            for name, tensor in steps.items()]
 
 
 def generate(out):
@@ -58,7 +68,7 @@ def generate(out):
     for case, batch, tokens, causal, lengths in [("mask_causal_b2_t5", 2, 5, True, None),
                                                  ("mask_padding_b2_t5", 2, 5, False, [3, 5]),
                                                  ("mask_both_b3_t4", 3, 4, True, [2, 4, 1])]:
-        files.append(save(out, case, additive_mask(batch, tokens, causal, lengths)))
+        files.append(save(out.expected, case, additive_mask(batch, tokens, causal, lengths)))
 
     # Seed 000's AttentionHead(embed_dim, head_dim): q, k, v = nn.Linear(D, hs) with biases.
     for case, seed, (b, t, d), hs, causal, lengths in [("head_d7_hs3", 6, (2, 5, 7), 3, False, None),
@@ -68,8 +78,17 @@ def generate(out):
         x = torch.randn(b, t, d)
         mask = additive_mask(b, t, causal, lengths) if causal or lengths else None
         with torch.no_grad():
-            files += attend(out, case, q(x), k(x), v(x), mask)
-        files.append(save(out, f"{case}_x", x))
+            files += attend(out, case, q(x), k(x), v(x), mask, given=False)
+        files.append(save(out.inputs, f"{case}_x", x))
         for name, layer in (("q", q), ("k", k), ("v", v)):
-            files += [save(out, f"{case}_{name}_weight", layer.weight), save(out, f"{case}_{name}_bias", layer.bias)]
+            files += [save(out.inputs, f"{case}_{name}_weight", layer.weight),
+                      save(out.inputs, f"{case}_{name}_bias", layer.bias)]
+        if case == "head_d7_hs3":
+            # x's tokens in order 3 0 4 1 2 give the output's rows, and the weights' rows and
+            # columns, in that order.
+            order = [3, 0, 4, 1, 2]
+            with torch.no_grad():
+                steps = attention_steps(q(x), k(x), v(x), mask)
+            files += [save(out.expected, f"{case}_shuffled_output", steps["output"][:, order, :]),
+                      save(out.expected, f"{case}_shuffled_weights", steps["weights"][:, order][:, :, order])]
     return files

@@ -22,13 +22,14 @@ def generate(out):
         torch.manual_seed(seed)
         a, b = torch.randn(batch, rows, inner), torch.randn(batch, cols, inner)
         case = f"transposed_b{batch}_t{rows}_n{cols}_k{inner}"
-        files += [save(out, f"{case}_a", a), save(out, f"{case}_b", b),
-                  save(out, f"{case}_out", torch.bmm(a, b.transpose(1, 2)))]
+        files += [save(out.inputs, f"{case}_a", a), save(out.inputs, f"{case}_b", b),
+                  save(out.expected, f"{case}_out", torch.bmm(a, b.transpose(1, 2)))]
     for seed, (batch, rows, inner, cols) in enumerate([(2, 3, 4, 5), (3, 1, 7, 2), (1, 5, 1, 3)], start=11):
         torch.manual_seed(seed)
         a, b = torch.randn(batch, rows, inner), torch.randn(batch, inner, cols)
         case = f"matmul_b{batch}_t{rows}_k{inner}_n{cols}"
-        files += [save(out, f"{case}_a", a), save(out, f"{case}_b", b), save(out, f"{case}_out", torch.bmm(a, b))]
+        files += [save(out.inputs, f"{case}_a", a), save(out.inputs, f"{case}_b", b),
+                  save(out.expected, f"{case}_out", torch.bmm(a, b))]
     # Self-attention X Xᵀ / divisor -> softmax -> W X: divisor 1 (this lesson), sqrt(D) (lesson 02),
     # and a divisor below 1 on large inputs, whose raw weights overflow exp() unless softmax is stable.
     for case, seed, shape, scale, divisor in [("b2_t5_d6", 21, (2, 5, 6), 1.0, 1.0),
@@ -40,6 +41,9 @@ def generate(out):
         torch.manual_seed(seed)
         x = torch.randn(*shape) * scale
         raw, weights, output = attention(x, divisor)
-        files += [save(out, f"{case}_x", x), save(out, f"{case}_raw_weights", raw),
-                  save(out, f"{case}_weights", weights), save(out, f"{case}_output", output)]
+        files += [save(out.inputs, f"{case}_x", x), save(out.expected, f"{case}_raw_weights", raw),
+                  save(out.expected, f"{case}_weights", weights), save(out.expected, f"{case}_output", output)]
+        if case == "b3_t4_d7":
+            # The tokens of x shuffled to order 2 0 3 1 give the output's rows in that order.
+            files.append(save(out.expected, f"shuffled_{case}_output", output[:, [2, 0, 3, 1], :]))
     return files

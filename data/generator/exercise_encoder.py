@@ -12,6 +12,8 @@ from generator.exercises import save
 
 LESSON = "encoder"
 
+SHUFFLE = [3, 0, 6, 1, 5, 2, 4]  # the order of the tokens in the permutation test
+
 
 def randomise_norms(model):
     with torch.no_grad():
@@ -22,7 +24,7 @@ def randomise_norms(model):
 
 
 def save_weights(out, name, model):
-    return [save(out, f"{name}.{key}", value) for key, value in model.state_dict().items()]
+    return [save(out.inputs, f"{name}.{key}", value) for key, value in model.state_dict().items()]
 
 
 def generate(out):
@@ -38,10 +40,11 @@ def generate(out):
             token = embeddings.token_embeddings(ids)
             position = embeddings.position_embeddings(torch.arange(t).unsqueeze(0))
             output = embeddings(ids)
-        files += [save(out, f"embeddings_{case}_ids", ids.float()), save(out, f"embeddings_{case}_token", token),
-                  save(out, f"embeddings_{case}_position", position),
-                  save(out, f"embeddings_{case}_sum", token + position),
-                  save(out, f"embeddings_{case}_output", output)]
+        files += [save(out.inputs, f"embeddings_{case}_ids", ids.float()),
+                  save(out.expected, f"embeddings_{case}_token", token),
+                  save(out.expected, f"embeddings_{case}_position", position),
+                  save(out.expected, f"embeddings_{case}_sum", token + position),
+                  save(out.expected, f"embeddings_{case}_output", output)]
     # One layer's weights per config; pre-LN and post-LN run the same weights on the same inputs.
     for weights, seed, (d, h, f), cases in [("layer_d12_h3_f48", 41, (12, 3, 48), [("b1_t5", (1, 5))]),
                                             ("layer_d10_h2_f24", 42, (10, 2, 24), [("b2_t7", (2, 7))]),
@@ -55,7 +58,7 @@ def generate(out):
         files += save_weights(out, weights, pre)
         for case, (b, t) in cases:
             x = torch.randn(b, t, d)
-            files.append(save(out, f"{weights}_{case}_x", x))
+            files.append(save(out.inputs, f"{weights}_{case}_x", x))
             with torch.no_grad():
                 norm_1 = pre.layer_norm_1(x)
                 attention = pre.attention(norm_1)
@@ -64,12 +67,17 @@ def generate(out):
                 feed_forward = pre.feed_forward(norm_2)
                 steps = dict(norm_1=norm_1, attention=attention, residual_1=residual_1, norm_2=norm_2,
                              feed_forward=feed_forward, output=pre(x))
-                files += [save(out, f"{weights}_{case}_pre_{k}", v) for k, v in steps.items()]
+                files += [save(out.expected, f"{weights}_{case}_pre_{k}", v) for k, v in steps.items()]
+                if case == "b2_t7":
+                    # x's tokens in order 3 0 6 1 5 2 4 give the output's rows in that order.
+                    files.append(save(out.expected, f"{weights}_{case}_pre_shuffled_output", steps["output"][:, SHUFFLE]))
                 attention = post.attention(x)
                 norm_1 = post.layer_norm_1(x + attention)
                 feed_forward = post.feed_forward(norm_1)
                 norm_2 = post.layer_norm_2(norm_1 + feed_forward)
                 steps = dict(norm_1=norm_1, attention=attention, residual_1=norm_1, norm_2=norm_2,
                              feed_forward=feed_forward, output=post(x))
-                files += [save(out, f"{weights}_{case}_post_{k}", v) for k, v in steps.items()]
+                files += [save(out.expected, f"{weights}_{case}_post_{k}", v) for k, v in steps.items()]
+                if case == "b2_t7":
+                    files.append(save(out.expected, f"{weights}_{case}_post_shuffled_output", steps["output"][:, SHUFFLE]))
     return files

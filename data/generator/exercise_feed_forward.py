@@ -29,16 +29,16 @@ def generate(out):
         torch.manual_seed(seed)
         layer = nn.Linear(i, o, bias=bias)
         x = torch.randn(b, t, i)
-        files += [save(out, f"linear_{case}_x", x), save(out, f"linear_{case}_weight", layer.weight),
-                  save(out, f"linear_{case}_out", layer(x))]
+        files += [save(out.inputs, f"linear_{case}_x", x), save(out.inputs, f"linear_{case}_weight", layer.weight),
+                  save(out.expected, f"linear_{case}_out", layer(x))]
         if bias:
-            files.append(save(out, f"linear_{case}_bias", layer.bias))
+            files.append(save(out.inputs, f"linear_{case}_bias", layer.bias))
     # GELU on an even grid from -8 to 8 (7 x 23 = 161 points, 0.1 apart) and on random values.
     torch.manual_seed(14)
     for case, x in [("grid_b7_t23_f1", torch.linspace(-8.0, 8.0, 161).reshape(7, 23, 1)),
                     ("random_b2_t3_f17", torch.randn(2, 3, 17) * 3.0)]:
-        files += [save(out, f"gelu_{case}_x", x), save(out, f"gelu_{case}_none", nn.GELU()(x)),
-                  save(out, f"gelu_{case}_tanh", nn.GELU(approximate="tanh")(x))]
+        files += [save(out.inputs, f"gelu_{case}_x", x), save(out.expected, f"gelu_{case}_none", nn.GELU()(x)),
+                  save(out.expected, f"gelu_{case}_tanh", nn.GELU(approximate="tanh")(x))]
     # The whole block, step by step; inputs scaled by 2 so that hidden values reach GELU's bend.
     for case, seed, (b, t, d, f), approximate in [("b2_t5_d6_f24", 21, (2, 5, 6, 24), "none"),
                                                   ("b3_t4_d7_f10", 22, (3, 4, 7, 10), "none"),
@@ -53,8 +53,14 @@ def generate(out):
             projected = block.linear_2(activated)
             output = block(x)
         for key, value in block.state_dict().items():
-            files.append(save(out, f"block_{case}_{key.replace('.', '_')}", value))
-        files += [save(out, f"block_{case}_x", x), save(out, f"block_{case}_hidden", hidden),
-                  save(out, f"block_{case}_activated", activated), save(out, f"block_{case}_projected", projected),
-                  save(out, f"block_{case}_output", output)]
+            files.append(save(out.inputs, f"block_{case}_{key.replace('.', '_')}", value))
+        files += [save(out.inputs, f"block_{case}_x", x), save(out.expected, f"block_{case}_hidden", hidden),
+                  save(out.expected, f"block_{case}_activated", activated),
+                  save(out.expected, f"block_{case}_projected", projected),
+                  save(out.expected, f"block_{case}_output", output)]
+        if case == "b3_t4_d7_f10":
+            # Each row of the output (1,1,D), which forward gives for that token alone.
+            for i in range(b):
+                for j in range(t):
+                    files.append(save(out.expected, f"block_{case}_output_b{i}_t{j}", output[i:i + 1, j:j + 1, :]))
     return files

@@ -17,7 +17,9 @@ def case(out, name, x, weight, bias, eps):
         steps = {"x": x, "weight": weight, "bias": bias, "eps": torch.tensor([eps]),
                  "mean": x.mean(-1, keepdim=True), "variance": x.var(-1, unbiased=False, keepdim=True),
                  "normalised": F.layer_norm(x, (width,), eps=eps), "output": norm(x)}
-    return [save(out, f"{name}_{step}", value) for step, value in steps.items()]
+    inputs = ("x", "weight", "bias", "eps")
+    return [save(out.inputs if step in inputs else out.expected, f"{name}_{step}", value)
+            for step, value in steps.items()]
 
 
 def generate(out):
@@ -26,8 +28,14 @@ def generate(out):
     torch.manual_seed(1)
     files += case(out, "b2_t5_d8", torch.randn(2, 5, 8), torch.ones(8), torch.zeros(8), 1e-5)
     torch.manual_seed(2)
-    files += case(out, "affine_b3_t4_d6", torch.randn(3, 4, 6) * 2 + 0.5, torch.randn(6) + 1,
-                  torch.randn(6), 1e-5)
+    x, weight, bias = torch.randn(3, 4, 6) * 2 + 0.5, torch.randn(6) + 1, torch.randn(6)
+    files += case(out, "affine_b3_t4_d6", x, weight, bias, 1e-5)
+    # Token (1, 2) of that x made constant: normalised to zeros, so its output is the bias; the
+    # other tokens' outputs are unchanged.
+    with torch.no_grad():
+        constant = torch.nn.functional.layer_norm(x, (6,), weight, bias, eps=1e-5)
+    constant[1, 2, :] = bias
+    files.append(save(out.expected, "constant_b3_t4_d6_output", constant))
     # Small D and a spread comparable to sqrt(eps): D - 1 instead of D, or eps outside the root,
     # change these results by far more than rounding.
     torch.manual_seed(3)

@@ -37,19 +37,20 @@ def attend(queries, keys, values, output_linear, mask):
 
 
 def save_linear(out, files, case, name, layer):
-    files.append(save(out, f"{case}_{name}_weight", layer.weight))
+    files.append(save(out.inputs, f"{case}_{name}_weight", layer.weight))
     if layer.bias is not None:
-        files.append(save(out, f"{case}_{name}_bias", layer.bias))
+        files.append(save(out.inputs, f"{case}_{name}_bias", layer.bias))
 
 
 def save_case(out, files, case, x, mask, steps, model, ones_mask):
-    """Saves x, the mask and the steps, after checking the output against the notebook class."""
+    """Saves x and the mask (inputs) and the steps (expected), after checking the output against the
+    notebook class."""
     with torch.no_grad():
         torch.testing.assert_close(steps["output"], model(x, ones_mask))
-    files.append(save(out, f"{case}_x", x))
+    files.append(save(out.inputs, f"{case}_x", x))
     if mask is not None:
-        files.append(save(out, f"{case}_mask", mask))
-    files += [save(out, f"{case}_{name}", tensor) for name, tensor in steps.items()]
+        files.append(save(out.inputs, f"{case}_mask", mask))
+    files += [save(out.expected, f"{case}_{name}", tensor) for name, tensor in steps.items()]
 
 
 @torch.no_grad()
@@ -59,10 +60,10 @@ def generate(out):
     for case, seed, shape, heads in [("split_b2_t5_d12_h3", 1, (2, 5, 12), 3), ("split_b1_t1_d6_h2", 2, (1, 1, 6), 2)]:
         torch.manual_seed(seed)
         x = torch.randn(*shape)
-        files += [save(out, f"{case}_x", x), save(out, f"{case}_heads", split(x, heads))]
+        files += [save(out.inputs, f"{case}_x", x), save(out.expected, f"{case}_heads", split(x, heads))]
     torch.manual_seed(3)
     y = torch.randn(2, 3, 4, 5)
-    files += [save(out, "merge_b2_h3_t4_hs5_y", y), save(out, "merge_b2_h3_t4_hs5_merged", merge(y))]
+    files += [save(out.inputs, "merge_b2_h3_t4_hs5_y", y), save(out.expected, "merge_b2_h3_t4_hs5_merged", merge(y))]
 
     # (case, seed, variant, (B, T, D), H, causal, lengths): hs = D / H != D except for wide.
     cases = [("fused_b2_t5_d12_h3", 4, "fused", (2, 5, 12), 3, False, None),
@@ -111,4 +112,10 @@ def generate(out):
                     save_linear(out, files, case, f"head{h}_{name}", getattr(head, name))
             save_linear(out, files, case, "output_linear", model.output_linear)
         save_case(out, files, case, x, mask, steps, model, ones_mask)
+        if case == "fused_b2_t5_d12_h3":
+            # x's tokens in order 4 2 0 3 1 give the output's rows, and the weights' rows and
+            # columns, in that order.
+            order = [4, 2, 0, 3, 1]
+            files += [save(out.expected, f"{case}_shuffled_output", steps["output"][:, order, :]),
+                      save(out.expected, f"{case}_shuffled_weights", steps["weights"][:, :, order][:, :, :, order])]
     return files

@@ -26,13 +26,15 @@ def generate(out):
     for positions, width in [(6, 8), (5, 7), (3, 5), (4, 1), (64, 12), (160, 9)]:
         div_term, angles, pe = table(positions, width)
         case = f"p{positions}_d{width}"
-        files += [save(out, f"{case}_div_term", div_term), save(out, f"{case}_angles", angles),
-                  save(out, f"{case}_pe", pe)]
-    # x + pe[:T] for (B,T,D) = (2,5,7), and seed 001's forward at T = 4 from a table of P = 10.
+        files += [save(out.expected, f"{case}_div_term", div_term), save(out.expected, f"{case}_angles", angles),
+                  save(out.expected, f"{case}_pe", pe)]
+    # x + pe[:T] for (B,T,D) = (2,5,7), PyTorch's table given, and seed 001's forward at T = 4 from
+    # a table of P = 10.
     torch.manual_seed(1)
     x = torch.randn(2, 5, 7)
-    files += [save(out, "b2_t5_d7_x", x), save(out, "b2_t5_d7_out", x + table(5, 7)[2])]
+    files += [save(out.inputs, "b2_t5_d7_x", x), save(out.inputs, "b2_t5_d7_pe", table(5, 7)[2]),
+              save(out.expected, "b2_t5_d7_out", x + table(5, 7)[2])]
     torch.manual_seed(2)
     x = torch.randn(3, 4, 6)
-    files += [save(out, "b3_t4_d6_x", x), save(out, "b3_t4_d6_p10_out", x + table(10, 6)[2][:4])]
+    files += [save(out.inputs, "b3_t4_d6_x", x), save(out.expected, "b3_t4_d6_p10_out", x + table(10, 6)[2][:4])]
     return files

@@ -19,7 +19,8 @@ def generate(out):
     scores[4, :] = float("-inf")
     scores[4, 2] = 0.0
     weights = torch.softmax(scores, dim=-1)
-    files += [save(out, "entropy_weights", weights), save(out, "entropy_expected", torch.special.entr(weights).sum(-1))]
+    files += [save(out.inputs, "entropy_weights", weights),
+              save(out.expected, "entropy_expected", torch.special.entr(weights).sum(-1))]
     # Per (D, keys): row 0 the means over `population` rows of [largest weight, entropy] unscaled,
     # then scaled; row 1 their standard deviations over rows, from which the tests set tolerances.
     for seed, (d_model, keys, population) in enumerate([(64, 8, 50000), (5, 13, 50000)], start=32):
@@ -31,5 +32,5 @@ def generate(out):
             w = torch.softmax(s, dim=-1)
             stats += [w.max(dim=-1).values, torch.special.entr(w).sum(-1)]
         table = torch.stack([torch.stack([x.mean() for x in stats]), torch.stack([x.std() for x in stats])])
-        files.append(save(out, f"peak_d{d_model}_k{keys}", table))
+        files.append(save(out.expected, f"peak_d{d_model}_k{keys}", table))
     return files

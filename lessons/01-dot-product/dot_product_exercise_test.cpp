@@ -1,6 +1,8 @@
 // Grades lesson 01's exercise against PyTorch (data/generator/exercise_dot_product.py) and against
 // what any matrix product and any self-attention must satisfy. Tags: [dot-product] the lesson,
-// [points=N] the marks, [.hidden] shown after the due date.
+// [points=N] the marks, [.hidden] shown after the due date. The student's functions are called
+// only through STUDENT(...), and expected values are used only in checks (see
+// course/harness/grading.hpp).
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -11,39 +13,41 @@
 
 using attn::Tensor3;
 using attn::grading::check_close;
-using attn::grading::fixture;
+using attn::grading::expected;
+using attn::grading::input;
 
 namespace {
 
 constexpr attn::testing::Tolerance kTolerance{1e-5, 1e-4};
 
 void check_transposed(const std::string& name) {
-  const Tensor3 a = fixture<3>("dot-product/" + name + "_a");
-  const Tensor3 b = fixture<3>("dot-product/" + name + "_b");
+  const Tensor3 a = input<3>("dot-product/" + name + "_a");
+  const Tensor3 b = input<3>("dot-product/" + name + "_b");
+  const Tensor3 out = STUDENT(attn::exercise::batched_matmul_transposed(a, b));
   check_close("batched_matmul_transposed(a " + attn::shape_string_of(a) + ", b " +
                   attn::shape_string_of(b) + ")",
-              attn::exercise::batched_matmul_transposed(a, b),
-              fixture<3>("dot-product/" + name + "_out"), kTolerance);
+              out, expected<3>("dot-product/" + name + "_out"), kTolerance);
 }
 
 void check_matmul(const std::string& name) {
-  const Tensor3 a = fixture<3>("dot-product/" + name + "_a");
-  const Tensor3 b = fixture<3>("dot-product/" + name + "_b");
+  const Tensor3 a = input<3>("dot-product/" + name + "_a");
+  const Tensor3 b = input<3>("dot-product/" + name + "_b");
+  const Tensor3 out = STUDENT(attn::exercise::batched_matmul(a, b));
   check_close(
-      "batched_matmul(a " + attn::shape_string_of(a) + ", b " + attn::shape_string_of(b) + ")",
-      attn::exercise::batched_matmul(a, b), fixture<3>("dot-product/" + name + "_out"), kTolerance);
+      "batched_matmul(a " + attn::shape_string_of(a) + ", b " + attn::shape_string_of(b) + ")", out,
+      expected<3>("dot-product/" + name + "_out"), kTolerance);
 }
 
 void check_attention(const std::string& name, float divisor) {
-  const Tensor3 x = fixture<3>("dot-product/" + name + "_x");
-  const attn::DotProductSteps steps = attn::exercise::dot_product_attention(x, divisor);
+  const Tensor3 x = input<3>("dot-product/" + name + "_x");
+  const attn::DotProductSteps steps = STUDENT(attn::exercise::dot_product_attention(x, divisor));
   const std::string call =
       "dot_product_attention(x " + attn::shape_string_of(x) + ", " + std::to_string(divisor) + ")";
   check_close(call + ".raw_weights", steps.raw_weights,
-              fixture<3>("dot-product/" + name + "_raw_weights"), kTolerance);
-  check_close(call + ".weights", steps.weights, fixture<3>("dot-product/" + name + "_weights"),
+              expected<3>("dot-product/" + name + "_raw_weights"), kTolerance);
+  check_close(call + ".weights", steps.weights, expected<3>("dot-product/" + name + "_weights"),
               kTolerance);
-  check_close(call + ".output", steps.output, fixture<3>("dot-product/" + name + "_output"),
+  check_close(call + ".output", steps.output, expected<3>("dot-product/" + name + "_output"),
               kTolerance);
 }
 
@@ -65,8 +69,8 @@ TEST_CASE("batched_matmul matches torch.bmm on odd shapes", "[dot-product][point
 TEST_CASE(
     "batched_matmul_transposed of x with itself is symmetric with squared lengths on the diagonal",
     "[dot-product][points=1]") {
-  const Tensor3 x = fixture<3>("dot-product/b3_t4_d7_x");
-  const Tensor3 gram = attn::exercise::batched_matmul_transposed(x, x);
+  const Tensor3 x = input<3>("dot-product/b3_t4_d7_x");
+  const Tensor3 gram = STUDENT(attn::exercise::batched_matmul_transposed(x, x));
   REQUIRE(gram.dimension() == 3);
   REQUIRE(gram.shape(0) == 3);
   REQUIRE(gram.shape(1) == 4);
@@ -95,14 +99,16 @@ TEST_CASE("batched_matmul and batched_matmul_transposed refuse shapes that do no
   const Tensor3 fits_transposed = xt::zeros<float>({2, 5, 4});  // (B,N,K) for a
   const Tensor3 wrong_inner = xt::zeros<float>({2, 5, 6});      // K = 5 or 6, not 4
   const Tensor3 wrong_batch = xt::zeros<float>({3, 4, 4});      // B = 3, not 2
-  CHECK_NOTHROW(attn::exercise::batched_matmul(a, fits));
-  CHECK_NOTHROW(attn::exercise::batched_matmul_transposed(a, fits_transposed));
+  CHECK_NOTHROW(STUDENT(attn::exercise::batched_matmul(a, fits)));
+  CHECK_NOTHROW(STUDENT(attn::exercise::batched_matmul_transposed(a, fits_transposed)));
   INFO(
       "a (2,3,4) against b (2,5,6), whose inner size is not 4, and b (3,4,4), whose batch is not 2");
-  CHECK_THROWS_AS(attn::exercise::batched_matmul(a, wrong_inner), std::invalid_argument);
-  CHECK_THROWS_AS(attn::exercise::batched_matmul(a, wrong_batch), std::invalid_argument);
-  CHECK_THROWS_AS(attn::exercise::batched_matmul_transposed(a, wrong_inner), std::invalid_argument);
-  CHECK_THROWS_AS(attn::exercise::batched_matmul_transposed(a, wrong_batch), std::invalid_argument);
+  CHECK_THROWS_AS(STUDENT(attn::exercise::batched_matmul(a, wrong_inner)), std::invalid_argument);
+  CHECK_THROWS_AS(STUDENT(attn::exercise::batched_matmul(a, wrong_batch)), std::invalid_argument);
+  CHECK_THROWS_AS(STUDENT(attn::exercise::batched_matmul_transposed(a, wrong_inner)),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(STUDENT(attn::exercise::batched_matmul_transposed(a, wrong_batch)),
+                  std::invalid_argument);
 }
 
 TEST_CASE("dot_product_attention matches PyTorch at every step on B 2 T 5 D 6",
@@ -125,9 +131,9 @@ TEST_CASE("dot_product_attention divides the raw weights by sqrt(D) when asked",
 TEST_CASE(
     "dot_product_attention weights are a softmax of its raw weights and outputs are their averages",
     "[dot-product][points=2]") {
-  const Tensor3 x = fixture<3>("dot-product/sqrt_b2_t5_d12_x");
+  const Tensor3 x = input<3>("dot-product/sqrt_b2_t5_d12_x");
   const float divisor = std::sqrt(12.0f);
-  const attn::DotProductSteps s = attn::exercise::dot_product_attention(x, divisor);
+  const attn::DotProductSteps s = STUDENT(attn::exercise::dot_product_attention(x, divisor));
   REQUIRE(s.raw_weights.shape() == s.weights.shape());
   REQUIRE(s.weights.dimension() == 3);
   REQUIRE(s.weights.shape(0) == 2);
@@ -171,15 +177,17 @@ TEST_CASE(
 
 TEST_CASE("dot_product_attention of shuffled tokens gives the same outputs shuffled",
           "[dot-product][points=2]") {
-  const Tensor3 x = fixture<3>("dot-product/b3_t4_d7_x");
+  const Tensor3 x = input<3>("dot-product/b3_t4_d7_x");
   const std::vector<std::size_t> order{2, 0, 3, 1};
-  const Tensor3 shuffled_then_attended =
-      attn::exercise::dot_product_attention(attn::permute_tokens(x, order)).output;
-  check_close("dot_product_attention(x shuffled to order 2 0 3 1).output", shuffled_then_attended,
-              attn::permute_tokens(fixture<3>("dot-product/b3_t4_d7_output"), order), kTolerance);
+  const Tensor3 shuffled = attn::permute_tokens(x, order);
+  const attn::DotProductSteps shuffled_then_attended =
+      STUDENT(attn::exercise::dot_product_attention(shuffled));
+  const attn::DotProductSteps attended = STUDENT(attn::exercise::dot_product_attention(x));
+  check_close("dot_product_attention(x shuffled to order 2 0 3 1).output",
+              shuffled_then_attended.output, expected<3>("dot-product/shuffled_b3_t4_d7_output"),
+              kTolerance);
   check_close("dot_product_attention(x shuffled) against dot_product_attention(x).output shuffled",
-              shuffled_then_attended,
-              attn::permute_tokens(attn::exercise::dot_product_attention(x).output, order),
+              shuffled_then_attended.output, attn::permute_tokens(attended.output, order),
               kTolerance);
 }
 
@@ -192,10 +200,13 @@ TEST_CASE("dot_product_attention matches PyTorch with large raw weights and a di
 TEST_CASE("batched_matmul and batched_matmul_transposed give zeros when the inner size is zero",
           "[dot-product][points=1][.hidden]") {
   const Tensor3 a({2, 3, 0});
-  const Tensor3 expected = xt::zeros<float>({2, 3, 4});
-  check_close("batched_matmul(a (2,3,0), b (2,0,4))",
-              attn::exercise::batched_matmul(a, Tensor3({2, 0, 4})), expected);
-  check_close("batched_matmul_transposed(a (2,3,0), b (2,4,0))",
-              attn::exercise::batched_matmul_transposed(a, Tensor3({2, 4, 0})), expected);
+  const Tensor3 b({2, 0, 4});
+  const Tensor3 b_transposed({2, 4, 0});
+  const Tensor3 zeros = xt::zeros<float>({2, 3, 4});
+  const Tensor3 product = STUDENT(attn::exercise::batched_matmul(a, b));
+  const Tensor3 product_transposed =
+      STUDENT(attn::exercise::batched_matmul_transposed(a, b_transposed));
+  check_close("batched_matmul(a (2,3,0), b (2,0,4))", product, zeros);
+  check_close("batched_matmul_transposed(a (2,3,0), b (2,4,0))", product_transposed, zeros);
 }
 // END HIDDEN TESTS

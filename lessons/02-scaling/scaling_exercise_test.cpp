@@ -1,7 +1,8 @@
 // Grades lesson 02's exercise against PyTorch (data/generator/exercise_scaling.py) and against what
 // the statistics must satisfy. The measurements are random, so each is checked at a fixed seed
 // within about five standard errors of its expected value. Tags: [scaling] the lesson, [points=N]
-// the marks, [.hidden] shown after the due date.
+// the marks, [.hidden] shown after the due date. The student's functions are called only through
+// STUDENT(...), and expected values are used only in checks (see course/harness/grading.hpp).
 #include <cmath>
 #include <string>
 #include <vector>
@@ -12,24 +13,28 @@
 using attn::Rng;
 using attn::Tensor1;
 using attn::Tensor2;
-using attn::grading::fixture;
+using attn::grading::expected;
+using attn::grading::input;
 
 namespace {
 
 // Checks one measure_softmax_peak result against PyTorch's population values in
-// data/fixtures/exercises/scaling/<name>.npy: within 5 standard errors of the mean over `rows`.
+// data/fixtures/exercises/expected/scaling/<name>.npy: within 5 standard errors of the mean over
+// `rows`. The table is read only inside the checks (it is empty in the probe).
 void check_peak(const std::string& name, const attn::SoftmaxPeakComparison& got, std::size_t rows) {
-  const Tensor2 table = fixture<2>("scaling/" + name);  // (2,4) means, standard deviations
+  const Tensor2 table = expected<2>("scaling/" + name);  // (2,4) means, standard deviations
   const double values[4] = {got.unscaled.max_weight, got.unscaled.entropy, got.scaled.max_weight,
                             got.scaled.entropy};
   const char* labels[4] = {"unscaled.max_weight", "unscaled.entropy", "scaled.max_weight",
                            "scaled.entropy"};
+  const auto tolerance = [&](std::size_t i) {
+    return 5.0 * table(1, i) / std::sqrt(static_cast<double>(rows)) + 1e-6;
+  };
   for (std::size_t i = 0; i < 4; ++i) {
-    const double tolerance = 5.0 * table(1, i) / std::sqrt(static_cast<double>(rows)) + 1e-6;
     INFO("measure_softmax_peak(D = " << got.d_model << ", " << rows << " rows)." << labels[i]
                                      << " = " << values[i] << ", PyTorch expects " << table(0, i)
-                                     << " +- " << tolerance);
-    CHECK(std::fabs(values[i] - table(0, i)) <= tolerance);
+                                     << " +- " << tolerance(i));
+    CHECK(std::fabs(values[i] - table(0, i)) <= tolerance(i));
   }
 }
 
@@ -45,7 +50,7 @@ double variance_tolerance(std::size_t d_model, std::size_t samples) {
 TEST_CASE("entropy of n equal weights is ln n", "[scaling][points=1]") {
   for (std::size_t n : {1, 3, 8, 13}) {
     const std::vector<float> weights(n, 1.0f / static_cast<float>(n));
-    const double got = attn::exercise::entropy(weights.data(), n);
+    const double got = STUDENT(attn::exercise::entropy(weights.data(), n));
     INFO("entropy of " << n << " weights 1/" << n << " = " << got << ", expected ln " << n << " = "
                        << std::log(static_cast<double>(n)));
     CHECK(std::fabs(got - std::log(static_cast<double>(n))) <= 1e-6);
@@ -54,25 +59,25 @@ TEST_CASE("entropy of n equal weights is ln n", "[scaling][points=1]") {
 
 TEST_CASE("entropy of a one-hot row is zero and zero weights add nothing", "[scaling][points=1]") {
   const std::vector<float> one_hot{0.0f, 0.0f, 1.0f, 0.0f};
-  const double got = attn::exercise::entropy(one_hot.data(), one_hot.size());
+  const double got = STUDENT(attn::exercise::entropy(one_hot.data(), one_hot.size()));
   INFO("entropy(0, 0, 1, 0) = " << got << ", expected 0");
   CHECK(std::fabs(got) <= 1e-12);
   const std::vector<float> halves{0.0f, 0.5f, 0.0f, 0.5f, 0.0f};
-  const double two = attn::exercise::entropy(halves.data(), halves.size());
+  const double two = STUDENT(attn::exercise::entropy(halves.data(), halves.size()));
   INFO("entropy(0, 0.5, 0, 0.5, 0) = " << two << ", expected ln 2 = " << std::log(2.0));
   CHECK(std::fabs(two - std::log(2.0)) <= 1e-6);
 }
 
 TEST_CASE("entropy matches torch.special.entr summed over rows of softmax weights",
           "[scaling][points=2]") {
-  const Tensor2 weights = fixture<2>("scaling/entropy_weights");    // (5,7), some weights 0
-  const Tensor1 expected = fixture<1>("scaling/entropy_expected");  // (5)
+  const Tensor2 weights = input<2>("scaling/entropy_weights");        // (5,7), some weights 0
+  const Tensor1 entropies = expected<1>("scaling/entropy_expected");  // (5)
   for (std::size_t r = 0; r < weights.shape(0); ++r) {
-    const double got =
-        attn::exercise::entropy(weights.data() + r * weights.shape(1), weights.shape(1));
+    const float* row = weights.data() + r * weights.shape(1);
+    const double got = STUDENT(attn::exercise::entropy(row, weights.shape(1)));
     INFO("entropy(row " << r << " of weights (5,7)) = " << got << ", PyTorch expects "
-                        << expected(r));
-    CHECK(std::fabs(got - expected(r)) <= 1e-6 + 1e-5 * std::fabs(expected(r)));
+                        << entropies(r));
+    CHECK(std::fabs(got - entropies(r)) <= 1e-6 + 1e-5 * std::fabs(entropies(r)));
   }
 }
 
@@ -83,7 +88,7 @@ TEST_CASE(
   const std::size_t samples = 4000;
   for (std::size_t d_model : {4, 16, 64, 256}) {
     const attn::DotProductSpread s =
-        attn::exercise::measure_dot_product_spread(rng, d_model, samples);
+        STUDENT(attn::exercise::measure_dot_product_spread(rng, d_model, samples));
     const double mean_tolerance = 5.0 * std::sqrt(static_cast<double>(d_model) / samples);
     const double variance_ratio_tolerance = variance_tolerance(d_model, samples);
     INFO("measure_dot_product_spread(D = "
@@ -102,7 +107,7 @@ TEST_CASE("measure_dot_product_spread divides the variance by D and not by sqrt(
   const std::size_t samples = 4000;
   for (std::size_t d_model : {16, 256}) {
     const attn::DotProductSpread s =
-        attn::exercise::measure_dot_product_spread(rng, d_model, samples);
+        STUDENT(attn::exercise::measure_dot_product_spread(rng, d_model, samples));
     const double expected = s.variance / static_cast<double>(d_model);
     INFO("measure_dot_product_spread(D = " << d_model
                                            << "): scaled_variance = " << s.scaled_variance
@@ -116,9 +121,12 @@ TEST_CASE("measure_dot_product_spread divides the variance by D and not by sqrt(
 TEST_CASE("measure_dot_product_spread draws from the generator it is given",
           "[scaling][points=1]") {
   Rng first(11), second(11);
-  const attn::DotProductSpread a = attn::exercise::measure_dot_product_spread(first, 8, 500);
-  const attn::DotProductSpread b = attn::exercise::measure_dot_product_spread(second, 8, 500);
-  const attn::DotProductSpread c = attn::exercise::measure_dot_product_spread(first, 8, 500);
+  const attn::DotProductSpread a =
+      STUDENT(attn::exercise::measure_dot_product_spread(first, 8, 500));
+  const attn::DotProductSpread b =
+      STUDENT(attn::exercise::measure_dot_product_spread(second, 8, 500));
+  const attn::DotProductSpread c =
+      STUDENT(attn::exercise::measure_dot_product_spread(first, 8, 500));
   INFO("two generators seeded 11 gave means "
        << a.mean << " and " << b.mean << " (expected equal); the first "
        << "one's next call gave " << c.mean << " (expected different)");
@@ -134,7 +142,8 @@ TEST_CASE(
     "[scaling][points=2]") {
   Rng rng(5);
   const std::size_t keys = 6;
-  const attn::SoftmaxPeakComparison c = attn::exercise::measure_softmax_peak(rng, 256, keys, 200);
+  const attn::SoftmaxPeakComparison c =
+      STUDENT(attn::exercise::measure_softmax_peak(rng, 256, keys, 200));
   INFO("measure_softmax_peak(D = 256, 6 keys, 200 rows): d_model = "
        << c.d_model << ", unscaled max_weight " << c.unscaled.max_weight << " entropy "
        << c.unscaled.entropy << ", scaled max_weight " << c.scaled.max_weight << " entropy "
@@ -156,7 +165,8 @@ TEST_CASE(
 TEST_CASE("measure_softmax_peak matches the PyTorch population values at D = 64 with 8 keys",
           "[scaling][points=3]") {
   Rng rng(64);
-  const attn::SoftmaxPeakComparison c = attn::exercise::measure_softmax_peak(rng, 64, 8, 1000);
+  const attn::SoftmaxPeakComparison c =
+      STUDENT(attn::exercise::measure_softmax_peak(rng, 64, 8, 1000));
   CHECK(c.d_model == 64);
   check_peak("peak_d64_k8", c, 1000);
 }
@@ -165,7 +175,8 @@ TEST_CASE("measure_softmax_peak matches the PyTorch population values at D = 64 
 TEST_CASE("measure_softmax_peak matches the PyTorch population values at D = 5 with 13 keys",
           "[scaling][points=2][.hidden]") {
   Rng rng(13);
-  const attn::SoftmaxPeakComparison c = attn::exercise::measure_softmax_peak(rng, 5, 13, 1000);
+  const attn::SoftmaxPeakComparison c =
+      STUDENT(attn::exercise::measure_softmax_peak(rng, 5, 13, 1000));
   CHECK(c.d_model == 5);
   check_peak("peak_d5_k13", c, 1000);
 }
@@ -173,7 +184,8 @@ TEST_CASE("measure_softmax_peak matches the PyTorch population values at D = 5 w
 TEST_CASE("measure_softmax_peak stays finite at D = 1024 where unscaled scores overflow exp",
           "[scaling][points=1][.hidden]") {
   Rng rng(1024);
-  const attn::SoftmaxPeakComparison c = attn::exercise::measure_softmax_peak(rng, 1024, 8, 100);
+  const attn::SoftmaxPeakComparison c =
+      STUDENT(attn::exercise::measure_softmax_peak(rng, 1024, 8, 100));
   INFO("measure_softmax_peak(D = 1024, 8 keys, 100 rows): unscaled max_weight "
        << c.unscaled.max_weight << " entropy " << c.unscaled.entropy << ", scaled max_weight "
        << c.scaled.max_weight << " entropy " << c.scaled.entropy

@@ -1,6 +1,8 @@
 // Grades lesson 06's exercise against PyTorch (data/generator/exercise_positional_encoding.py) and
 // against what any sinusoidal table must satisfy. Tags: [positional-encoding] the lesson,
-// [points=N] the marks, [.hidden] shown after the due date.
+// [points=N] the marks, [.hidden] shown after the due date. The student's functions are called only
+// through STUDENT(...), and expected values are used only in checks (see
+// course/harness/grading.hpp).
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -14,7 +16,8 @@ using attn::SinusoidalTable;
 using attn::Tensor2;
 using attn::Tensor3;
 using attn::grading::check_close;
-using attn::grading::fixture;
+using attn::grading::expected;
+using attn::grading::input;
 
 namespace {
 
@@ -28,10 +31,10 @@ void check_table(std::size_t positions, std::size_t width) {
       "positional-encoding/p" + std::to_string(positions) + "_d" + std::to_string(width);
   const std::string call =
       "sinusoidal_table(" + std::to_string(positions) + ", " + std::to_string(width) + ")";
-  const SinusoidalTable table = attn::exercise::sinusoidal_table(positions, width);
-  check_close(call + ".div_term", table.div_term, fixture<1>(name + "_div_term"), kTableTolerance);
-  check_close(call + ".angles", table.angles, fixture<2>(name + "_angles"), kTableTolerance);
-  check_close(call + ".pe", table.pe, fixture<2>(name + "_pe"), kTableTolerance);
+  const SinusoidalTable table = STUDENT(attn::exercise::sinusoidal_table(positions, width));
+  check_close(call + ".div_term", table.div_term, expected<1>(name + "_div_term"), kTableTolerance);
+  check_close(call + ".angles", table.angles, expected<2>(name + "_angles"), kTableTolerance);
+  check_close(call + ".pe", table.pe, expected<2>(name + "_pe"), kTableTolerance);
 }
 
 }  // namespace
@@ -50,7 +53,7 @@ TEST_CASE("sinusoidal_table matches PyTorch for odd widths 7 5 and 1",
 
 TEST_CASE("sinusoidal_table row 0 alternates sin 0 and cos 0", "[positional-encoding][points=1]") {
   for (std::size_t width : {8u, 7u}) {
-    const SinusoidalTable table = attn::exercise::sinusoidal_table(3, width);
+    const SinusoidalTable table = STUDENT(attn::exercise::sinusoidal_table(3, width));
     INFO("sinusoidal_table(3, " << width << ")");
     REQUIRE(table.div_term.shape(0) == (width + 1) / 2);
     REQUIRE(table.angles.shape(0) == 3);
@@ -69,7 +72,8 @@ TEST_CASE("sinusoidal_table row dot products depend only on the offset",
           "[positional-encoding][points=1]") {
   // sin(pw) sin(qw) + cos(pw) cos(qw) = cos((q - p) w): summed over the D/2 frequencies.
   constexpr std::size_t kPositions = 12, kWidth = 10;
-  const Tensor2 pe = attn::exercise::sinusoidal_table(kPositions, kWidth).pe;  // (P,D)
+  const SinusoidalTable table = STUDENT(attn::exercise::sinusoidal_table(kPositions, kWidth));
+  const Tensor2& pe = table.pe;  // (P,D)
   REQUIRE(pe.shape(0) == kPositions);
   REQUIRE(pe.shape(1) == kWidth);
   for (std::size_t p = 0; p < kPositions; ++p) {
@@ -94,40 +98,41 @@ TEST_CASE("sinusoidal_table matches PyTorch for 64 positions of width 12",
 
 TEST_CASE("sinusoidal_table refuses zero positions or zero width",
           "[positional-encoding][points=1]") {
-  CHECK_THROWS_AS(attn::exercise::sinusoidal_table(0, 8), std::invalid_argument);
-  CHECK_THROWS_AS(attn::exercise::sinusoidal_table(5, 0), std::invalid_argument);
+  CHECK_THROWS_AS(STUDENT(attn::exercise::sinusoidal_table(0, 8)), std::invalid_argument);
+  CHECK_THROWS_AS(STUDENT(attn::exercise::sinusoidal_table(5, 0)), std::invalid_argument);
 }
 
 TEST_CASE("add_positions matches PyTorch x plus pe for x of shape 2x5x7",
           "[positional-encoding][points=2]") {
-  const Tensor3 x = fixture<3>("positional-encoding/b2_t5_d7_x");
-  const Tensor2 pe = fixture<2>("positional-encoding/p5_d7_pe");
-  check_close("add_positions(x (2,5,7), pe (5,7))", attn::exercise::add_positions(x, pe),
-              fixture<3>("positional-encoding/b2_t5_d7_out"), kSumTolerance);
+  const Tensor3 x = input<3>("positional-encoding/b2_t5_d7_x");
+  const Tensor2 pe = input<2>("positional-encoding/b2_t5_d7_pe");  // PyTorch's table (5,7)
+  const Tensor3 out = STUDENT(attn::exercise::add_positions(x, pe));
+  check_close("add_positions(x (2,5,7), pe (5,7))", out,
+              expected<3>("positional-encoding/b2_t5_d7_out"), kSumTolerance);
 }
 
 TEST_CASE("add_positions adds the same rows to every sequence of the batch",
           "[positional-encoding][points=1]") {
-  const Tensor3 x = fixture<3>("positional-encoding/b3_t4_d6_x");
+  const Tensor3 x = input<3>("positional-encoding/b3_t4_d6_x");
   Tensor2 pe({4, 6});
   for (std::size_t t = 0; t < 4; ++t) {
     for (std::size_t d = 0; d < 6; ++d)
       pe(t, d) = 0.25f * static_cast<float>(t) - 0.125f * static_cast<float>(d);
   }
-  const Tensor3 out = attn::exercise::add_positions(x, pe);
-  Tensor3 expected(x.shape());
+  const Tensor3 out = STUDENT(attn::exercise::add_positions(x, pe));
+  Tensor3 sum(x.shape());
   for (std::size_t b = 0; b < 3; ++b) {
     for (std::size_t t = 0; t < 4; ++t) {
       for (std::size_t d = 0; d < 6; ++d)
-        expected(b, t, d) = x(b, t, d) + pe(t, d);
+        sum(b, t, d) = x(b, t, d) + pe(t, d);
     }
   }
-  check_close("add_positions(x (3,4,6), pe (4,6))", out, expected, kSumTolerance);
+  check_close("add_positions(x (3,4,6), pe (4,6))", out, sum, kSumTolerance);
   const Tensor3 zeros = xt::zeros<float>({2, 1, 6});
   Tensor2 first({1, 6});
   for (std::size_t d = 0; d < 6; ++d)
     first(0, d) = pe(0, d) + 1.0f;
-  const Tensor3 only = attn::exercise::add_positions(zeros, first);
+  const Tensor3 only = STUDENT(attn::exercise::add_positions(zeros, first));
   Tensor3 broadcast({2, 1, 6});
   for (std::size_t b = 0; b < 2; ++b) {
     for (std::size_t d = 0; d < 6; ++d)
@@ -138,11 +143,11 @@ TEST_CASE("add_positions adds the same rows to every sequence of the batch",
 
 TEST_CASE("add_positions refuses a pe whose shape is not T by D",
           "[positional-encoding][points=1]") {
-  const Tensor3 x = fixture<3>("positional-encoding/b3_t4_d6_x");
-  CHECK_THROWS_AS(attn::exercise::add_positions(x, xt::zeros<float>({5, 6})),
-                  std::invalid_argument);
-  CHECK_THROWS_AS(attn::exercise::add_positions(x, xt::zeros<float>({4, 7})),
-                  std::invalid_argument);
+  const Tensor3 x = input<3>("positional-encoding/b3_t4_d6_x");
+  const Tensor2 five_rows = xt::zeros<float>({5, 6});
+  const Tensor2 seven_columns = xt::zeros<float>({4, 7});
+  CHECK_THROWS_AS(STUDENT(attn::exercise::add_positions(x, five_rows)), std::invalid_argument);
+  CHECK_THROWS_AS(STUDENT(attn::exercise::add_positions(x, seven_columns)), std::invalid_argument);
 }
 
 // BEGIN HIDDEN TESTS
@@ -153,8 +158,9 @@ TEST_CASE("sinusoidal_table matches PyTorch for 160 positions of width 9",
 
 TEST_CASE("sinusoidal_table then add_positions gives seed 001 PositionalEncoding output",
           "[positional-encoding][points=2][.hidden]") {
-  const Tensor3 x = fixture<3>("positional-encoding/b3_t4_d6_x");
-  const Tensor2 table = attn::exercise::sinusoidal_table(10, 6).pe;  // (P,D)
+  const Tensor3 x = input<3>("positional-encoding/b3_t4_d6_x");
+  const SinusoidalTable sinusoidal = STUDENT(attn::exercise::sinusoidal_table(10, 6));
+  const Tensor2& table = sinusoidal.pe;  // (P,D)
   REQUIRE(table.shape(0) == 10);
   REQUIRE(table.shape(1) == 6);
   Tensor2 pe({4, 6});  // pe[:T]
@@ -162,8 +168,8 @@ TEST_CASE("sinusoidal_table then add_positions gives seed 001 PositionalEncoding
     for (std::size_t d = 0; d < 6; ++d)
       pe(t, d) = table(t, d);
   }
-  check_close("add_positions(x (3,4,6), sinusoidal_table(10, 6).pe[:4])",
-              attn::exercise::add_positions(x, pe),
-              fixture<3>("positional-encoding/b3_t4_d6_p10_out"), kTableTolerance);
+  const Tensor3 out = STUDENT(attn::exercise::add_positions(x, pe));
+  check_close("add_positions(x (3,4,6), sinusoidal_table(10, 6).pe[:4])", out,
+              expected<3>("positional-encoding/b3_t4_d6_p10_out"), kTableTolerance);
 }
 // END HIDDEN TESTS

@@ -1,6 +1,8 @@
 // Grades lesson 08's exercise against PyTorch (data/generator/exercise_feed_forward.py) and against
 // what any GELU and any position-wise block must satisfy. Tags: [feed-forward] the lesson,
-// [points=N] the marks, [.hidden] shown after the due date.
+// [points=N] the marks, [.hidden] shown after the due date. The student's functions are called only
+// through STUDENT(...), and expected values are used only in checks (see
+// course/harness/grading.hpp).
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -16,7 +18,8 @@ using attn::Tensor1;
 using attn::Tensor2;
 using attn::Tensor3;
 using attn::grading::check_close;
-using attn::grading::fixture;
+using attn::grading::expected;
+using attn::grading::input;
 
 namespace {
 
@@ -25,22 +28,23 @@ constexpr attn::testing::Tolerance kGeluTolerance{1e-6, 1e-5};  // one erf or ta
 
 void check_linear(const std::string& name, bool with_bias) {
   const std::string prefix = "feed-forward/linear_" + name;
-  const Tensor3 x = fixture<3>(prefix + "_x");
-  const Tensor2 weight = fixture<2>(prefix + "_weight");
-  const Tensor1 bias = with_bias ? fixture<1>(prefix + "_bias") : Tensor1();
+  const Tensor3 x = input<3>(prefix + "_x");
+  const Tensor2 weight = input<2>(prefix + "_weight");
+  const Tensor1 bias = with_bias ? input<1>(prefix + "_bias") : Tensor1();
+  const Tensor1* bias_or_null = with_bias ? &bias : nullptr;
+  const Tensor3 out = STUDENT(attn::exercise::linear(x, weight, bias_or_null));
   check_close("linear(x " + attn::shape_string_of(x) + ", weight " + attn::shape_string_of(weight) +
                   (with_bias ? ", bias)" : ", no bias)"),
-              attn::exercise::linear(x, weight, with_bias ? &bias : nullptr),
-              fixture<3>(prefix + "_out"), kTolerance);
+              out, expected<3>(prefix + "_out"), kTolerance);
 }
 
 void check_gelu(const std::string& name, GeluApproximation approximate) {
   const std::string prefix = "feed-forward/gelu_" + name;
   const std::string form = approximate == GeluApproximation::none ? "none" : "tanh";
-  const Tensor3 x = fixture<3>(prefix + "_x");
-  check_close("gelu(x " + attn::shape_string_of(x) + ", " + form + ")",
-              attn::exercise::gelu(x, approximate), fixture<3>(prefix + "_" + form),
-              kGeluTolerance);
+  const Tensor3 x = input<3>(prefix + "_x");
+  const Tensor3 y = STUDENT(attn::exercise::gelu(x, approximate));
+  check_close("gelu(x " + attn::shape_string_of(x) + ", " + form + ")", y,
+              expected<3>(prefix + "_" + form), kGeluTolerance);
 }
 
 // The book's block with the weights PyTorch drew for `name`.
@@ -49,22 +53,23 @@ FeedForward load_block(const std::string& name, GeluApproximation approximate) {
   FeedForward block;
   block.variant = attn::FeedForwardVariant::book;
   block.approximate = approximate;
-  block.linear_1 = {fixture<2>(prefix + "_linear_1_weight"), fixture<1>(prefix + "_linear_1_bias"),
+  block.linear_1 = {input<2>(prefix + "_linear_1_weight"), input<1>(prefix + "_linear_1_bias"),
                     true};
-  block.linear_2 = {fixture<2>(prefix + "_linear_2_weight"), fixture<1>(prefix + "_linear_2_bias"),
+  block.linear_2 = {input<2>(prefix + "_linear_2_weight"), input<1>(prefix + "_linear_2_bias"),
                     true};
   return block;
 }
 
 void check_block(const std::string& name, GeluApproximation approximate = GeluApproximation::none) {
   const std::string prefix = "feed-forward/block_" + name;
-  const Tensor3 x = fixture<3>(prefix + "_x");
-  const FeedForwardSteps steps = attn::exercise::forward(load_block(name, approximate), x);
+  const Tensor3 x = input<3>(prefix + "_x");
+  const FeedForward block = load_block(name, approximate);
+  const FeedForwardSteps steps = STUDENT(attn::exercise::forward(block, x));
   const std::string call = "forward(block " + name + ", x " + attn::shape_string_of(x) + ")";
-  check_close(call + ".hidden", steps.hidden, fixture<3>(prefix + "_hidden"), kTolerance);
-  check_close(call + ".activated", steps.activated, fixture<3>(prefix + "_activated"), kTolerance);
-  check_close(call + ".projected", steps.projected, fixture<3>(prefix + "_projected"), kTolerance);
-  check_close(call + ".output", steps.output, fixture<3>(prefix + "_output"), kTolerance);
+  check_close(call + ".hidden", steps.hidden, expected<3>(prefix + "_hidden"), kTolerance);
+  check_close(call + ".activated", steps.activated, expected<3>(prefix + "_activated"), kTolerance);
+  check_close(call + ".projected", steps.projected, expected<3>(prefix + "_projected"), kTolerance);
+  check_close(call + ".output", steps.output, expected<3>(prefix + "_output"), kTolerance);
 }
 
 }  // namespace
@@ -81,10 +86,9 @@ TEST_CASE("linear matches torch on one token per batch 3x1x5 to width 9 and with
 
 TEST_CASE("linear refuses a weight whose width is not the last axis of x",
           "[feed-forward][points=1]") {
-  const Tensor3 x = fixture<3>("feed-forward/linear_b2_t5_i6_o4_x");
-  const Tensor2 weight =
-      fixture<2>("feed-forward/linear_b3_t1_i5_o9_weight");  // (9,5) for x (2,5,6)
-  CHECK_THROWS_AS(attn::exercise::linear(x, weight, nullptr), std::invalid_argument);
+  const Tensor3 x = input<3>("feed-forward/linear_b2_t5_i6_o4_x");
+  const Tensor2 weight = input<2>("feed-forward/linear_b3_t1_i5_o9_weight");  // (9,5) for x (2,5,6)
+  CHECK_THROWS_AS(STUDENT(attn::exercise::linear(x, weight, nullptr)), std::invalid_argument);
 }
 
 TEST_CASE("gelu matches torch nn.GELU on a grid from -8 to 8 and on random values",
@@ -103,15 +107,15 @@ TEST_CASE("gelu is 0 at 0 and x Phi(x) at known points with its minimum near -0.
           "[feed-forward][points=1]") {
   // x Φ(x) with Φ the standard normal CDF: Φ(1) = 0.841345, Φ(-1) = 0.158655, Φ(-0.75) = 0.226627.
   const std::vector<float> xs = {0.0f, 1.0f, -1.0f, -0.75f, 10.0f, -10.0f};
-  const std::vector<float> expected = {0.0f, 0.841345f, -0.158655f, -0.169970f, 10.0f, 0.0f};
+  const std::vector<float> known = {0.0f, 0.841345f, -0.158655f, -0.169970f, 10.0f, 0.0f};
   Tensor3 x({1, 1, xs.size()});
   for (std::size_t i = 0; i < xs.size(); ++i)
     x(0, 0, i) = xs[i];
-  const Tensor3 y = attn::exercise::gelu(x, GeluApproximation::none);
+  const Tensor3 y = STUDENT(attn::exercise::gelu(x, GeluApproximation::none));
   REQUIRE(y.shape(2) == xs.size());
   for (std::size_t i = 0; i < xs.size(); ++i) {
-    INFO("gelu(" << xs[i] << ") = " << y(0, 0, i) << ", expected " << expected[i]);
-    CHECK(std::fabs(y(0, 0, i) - expected[i]) < 1e-5f);
+    INFO("gelu(" << xs[i] << ") = " << y(0, 0, i) << ", expected " << known[i]);
+    CHECK(std::fabs(y(0, 0, i) - known[i]) < 1e-5f);
   }
 }
 
@@ -129,18 +133,19 @@ TEST_CASE("forward matches PyTorch on odd sizes 3x4x7 with F 10 and 1x1x5 with F
 TEST_CASE("forward is position-wise so each token alone gives its row of the PyTorch output",
           "[feed-forward][points=2]") {
   const FeedForward block = load_block("b3_t4_d7_f10", GeluApproximation::none);
-  const Tensor3 x = fixture<3>("feed-forward/block_b3_t4_d7_f10_x");
-  const Tensor3 expected = fixture<3>("feed-forward/block_b3_t4_d7_f10_output");
+  const Tensor3 x = input<3>("feed-forward/block_b3_t4_d7_f10_x");
   for (std::size_t b = 0; b < x.shape(0); ++b) {
     for (std::size_t t = 0; t < x.shape(1); ++t) {
-      Tensor3 token({1, 1, x.shape(2)}), row({1, 1, expected.shape(2)});
+      Tensor3 token({1, 1, x.shape(2)});
       for (std::size_t d = 0; d < x.shape(2); ++d)
         token(0, 0, d) = x(b, t, d);
-      for (std::size_t d = 0; d < expected.shape(2); ++d)
-        row(0, 0, d) = expected(b, t, d);
+      const FeedForwardSteps alone = STUDENT(attn::exercise::forward(block, token));
+      // row (b, t) of PyTorch's output on the whole x, (1,1,D)
+      const std::string row =
+          "feed-forward/block_b3_t4_d7_f10_output_b" + std::to_string(b) + "_t" + std::to_string(t);
       const std::string where = std::to_string(b) + ", " + std::to_string(t);
-      check_close("forward(block, token x(" + where + ", :) alone).output",
-                  attn::exercise::forward(block, token).output, row, kTolerance);
+      check_close("forward(block, token x(" + where + ", :) alone).output", alone.output,
+                  expected<3>(row), kTolerance);
     }
   }
 }
@@ -153,7 +158,7 @@ TEST_CASE("forward with the tanh GELU matches PyTorch on 2x3x8 with F 20",
 
 TEST_CASE("forward refuses an input whose width is not D", "[feed-forward][points=1][.hidden]") {
   const FeedForward block = load_block("b2_t5_d6_f24", GeluApproximation::none);
-  const Tensor3 wrong = fixture<3>("feed-forward/block_b3_t4_d7_f10_x");  // (3,4,7) for D = 6
-  CHECK_THROWS_AS(attn::exercise::forward(block, wrong), std::invalid_argument);
+  const Tensor3 wrong = input<3>("feed-forward/block_b3_t4_d7_f10_x");  // (3,4,7) for D = 6
+  CHECK_THROWS_AS(STUDENT(attn::exercise::forward(block, wrong)), std::invalid_argument);
 }
 // END HIDDEN TESTS

@@ -1,7 +1,8 @@
 // Grades lesson 09's exercise against PyTorch's Embeddings and TransformerEncoderLayer
 // (data/generator/exercise_encoder.py), loaded into attn's structs by state_dict key, and against
 // what any encoder layer must satisfy. Tags: [encoder] the lesson, [points=N] the marks,
-// [.hidden] shown after the due date.
+// [.hidden] shown after the due date. The student's functions are called only through
+// STUDENT(...), and expected values are used only in checks (see course/harness/grading.hpp).
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -18,7 +19,8 @@ using attn::EncoderLayerSteps;
 using attn::NormPlacement;
 using attn::Tensor3;
 using attn::grading::check_close;
-using attn::grading::fixture;
+using attn::grading::expected;
+using attn::grading::input;
 
 namespace {
 
@@ -30,7 +32,7 @@ void load_weights(Layer& layer, const std::string& weights) {
   attn::visit_parameters(layer, [&](const std::string& key, float* data, const attn::Shape& shape) {
     const std::string name = "encoder/" + weights + "." + key;
     const attn::Array array =
-        shape.size() == 1 ? attn::to_array(fixture<1>(name)) : attn::to_array(fixture<2>(name));
+        shape.size() == 1 ? attn::to_array(input<1>(name)) : attn::to_array(input<2>(name));
     INFO(name << " has shape " << attn::shape_string(array.shape) << ", the struct expects "
               << attn::shape_string(shape));
     REQUIRE(array.shape == shape);
@@ -73,24 +75,25 @@ attn::Ids ids_of(const attn::Tensor2& values) {
 
 void check_embeddings(const std::string& name) {
   const std::string prefix = "encoder/embeddings_" + name;
-  const attn::Ids ids = ids_of(fixture<2>(prefix + "_ids"));
-  const EmbeddingsSteps steps = attn::exercise::forward(load_embeddings(), ids);
+  const attn::Ids ids = ids_of(input<2>(prefix + "_ids"));
+  const attn::Embeddings embeddings = load_embeddings();
+  const EmbeddingsSteps steps = STUDENT(attn::exercise::forward(embeddings, ids));
   const std::string call =
       "forward(embeddings, ids " + attn::shape_string(attn::to_array(ids).shape) + ")";
-  check_close(call + ".token", steps.token, fixture<3>(prefix + "_token"), kTolerance);
-  check_close(call + ".position", steps.position, fixture<3>(prefix + "_position"), kTolerance);
-  check_close(call + ".sum", steps.sum, fixture<3>(prefix + "_sum"), kTolerance);
-  check_close(call + ".output", steps.output, fixture<3>(prefix + "_output"), kTolerance);
+  check_close(call + ".token", steps.token, expected<3>(prefix + "_token"), kTolerance);
+  check_close(call + ".position", steps.position, expected<3>(prefix + "_position"), kTolerance);
+  check_close(call + ".sum", steps.sum, expected<3>(prefix + "_sum"), kTolerance);
+  check_close(call + ".output", steps.output, expected<3>(prefix + "_output"), kTolerance);
 }
 
-// One case: weights e.g. "layer_d12_h3_f48", input e.g. "b1_t5"; every step against PyTorch's.
-void check_layer(const std::string& weights, const std::string& input, NormPlacement placement,
+// One case: weights e.g. "layer_d12_h3_f48", x e.g. "b1_t5"; every step against PyTorch's.
+void check_layer(const std::string& weights, const std::string& sample, NormPlacement placement,
                  std::size_t d_model, std::size_t heads, std::size_t d_ff) {
   const std::string norm = placement == NormPlacement::pre ? "pre" : "post";
-  const std::string prefix = "encoder/" + weights + "_" + input + "_";
-  const Tensor3 x = fixture<3>(prefix + "x");
-  const EncoderLayerSteps steps =
-      attn::exercise::forward(load_layer(weights, placement, d_model, heads, d_ff), x);
+  const std::string prefix = "encoder/" + weights + "_" + sample + "_";
+  const Tensor3 x = input<3>(prefix + "x");
+  const EncoderLayer layer = load_layer(weights, placement, d_model, heads, d_ff);
+  const EncoderLayerSteps steps = STUDENT(attn::exercise::forward(layer, x));
   const std::string call =
       "forward(" + norm + "-LN layer " + weights + ", x " + attn::shape_string_of(x) + ")";
   check_close(call + ".input", steps.input, x, kTolerance);
@@ -102,7 +105,7 @@ void check_layer(const std::string& weights, const std::string& input, NormPlace
       {"feed_forward", &steps.feed_forward},
       {"output", &steps.output}};
   for (const auto& [field, got] : fields) {
-    check_close(call + "." + field, *got, fixture<3>(prefix + norm + "_" + field), kTolerance);
+    check_close(call + "." + field, *got, expected<3>(prefix + norm + "_" + field), kTolerance);
   }
 }
 
@@ -120,7 +123,8 @@ TEST_CASE("embeddings match PyTorch on every position 1x9 and on one token 3x1",
 
 TEST_CASE("embeddings refuse more tokens than there are positions", "[encoder][points=1]") {
   const attn::Ids ids({1, 10}, 0);  // T = 10 for P = 9
-  CHECK_THROWS_AS(attn::exercise::forward(load_embeddings(), ids), std::invalid_argument);
+  const attn::Embeddings embeddings = load_embeddings();
+  CHECK_THROWS_AS(STUDENT(attn::exercise::forward(embeddings, ids)), std::invalid_argument);
 }
 
 TEST_CASE("pre-LN forward matches the PyTorch book layer step by step on 1x5x12 with H 3 and F 48",
@@ -145,8 +149,9 @@ TEST_CASE(
     "post-LN output rows have mean 0 and variance 1 before the scale and shift of layer_norm_2",
     "[encoder][points=1]") {
   const EncoderLayer layer = load_layer("layer_d10_h2_f24", NormPlacement::post, 10, 2, 24);
-  const Tensor3 y =
-      attn::exercise::forward(layer, fixture<3>("encoder/layer_d10_h2_f24_b2_t7_x")).output;
+  const Tensor3 x = input<3>("encoder/layer_d10_h2_f24_b2_t7_x");
+  const EncoderLayerSteps steps = STUDENT(attn::exercise::forward(layer, x));
+  const Tensor3& y = steps.output;
   REQUIRE(y.shape(0) == 2);
   REQUIRE(y.shape(1) == 7);
   REQUIRE(y.shape(2) == 10);
@@ -171,7 +176,7 @@ TEST_CASE("a layer is permutation-equivariant over tokens in both placements",
           "[encoder][points=2]") {
   // No positions inside a layer and no mask: shuffling the tokens shuffles the outputs alike.
   const std::vector<std::size_t> order = {3, 0, 6, 1, 5, 2, 4};
-  const Tensor3 x = fixture<3>("encoder/layer_d10_h2_f24_b2_t7_x");
+  const Tensor3 x = input<3>("encoder/layer_d10_h2_f24_b2_t7_x");
   Tensor3 shuffled(x.shape());
   for (std::size_t b = 0; b < 2; ++b)
     for (std::size_t t = 0; t < 7; ++t)
@@ -179,15 +184,12 @@ TEST_CASE("a layer is permutation-equivariant over tokens in both placements",
         shuffled(b, t, d) = x(b, order[t], d);
   for (const NormPlacement placement : {NormPlacement::pre, NormPlacement::post}) {
     const std::string norm = placement == NormPlacement::pre ? "pre" : "post";
-    const Tensor3 expected = fixture<3>("encoder/layer_d10_h2_f24_b2_t7_" + norm + "_output");
-    Tensor3 reordered(expected.shape());
-    for (std::size_t b = 0; b < 2; ++b)
-      for (std::size_t t = 0; t < 7; ++t)
-        for (std::size_t d = 0; d < 10; ++d)
-          reordered(b, t, d) = expected(b, order[t], d);
     const EncoderLayer layer = load_layer("layer_d10_h2_f24", placement, 10, 2, 24);
-    check_close("forward(" + norm + "-LN layer, x with tokens in order 3 0 6 1 5 2 4).output",
-                attn::exercise::forward(layer, shuffled).output, reordered, kTolerance);
+    const EncoderLayerSteps steps = STUDENT(attn::exercise::forward(layer, shuffled));
+    // PyTorch's output (2,7,10) with its rows in that order
+    check_close(
+        "forward(" + norm + "-LN layer, x with tokens in order 3 0 6 1 5 2 4).output", steps.output,
+        expected<3>("encoder/layer_d10_h2_f24_b2_t7_" + norm + "_shuffled_output"), kTolerance);
   }
 }
 
@@ -202,9 +204,10 @@ TEST_CASE("both placements match PyTorch on one token per batch 3x1x6 and on 1x6
 
 TEST_CASE("embeddings refuse an id outside the vocabulary", "[encoder][points=1][.hidden]") {
   attn::Ids ids({2, 3}, 1);
+  const attn::Embeddings embeddings = load_embeddings();
   ids(1, 2) = 11;  // V = 11: ids run 0..10
-  CHECK_THROWS_AS(attn::exercise::forward(load_embeddings(), ids), std::invalid_argument);
+  CHECK_THROWS_AS(STUDENT(attn::exercise::forward(embeddings, ids)), std::invalid_argument);
   ids(1, 2) = -1;
-  CHECK_THROWS_AS(attn::exercise::forward(load_embeddings(), ids), std::invalid_argument);
+  CHECK_THROWS_AS(STUDENT(attn::exercise::forward(embeddings, ids)), std::invalid_argument);
 }
 // END HIDDEN TESTS
