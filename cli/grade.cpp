@@ -1,5 +1,6 @@
 // attn grade, attn check, attn hint and attn assignments release: the course's exercises,
-// graded by their tests (see assignments.hpp for the tree, grader.hpp for how it runs).
+// graded by their tests. The work is course/'s (assignments.hpp for the trees, grader.hpp for
+// how student code runs and who decides); this file reads the options and prints.
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,14 +15,15 @@
 #include "command.hpp"
 #include "error.hpp"
 #include "file_io.hpp"
-#include "grade_report.hpp"
 #include "grader.hpp"
 #include "options.hpp"
 #include "output.hpp"
+#include "report.hpp"
 
 namespace attn::cli {
 
 namespace fs = std::filesystem;
+using namespace attn::course;
 
 namespace {
 
@@ -125,13 +127,14 @@ void write_output(const std::string& path, const std::string& text) {
 }
 
 std::vector<LessonOutcome> grade_lessons(const fs::path& tree, const std::vector<Exercise>& chosen,
-                                         double timeout) {
+                                         double timeout, bool hidden_tests = true) {
   GradeOptions options;
   options.test_timeout_seconds = timeout;
+  options.hidden_tests = hidden_tests;
   options.progress = progress_line;
   std::vector<LessonOutcome> outcomes;
   for (const Exercise& exercise : chosen)
-    outcomes.push_back(grade_exercise(tree, exercise, options));
+    outcomes.push_back(grade_exercise(exercise, options));
   record_progress(tree, outcomes);
   return outcomes;
 }
@@ -145,10 +148,15 @@ int run_grade(const GradeCliOptions& o) {
     tree = find_tree(o.dir);
     const std::vector<Exercise> all = find_exercises(tree);
     if (o.lessons.empty()) chosen = all;
-    for (const std::string& name : o.lessons)
-      chosen.push_back(exercise_named(all, name));
+    for (const std::string& name : o.lessons) {
+      const Exercise& exercise = exercise_named(all, name);
+      bool again = false;
+      for (const Exercise& already : chosen)
+        again = again || already.stem == exercise.stem;
+      if (!again) chosen.push_back(exercise);  // --lesson softmax --lesson 03: graded once
+    }
     for (const Exercise& exercise : chosen)
-      parse_test_cases(exercise.tests());
+      instructor_tests(exercise);
   } catch (const Error& e) {
     // The machine-read formats still get their file, with the problem in it.
     const std::string problem = e.detail();
@@ -158,7 +166,15 @@ int run_grade(const GradeCliOptions& o) {
   }
   progress_line(fmt::format("grading {} ({} lesson{})", tree.string(), chosen.size(),
                             chosen.size() == 1 ? "" : "s"));
-  const std::vector<LessonOutcome> outcomes = grade_lessons(tree, chosen, o.timeout);
+  std::vector<LessonOutcome> outcomes;
+  try {
+    outcomes = grade_lessons(tree, chosen, o.timeout);
+  } catch (const Error& e) {
+    // Whatever stopped the grading, the machine-read formats still get their file: score 0.
+    if (o.format == "gradescope") write_output(o.output, gradescope_report({}, e.detail()));
+    if (o.format == "junit") write_output(o.output, junit_report({}, e.detail()));
+    throw;
+  }
   bool all_passed = true;
   for (const LessonOutcome& outcome : outcomes)
     all_passed = all_passed && outcome.passed();
@@ -172,59 +188,7 @@ int run_grade(const GradeCliOptions& o) {
   return all_passed ? kExitOk : kExitCheckFailed;
 }
 
-// The staged hints of hints.md: the text under each "## N" heading.
-std::vector<std::string> read_hints(const Exercise& exercise) {
-  std::error_code ec;
-  if (!fs::exists(exercise.hints(), ec)) return {};
-  const std::vector<unsigned char> bytes = read_file(exercise.hints().string(), "hints.md");
-  std::istringstream in(std::string(bytes.begin(), bytes.end()));
-  std::vector<std::string> hints;
-  for (std::string line; std::getline(in, line);) {
-    if (line.starts_with("## ")) {
-      hints.emplace_back();
-    } else if (!hints.empty()) {
-      hints.back() += line + "\n";
-    }
-  }
-  for (std::string& hint : hints) {
-    while (!hint.empty() && (hint.front() == '\n'))
-      hint.erase(hint.begin());
-    while (hint.size() > 1 && hint.ends_with("\n\n"))
-      hint.pop_back();
-  }
-  return hints;
-}
-
-std::string progress_bar(int done, int total) {
-  constexpr int kWidth = 30;
-  const int filled = total > 0 ? done * kWidth / total : 0;
-  std::string bar(static_cast<std::size_t>(filled), '#');
-  if (filled < kWidth) bar += '>' + std::string(static_cast<std::size_t>(kWidth - filled - 1), '-');
-  return fmt::format("Progress: [{}] {}/{} exercises done", bar, done, total);
-}
-
 }  // namespace
-
-std::string exercise_progress_text(const fs::path& tree, const std::vector<Exercise>& exercises) {
-  const Progress progress = load_progress(tree);
-  int done = 0;
-  const Exercise* next = nullptr;
-  for (const Exercise& exercise : exercises) {
-    if (lesson_done(progress, exercise)) {
-      ++done;
-    } else if (next == nullptr) {
-      next = &exercise;
-    }
-  }
-  std::string out = progress_bar(done, static_cast<int>(exercises.size())) + "\n";
-  if (next != nullptr) {
-    out += fmt::format("Next exercise: {} (edit {}, then `attn check {}`)\n", next->label(),
-                       fs::relative(next->source(), tree).string(), next->lesson);
-  } else {
-    out += "Every exercise passes its tests. Well done.\n";
-  }
-  return out;
-}
 
 namespace {
 
@@ -266,7 +230,8 @@ void setup(CLI::App& app, Context& context) {
         return;
       }
     }
-    const std::vector<LessonOutcome> outcomes = grade_lessons(tree, {*chosen}, c->timeout);
+    // A student checks against the visible tests; the hidden ones count only in `attn grade`.
+    const std::vector<LessonOutcome> outcomes = grade_lessons(tree, {*chosen}, c->timeout, false);
     const LessonOutcome& outcome = outcomes.front();
     std::string out = text_report(outcomes, color_on(c->color));
     if (outcome.passed()) {
@@ -327,39 +292,62 @@ void setup(CLI::App& app, Context& context) {
   });
 
   auto out_dir = std::make_shared<std::string>();
+  auto grader_dir = std::make_shared<std::string>();
   auto source_dir = std::make_shared<std::string>();
-  auto keep_hidden = std::make_shared<bool>(false);
   CLI::App* assignments = app.add_subcommand("assignments", "the course's assignment trees");
   assignments->require_subcommand(0, 1);
   assignments->callback([assignments] {
     if (assignments->get_subcommands().empty()) {
-      throw Error(
-          "assignments",
-          "give a subcommand: `attn assignments release --out DIR` writes the student tree");
+      throw Error("assignments",
+                  "give a subcommand: `attn assignments release --out DIR` writes the student "
+                  "tree, `--grader DIR` the autograder");
     }
   });
-  CLI::App* release =
-      assignments->add_subcommand("release", "write the student tree: solutions replaced by stubs");
-  release->add_option("--out", *out_dir, "the new folder to write (must not exist yet)")
-      ->required()
+  CLI::App* release = assignments->add_subcommand(
+      "release",
+      "write the student tree (solutions replaced by stubs, hidden tests left out) "
+      "and the grader bundle (no solutions, hidden tests kept)");
+  release->add_option("--out", *out_dir, "the student tree to write (a new folder)")
       ->check(not_empty_validator("--out", "~/course"))
       ->option_text("DIR");
-  release->add_flag(
-      "--keep-hidden", *keep_hidden,
-      "keep the [.hidden] tests (for an autograder's copy; students' copies leave them out)");
-  release->add_option("--dir", *source_dir, "the tree to release (default: this checkout)")
+  release
+      ->add_option("--grader", *grader_dir,
+                   "the grader bundle to write (a new folder): zip it for Gradescope")
+      ->check(not_empty_validator("--grader", "~/autograder"))
       ->option_text("DIR");
-  release->callback([out_dir, source_dir, keep_hidden, &context] {
-    const fs::path tree = source_dir->empty() ? source_tree() : find_tree(*source_dir);
-    const ReleaseSummary summary = release_tree(tree, *out_dir, *keep_hidden);
-    const double points = summary.visible_points + summary.hidden_points;
-    std::string out = fmt::format(
-        "wrote {}: {} exercises, {} solutions replaced by stubs, {} tests worth {} points",
-        *out_dir, summary.exercises, summary.stubs, summary.visible_tests + summary.hidden_tests,
-        number_string(points));
-    out += *keep_hidden ? fmt::format(" ({} hidden tests kept)\n", summary.hidden_tests)
-                        : " (hidden tests left out)\n";
-    out += fmt::format("Students start with `cd {} && attn check`.\n", *out_dir);
+  release
+      ->add_option("--dir", *source_dir,
+                   "the tree to release as the student tree (default: attn's own course)")
+      ->option_text("DIR");
+  release->callback([out_dir, grader_dir, source_dir, &context] {
+    if (out_dir->empty() && grader_dir->empty()) {
+      throw Error(ErrorKind::bad_value, "assignments",
+                  "give <out> DIR for the student tree, <grader> DIR for the grader bundle, or "
+                  "both");
+    }
+    const fs::path tree = source_dir->empty() ? course_tree() : find_tree(*source_dir);
+    std::string out;
+    if (!out_dir->empty()) {
+      const ReleaseSummary summary = release_tree(tree, *out_dir, false);
+      out += fmt::format(
+          "wrote {}: {} exercises, {} solutions replaced by stubs, {} tests worth {} points "
+          "(hidden tests left out)\n",
+          *out_dir, summary.exercises, summary.stubs, summary.visible_tests,
+          number_string(summary.visible_points));
+      out += fmt::format("Students start with `cd {} && attn check`.\n", *out_dir);
+    }
+    if (!grader_dir->empty()) {
+      const ReleaseSummary summary = release_grader(course_tree(), *grader_dir);
+      out += fmt::format(
+          "wrote {}: attn, the checks and expected values, {} exercises with stubs for "
+          "solutions, {} tests worth {} points ({} hidden)\n",
+          *grader_dir, summary.exercises, summary.visible_tests + summary.hidden_tests,
+          number_string(summary.visible_points + summary.hidden_points), summary.hidden_tests);
+      out += fmt::format(
+          "For Gradescope: `cd {} && zip -r ../autograder.zip .`, then upload the "
+          "zip (docs/instructor-guide.md).\n",
+          *grader_dir);
+    }
     std::fputs(out.c_str(), stdout);
     context.exit_code = kExitOk;
   });

@@ -11,8 +11,13 @@
 
 namespace attn::cli {
 
-std::string exercise_progress_text(const std::filesystem::path& tree,
-                                   const std::vector<Exercise>& exercises);
+using course::Exercise;
+using course::exercise_progress_text;
+using course::find_exercises;
+using course::find_tree;
+using course::lesson_done;
+using course::load_progress;
+using course::Progress;
 
 namespace {
 

@@ -51,7 +51,8 @@ def generate(fixtures, only=None):
         clash = {n for n in names if (out.inputs / n).exists() and (out.expected / n).exists()}
         if clash:
             raise SystemExit(f"{module.LESSON}: both an input and an expected value: {sorted(clash)}")
-        written[module.LESSON] = sorted(names)
+        written[module.LESSON] = {"inputs": sorted(n.name for n in out.inputs.glob("*.npy")),
+                                  "expected": sorted(n.name for n in out.expected.glob("*.npy"))}
     return written
 
 

@@ -14,10 +14,10 @@
 #include "catalog.hpp"
 #include "error.hpp"
 #include "file_io.hpp"
-#include "grade_toolchain.hpp"
 #include "lesson.hpp"
+#include "toolchain.hpp"
 
-namespace attn::cli {
+namespace attn::course {
 
 namespace fs = std::filesystem;
 
@@ -74,8 +74,8 @@ std::string Exercise::label() const {
   return fmt::format("{:02} {}", number, lesson);
 }
 
-fs::path source_tree() {
-  return fs::path(toolchain::kSourceDir);
+fs::path course_tree() {
+  return toolchain().course();
 }
 
 bool is_assignment_tree(const fs::path& dir) {
@@ -125,7 +125,7 @@ fs::path find_tree(const std::string& dir) {
     if (is_assignment_tree(at)) return at;
     if (at == at.parent_path()) break;
   }
-  return source_tree();
+  return course_tree();
 }
 
 std::vector<Exercise> find_exercises(const fs::path& tree) {
@@ -325,29 +325,39 @@ std::string strip_hidden_tests(const std::string& text, const std::string& file)
   return join_lines(out);
 }
 
-ReleaseSummary release_tree(const fs::path& tree, const fs::path& out, bool keep_hidden) {
+namespace {
+
+// `out` may be written: new, or an empty folder, inside an existing folder.
+void check_new_folder(const fs::path& out, const char* option) {
   std::error_code ec;
   if (fs::exists(out, ec) && !(fs::is_directory(out, ec) && fs::is_empty(out, ec))) {
     throw Error(ErrorKind::bad_value, "assignments",
                 fmt::format("'{}' already exists: give a new folder (nothing is overwritten)",
                             out.string()))
-        .about("out");
+        .about(option);
   }
   const fs::path parent = fs::absolute(out, ec).parent_path();
   if (fs::exists(parent, ec) && !fs::is_directory(parent, ec)) {
     const fs::path shown = out.parent_path().empty() ? parent : out.parent_path();
     throw Error(ErrorKind::bad_value, "assignments",
-                fmt::format("'{}' is a file, not a folder: give --out a path inside a folder",
-                            printable(shown.string())))
-        .about("out");
+                fmt::format("'{}' is a file, not a folder: give <{}> a path inside a folder",
+                            printable(shown.string()), option))
+        .about(option);
   }
   if (!fs::is_directory(parent, ec)) {
     throw Error(
         ErrorKind::bad_value, "assignments",
-        fmt::format("'{}' does not exist: create it first, or give --out inside an existing folder",
-                    parent.string()))
-        .about("out");
+        fmt::format("'{}' does not exist: create it first, or give <{}> inside an existing folder",
+                    parent.string(), option))
+        .about(option);
   }
+}
+
+}  // namespace
+
+ReleaseSummary release_tree(const fs::path& tree, const fs::path& out, bool keep_hidden) {
+  std::error_code ec;
+  check_new_folder(out, "out");
   const std::vector<Exercise> exercises = find_exercises(tree);
   ReleaseSummary summary;
   // Everything is made in memory first, so that a bad exercise leaves nothing on disk.
@@ -357,7 +367,9 @@ ReleaseSummary release_tree(const fs::path& tree, const fs::path& out, bool keep
     const fs::path folder = fs::path("lessons") / exercise.folder.filename();
     const std::vector<TestCaseInfo> cases = parse_test_cases(exercise.tests());
     double visible = 0.0, hidden = 0.0;
+    int hidden_count = 0;
     for (const TestCaseInfo& info : cases) {
+      hidden_count += info.hidden ? 1 : 0;
       (info.hidden ? hidden : visible) += info.points;
       (info.hidden ? summary.hidden_tests : summary.visible_tests) += 1;
     }
@@ -387,14 +399,15 @@ ReleaseSummary release_tree(const fs::path& tree, const fs::path& out, bool keep
                        {"edit", (folder / exercise.source().filename()).string()},
                        {"points", visible},
                        {"hidden_points", keep_hidden ? hidden : 0.0},
-                       {"tests", static_cast<int>(cases.size())}});
+                       {"tests", keep_hidden ? static_cast<int>(cases.size())
+                                             : static_cast<int>(cases.size()) - hidden_count}});
     ++summary.exercises;
   }
   const nlohmann::json manifest = {
       {"format", "attn-assignments/1"}, {"hidden_tests", keep_hidden}, {"lessons", lessons}};
   files.emplace_back("assignments.json", manifest.dump(2) + "\n");
   files.emplace_back(".gitignore", ".attn/\n");
-  const fs::path guide = source_tree() / "docs" / "student-guide.md";
+  const fs::path guide = toolchain().root / "student-guide.md";
   if (fs::exists(guide, ec)) files.emplace_back("README.md", read_text(guide));
   for (const auto& [path, text] : files) {
     if (text.find("BEGIN SOLUTION") != std::string::npos ||
@@ -431,6 +444,46 @@ ReleaseSummary release_tree(const fs::path& tree, const fs::path& out, bool keep
   }
   if (!keep_hidden) summary.hidden_points = 0.0, summary.hidden_tests = 0;
   return summary;
+}
+
+ReleaseSummary release_grader(const fs::path& tree, const fs::path& out) {
+  check_new_folder(out, "grader");
+  std::error_code ec;
+  const fs::path target = fs::absolute(out, ec).lexically_normal();
+  const fs::path temporary = target.parent_path() / (target.filename().string() + ".partial");
+  fs::remove_all(temporary, ec);
+  const Toolchain& tool = toolchain();
+  try {
+    const fs::path share = temporary / "share" / "attn";
+    fs::create_directories(share);
+    // The course as students get it, but with the hidden tests: the grader reads the tests'
+    // names and points there; the sources have stubs, so no solution is on the grading machine.
+    const ReleaseSummary summary = release_tree(tree, share / "course", true);
+    for (const char* part : {"include", "lib", "inputs", "grader", "autograder"}) {
+      fs::copy(tool.root / part, share / part, fs::copy_options::recursive);
+    }
+    for (const char* file : {"toolchain.json", "student-guide.md"})
+      fs::copy_file(tool.root / file, share / file);
+    fs::create_directories(temporary / "bin");
+    fs::copy_file(fs::read_symlink("/proc/self/exe"), temporary / "bin" / "attn");
+    for (const char* script : {"setup.sh", "run_autograder"}) {
+      fs::copy_file(tool.root / "autograder" / script, temporary / script);
+      fs::permissions(temporary / script, fs::perms::owner_all | fs::perms::group_read |
+                                              fs::perms::group_exec | fs::perms::others_read |
+                                              fs::perms::others_exec);
+    }
+    if (fs::exists(target, ec)) fs::remove(target);
+    fs::rename(temporary, target);
+    return summary;
+  } catch (const fs::filesystem_error& e) {
+    fs::remove_all(temporary, ec);
+    throw Error(ErrorKind::bad_value, "assignments",
+                fmt::format("cannot write '{}': {}", out.string(), e.code().message()))
+        .about("out");
+  } catch (...) {
+    fs::remove_all(temporary, ec);
+    throw;
+  }
 }
 
 Progress load_progress(const fs::path& tree) {
@@ -491,4 +544,63 @@ bool lesson_done(const Progress& progress, const Exercise& exercise) {
          it->second.fingerprint == fingerprint(exercise.source());
 }
 
-}  // namespace attn::cli
+// The staged hints of hints.md: the text under each "## N" heading.
+std::vector<std::string> read_hints(const Exercise& exercise) {
+  std::error_code ec;
+  // The instructor's hints, not the copy in the student's tree.
+  fs::path path = course_tree() / "lessons" / exercise.folder.filename() / "hints.md";
+  if (!fs::exists(path, ec)) path = exercise.hints();
+  if (!fs::exists(path, ec)) return {};
+  const std::vector<unsigned char> bytes = read_file(path.string(), "hints.md");
+  std::istringstream in(std::string(bytes.begin(), bytes.end()));
+  std::vector<std::string> hints;
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("## ")) {
+      hints.emplace_back();
+    } else if (!hints.empty()) {
+      hints.back() += line + "\n";
+    }
+  }
+  for (std::string& hint : hints) {
+    while (!hint.empty() && (hint.front() == '\n'))
+      hint.erase(hint.begin());
+    while (hint.size() > 1 && hint.ends_with("\n\n"))
+      hint.pop_back();
+  }
+  return hints;
+}
+
+namespace {
+
+std::string progress_bar(int done, int total) {
+  constexpr int kWidth = 30;
+  const int filled = total > 0 ? done * kWidth / total : 0;
+  std::string bar(static_cast<std::size_t>(filled), '#');
+  if (filled < kWidth) bar += '>' + std::string(static_cast<std::size_t>(kWidth - filled - 1), '-');
+  return fmt::format("Progress: [{}] {}/{} exercises done", bar, done, total);
+}
+
+}  // namespace
+
+std::string exercise_progress_text(const fs::path& tree, const std::vector<Exercise>& exercises) {
+  const Progress progress = load_progress(tree);
+  int done = 0;
+  const Exercise* next = nullptr;
+  for (const Exercise& exercise : exercises) {
+    if (lesson_done(progress, exercise)) {
+      ++done;
+    } else if (next == nullptr) {
+      next = &exercise;
+    }
+  }
+  std::string out = progress_bar(done, static_cast<int>(exercises.size())) + "\n";
+  if (next != nullptr) {
+    out += fmt::format("Next exercise: {} (edit {}, then `attn check {}`)\n", next->label(),
+                       fs::relative(next->source(), tree).string(), next->lesson);
+  } else {
+    out += "Every exercise passes its tests. Well done.\n";
+  }
+  return out;
+}
+
+}  // namespace attn::course

@@ -6,7 +6,7 @@
 
 #include "grader.hpp"
 
-namespace attn::cli {
+namespace attn::course {
 
 // Per lesson and per test: pass or fail, points, and the evidence of each failure.
 std::string text_report(const std::vector<LessonOutcome>& outcomes, bool color);
@@ -25,4 +25,4 @@ std::string number_string(double value);
 // "12/14", "12.5/14".
 std::string points_string(double score, double max_score);
 
-}  // namespace attn::cli
+}  // namespace attn::course

@@ -1,4 +1,4 @@
-#include "grade_report.hpp"
+#include "report.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -7,9 +7,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "process.hpp"
 #include "utf8.hpp"
 
-namespace attn::cli {
+namespace attn::course {
 
 namespace {
 
@@ -131,6 +132,7 @@ std::string text_report(const std::vector<LessonOutcome>& outcomes, bool color) 
   const double percent = max_score > 0 ? 100.0 * score / max_score : 0.0;
   out += fmt::format("Score: {} ({:.0f}%), {} of {} lessons pass\n",
                      points_string(score, max_score), percent, passed_lessons, outcomes.size());
+  out += fmt::format("Student code ran confined ({}).\n", confinement_summary());
   return out;
 }
 
@@ -171,6 +173,7 @@ std::string gradescope_report(const std::vector<LessonOutcome>& outcomes,
   }
   std::string output =
       problem.empty() ? summary : "attn grade could not grade this submission: " + problem + "\n";
+  output += fmt::format("Student code ran confined ({}).\n", confinement_summary());
   const nlohmann::json results = {{"score", problem.empty() ? score : 0.0},
                                   {"output", clean_text(output)},
                                   {"output_format", "text"},
@@ -242,4 +245,4 @@ std::string junit_report(const std::vector<LessonOutcome>& outcomes, const std::
       tests, failures, errors, seconds, suites);
 }
 
-}  // namespace attn::cli
+}  // namespace attn::course

@@ -1,8 +1,9 @@
 // Assignment trees: the course's exercises on disk. A tree holds lessons/NN-name/ folders; an
 // exercise is `<stem>.cpp` (what the student edits), `<stem>.hpp`, `<stem>_test.cpp` (the graded
-// tests) and hints.md, with stem "<name>_exercise" (softmax_exercise). This checkout is the
-// instructor's tree, with solutions between `// BEGIN SOLUTION` and `// END SOLUTION`;
-// `attn assignments release` writes a student tree with those replaced by stubs.
+// tests) and hints.md, with stem "<name>_exercise" (softmax_exercise). attn's own course
+// (share/attn/course, see toolchain.hpp) is the instructor's tree, with solutions between
+// `// BEGIN SOLUTION` and `// END SOLUTION`; `attn assignments release` writes a student tree
+// with those replaced by stubs, and a grader bundle with no solutions at all.
 #pragma once
 
 #include <filesystem>
@@ -10,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace attn::cli {
+namespace attn::course {
 
 struct Exercise {
   int number = 0;                // 3
@@ -33,12 +34,12 @@ struct TestCaseInfo {
   int line = 0;
 };
 
-// This checkout's folder (the instructor's tree).
-std::filesystem::path source_tree();
+// The instructor's tree this attn carries (share/attn/course).
+std::filesystem::path course_tree();
 // Whether `dir` holds at least one exercise under lessons/.
 bool is_assignment_tree(const std::filesystem::path& dir);
 // --dir when given (attn::Error when it is not a tree); else the nearest tree at or above the
-// working directory; else this checkout.
+// working directory; else the instructor's tree this attn carries.
 std::filesystem::path find_tree(const std::string& dir);
 // The tree's exercises in course order; attn::Error when there are none.
 std::vector<Exercise> find_exercises(const std::filesystem::path& tree);
@@ -69,6 +70,10 @@ struct ReleaseSummary {
 // or nothing.
 ReleaseSummary release_tree(const std::filesystem::path& tree, const std::filesystem::path& out,
                             bool keep_hidden);
+// Writes a grader bundle to `out` (new or empty), all or nothing: this attn's executable and its
+// share/attn, the course with stubs for solutions and the hidden tests kept, and Gradescope's
+// setup.sh and run_autograder at the top.
+ReleaseSummary release_grader(const std::filesystem::path& tree, const std::filesystem::path& out);
 
 // <tree>/.attn/progress.json: the last result of each lesson and the hints seen.
 struct LessonProgress {
@@ -88,4 +93,10 @@ std::string fingerprint(const std::filesystem::path& file);
 // Passed at its last grading, and the source unchanged since.
 bool lesson_done(const Progress& progress, const Exercise& exercise);
 
-}  // namespace attn::cli
+// The staged hints of the exercise's hints.md: the text under each "## N" heading.
+std::vector<std::string> read_hints(const Exercise& exercise);
+// "Progress: [#####>----] 3/9 exercises done" and the next exercise to do.
+std::string exercise_progress_text(const std::filesystem::path& tree,
+                                   const std::vector<Exercise>& exercises);
+
+}  // namespace attn::course
