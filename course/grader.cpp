@@ -256,32 +256,39 @@ std::string compiler_messages(const ProcessResult& result, const fs::path& build
   return text;
 }
 
-// Functions the student defines in attn::exercise that the object also calls in attn:: (the
-// core's answer to the same exercise), found by nm.
-std::string borrowed_answers(const std::string& nm_output) {
-  // The name with its parameter types: forward(MultiHeadAttention...) is the exercise's own,
-  // forward(Linear...) an earlier lesson's, which it may call.
-  static const std::regex defined(
-      R"(^[0-9a-f]+ [TtWw] attn::exercise::(([A-Za-z_][A-Za-z0-9_]*)\(.*\)))");
-  static const std::regex undefined(R"(^\s+U attn::(([A-Za-z_][A-Za-z0-9_]*)\(.*\)))");
-  std::vector<std::string> mine;
-  std::vector<std::pair<std::string, std::string>> called;  // (signature, name)
+// The short name of a demangled function: "attn::softmax" of "attn::softmax(xt::...)".
+std::string short_name(const std::string& signature) {
+  return signature.substr(0, signature.find('('));
+}
+
+// What the student's object calls in attn's core beyond what the instructor's solution calls
+// (`allowed`, the lines of share/attn/grader/<stem>.core-calls) and the helpers any exercise
+// may use: the core's own answer to the exercise, or another way to it, is not the student's.
+std::vector<std::string> unlisted_core_calls(const std::string& nm_output,
+                                             const std::vector<std::string>& allowed) {
+  static const std::regex undefined(R"(^\s+U (attn::.*)$)");
+  static const char* const kHelpers[] = {
+      "attn::shape_string", "attn::Error::", "attn::Rng::", "attn::printable", "attn::error_kind"};
+  std::vector<std::string> found;
   std::istringstream in(nm_output);
   for (std::string line; std::getline(in, line);) {
     std::smatch m;
-    if (std::regex_search(line, m, defined)) mine.push_back(m[1]);
-    if (std::regex_search(line, m, undefined)) called.emplace_back(m[1], m[2]);
+    if (!std::regex_match(line, m, undefined)) continue;
+    const std::string signature = m[1];
+    if (signature.starts_with("attn::exercise::")) continue;
+    bool ok = std::find(allowed.begin(), allowed.end(), signature) != allowed.end();
+    for (const char* helper : kHelpers)
+      ok = ok || signature.starts_with(helper);
+    const std::string name = short_name(signature);
+    if (!ok && std::find(found.begin(), found.end(), name) == found.end()) found.push_back(name);
   }
-  std::vector<std::string> found;
-  for (const auto& [signature, name] : called) {
-    if (std::find(mine.begin(), mine.end(), signature) != mine.end() &&
-        std::find(found.begin(), found.end(), "attn::" + name) == found.end()) {
-      found.push_back("attn::" + name);
-    }
-  }
+  return found;
+}
+
+std::string listed(const std::vector<std::string>& names) {
   std::string list;
-  for (std::size_t i = 0; i < found.size(); ++i)
-    list += (i == 0 ? "" : i + 1 == found.size() ? " and " : ", ") + found[i];
+  for (std::size_t i = 0; i < names.size(); ++i)
+    list += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
   return list;
 }
 
@@ -438,11 +445,24 @@ class LessonGrader {
       log = "nm could not read the compiled exercise: " + symbols.status(60.0);
       return false;
     }
-    if (const std::string borrowed = borrowed_answers(symbols.out); !borrowed.empty()) {
-      log = fmt::format(
-          "{} calls {} from attn's core, the answer this exercise asks you to "
-          "write: write it yourself",
-          file, borrowed);
+    std::vector<std::string> allowed;
+    {
+      std::ifstream in(tool_.grader() / (exercise_.stem + ".core-calls"));
+      for (std::string line; std::getline(in, line);)
+        allowed.push_back(line);
+    }
+    if (const std::vector<std::string> calls = unlisted_core_calls(symbols.out, allowed);
+        !calls.empty()) {
+      std::vector<std::string> names;
+      for (const std::string& signature : allowed) {
+        if (std::find(names.begin(), names.end(), short_name(signature)) == names.end())
+          names.push_back(short_name(signature));
+      }
+      log =
+          fmt::format("{} calls {} from attn's core: this exercise asks you to write it yourself{}",
+                      file, listed(calls),
+                      names.empty() ? " (it may use no function of the core)"
+                                    : fmt::format(" (of the core it may use {})", listed(names)));
       return false;
     }
     return link(tool_.visible_probe(exercise_.stem), "visible", log);

@@ -197,7 +197,7 @@ TEST_CASE("an #include of the solution, of any other file, or .incbin does not c
   }
 }
 
-TEST_CASE("calling the core's own answer to the exercise does not compile (G4)",
+TEST_CASE("calling the core's own answer to the exercise, by any name, does not compile (G4)",
           "[assignments][attacks]") {
   ScratchDir scratch("attack-core");
   const fs::path tree = tree_with_attack(scratch.path, R"(
@@ -213,6 +213,27 @@ Tensor3 apply_mask(const Tensor3& s, const Tensor2& m) { return attn::apply_mask
   CHECK(g.report["score"] == 0.0);
   CHECK(all_output(g.report).find("calls attn::apply_mask, attn::causal_mask and attn::softmax "
                                   "from attn's core") != std::string::npos);
+
+  // The same answer under another name of the core's.
+  ScratchDir other("attack-core-other");
+  const Graded renamed = grade(tree_with_attack(other.path, R"(
+#include "softmax.hpp"
+#include "matmul.hpp"
+namespace attn::exercise {
+Tensor3 softmax(const Tensor3& scores) { return attn::softmax_naive(scores); }
+Tensor2 causal_mask(std::size_t tokens) {
+  Tensor3 unit({1, tokens, tokens});
+  unit.fill(0.0f);
+  (void)attn::batched_matmul(unit, unit);
+  throw std::logic_error("not implemented");
+}
+Tensor3 apply_mask(const Tensor3&, const Tensor2&) { throw std::logic_error("not implemented"); }
+}
+)",
+                                                false));
+  CHECK(renamed.report["score"] == 0.0);
+  CHECK(all_output(renamed.report).find("calls attn::softmax_naive and attn::batched_matmul") !=
+        std::string::npos);
 }
 
 TEST_CASE(
