@@ -447,7 +447,13 @@ class LessonGrader {
     }
     std::vector<std::string> allowed;
     {
-      std::ifstream in(tool_.grader() / (exercise_.stem + ".core-calls"));
+      const fs::path list = tool_.grader() / (exercise_.stem + ".core-calls");
+      std::ifstream in(list);
+      if (!in) {
+        log = fmt::format("attn's course files lack {}: rebuild or reinstall attn",
+                          list.filename().string());
+        return false;
+      }
       for (std::string line; std::getline(in, line);)
         allowed.push_back(line);
     }
