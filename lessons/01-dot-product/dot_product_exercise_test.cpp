@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <xtensor/xmanipulation.hpp>
+
 #include "dot_product_exercise.hpp"
 #include "grading.hpp"
 
@@ -94,13 +96,19 @@ TEST_CASE(
 
 TEST_CASE("batched_matmul and batched_matmul_transposed refuse shapes that do not fit",
           "[dot-product][points=1]") {
-  const Tensor3 a = xt::zeros<float>({2, 3, 4});
-  const Tensor3 fits = xt::zeros<float>({2, 4, 5});             // (B,K,N) for a
-  const Tensor3 fits_transposed = xt::zeros<float>({2, 5, 4});  // (B,N,K) for a
-  const Tensor3 wrong_inner = xt::zeros<float>({2, 5, 6});      // K = 5 or 6, not 4
-  const Tensor3 wrong_batch = xt::zeros<float>({3, 4, 4});      // B = 3, not 2
-  CHECK_NOTHROW(STUDENT(attn::exercise::batched_matmul(a, fits)));
-  CHECK_NOTHROW(STUDENT(attn::exercise::batched_matmul_transposed(a, fits_transposed)));
+  const Tensor3 a = input<3>("dot-product/matmul_b2_t3_k4_n5_a");     // (2,3,4)
+  const Tensor3 fits = input<3>("dot-product/matmul_b2_t3_k4_n5_b");  // (B,K,N) (2,4,5) for a
+  const Tensor3 fits_transposed = xt::transpose(fits, {0, 2, 1});     // (B,N,K) (2,5,4) for a
+  const Tensor3 wrong_inner = xt::zeros<float>({2, 5, 6});            // K = 5 or 6, not 4
+  const Tensor3 wrong_batch = xt::zeros<float>({3, 4, 4});            // B = 3, not 2
+  // Shapes that fit must still give the product: refusing everything is not enough.
+  const Tensor3 product = STUDENT(attn::exercise::batched_matmul(a, fits));
+  const Tensor3 product_transposed =
+      STUDENT(attn::exercise::batched_matmul_transposed(a, fits_transposed));
+  check_close("batched_matmul(a (2,3,4), b (2,4,5))", product,
+              expected<3>("dot-product/matmul_b2_t3_k4_n5_out"), kTolerance);
+  check_close("batched_matmul_transposed(a (2,3,4), b (2,5,4))", product_transposed,
+              expected<3>("dot-product/matmul_b2_t3_k4_n5_out"), kTolerance);
   INFO(
       "a (2,3,4) against b (2,5,6), whose inner size is not 4, and b (3,4,4), whose batch is not 2");
   CHECK_THROWS_AS(STUDENT(attn::exercise::batched_matmul(a, wrong_inner)), std::invalid_argument);

@@ -82,6 +82,18 @@ TEST_CASE("apply_mask then softmax gives no weight to future tokens", "[softmax]
 
 TEST_CASE("apply_mask refuses a mask of the wrong shape", "[softmax][points=1]") {
   const Tensor3 scores = input<3>("softmax/b2_t4_s6_scores");
+  // A mask that fits: (4,6), -inf on the last two keys of rows 0 and 1, broadcast over the batch.
+  Tensor2 fitting = xt::zeros<float>({4, 6});
+  for (std::size_t t = 0; t < 2; ++t)
+    for (std::size_t s = 4; s < 6; ++s)
+      fitting(t, s) = -std::numeric_limits<float>::infinity();
+  Tensor3 sum(scores.shape());
+  for (std::size_t b = 0; b < 2; ++b)
+    for (std::size_t t = 0; t < 4; ++t)
+      for (std::size_t s = 0; s < 6; ++s)
+        sum(b, t, s) = scores(b, t, s) + fitting(t, s);
+  const Tensor3 masked = STUDENT(attn::exercise::apply_mask(scores, fitting));
+  check_close("apply_mask(scores (2,4,6), mask (4,6))", masked, sum);
   const Tensor2 wrong = input<2>("softmax/causal_mask_t4");  // (4,4) for scores (2,4,6)
   CHECK_THROWS_AS(STUDENT(attn::exercise::apply_mask(scores, wrong)), std::invalid_argument);
 }

@@ -159,6 +159,8 @@ TEST_CASE("scaled_dot_product_attention refuses shapes that do not fit", "[atten
   const Tensor3 values = given("b2_t4_s5", "values");        // (2,5,6)
   const Tensor3 other_size = given("b3_t5_s5", "keys");      // (3,5,4)
   const Tensor3 wrong_mask = given("causal_b2_t5", "mask");  // (2,5,5)
+  // The same queries, keys and values without a mask fit: every step as PyTorch's.
+  check_case("b2_t4_s5");
   INFO("keys (3,5,4) for queries (2,4,6)");
   CHECK_THROWS_AS(
       STUDENT(attn::exercise::scaled_dot_product_attention(queries, other_size, values, nullptr)),
@@ -188,6 +190,14 @@ TEST_CASE("attention_mask matches PyTorch for causal and padding masks and both"
 
 TEST_CASE("attention_mask refuses lengths of zero or past T and a list of the wrong size",
           "[attention][points=1]") {
+  // Lengths from 1 to T fit.
+  const Tensor3 padding = STUDENT(attn::exercise::attention_mask(2, 5, false, {3, 5}));
+  const Tensor3 shortest = STUDENT(attn::exercise::attention_mask(1, 3, false, {1}));
+  check_close("attention_mask(2, 5, not causal, lengths {3, 5})", padding,
+              expected<3>("attention/mask_padding_b2_t5"));
+  const float hidden = -std::numeric_limits<float>::infinity();
+  check_close("attention_mask(1, 3, not causal, lengths {1})", shortest,
+              Tensor3{{{0.0f, hidden, hidden}, {0.0f, hidden, hidden}, {0.0f, hidden, hidden}}});
   INFO("attention_mask(2, 5, causal, lengths {0, 5})");
   CHECK_THROWS_AS(STUDENT(attn::exercise::attention_mask(2, 5, true, {0, 5})),
                   std::invalid_argument);

@@ -121,6 +121,16 @@ TEST_CASE("head_size is D for wide and D over H for narrow book and fused",
 
 TEST_CASE("head_size refuses H that does not divide D and sizes of zero",
           "[multi-head][points=1]") {
+  // The same variants with H that divides D, or any H for wide, give a head size.
+  const std::size_t narrow_12_3 =
+      STUDENT(attn::exercise::head_size(MultiHeadVariant::narrow, 12, 3));
+  const std::size_t fused_10_5 = STUDENT(attn::exercise::head_size(MultiHeadVariant::fused, 10, 5));
+  const std::size_t book_6_6 = STUDENT(attn::exercise::head_size(MultiHeadVariant::book, 6, 6));
+  const std::size_t wide_7_2 = STUDENT(attn::exercise::head_size(MultiHeadVariant::wide, 7, 2));
+  CHECK(narrow_12_3 == 4);
+  CHECK(fused_10_5 == 2);
+  CHECK(book_6_6 == 1);
+  CHECK(wide_7_2 == 7);
   INFO("head_size(narrow, 12, 5)");
   CHECK_THROWS_AS(STUDENT(attn::exercise::head_size(MultiHeadVariant::narrow, 12, 5)),
                   std::invalid_argument);

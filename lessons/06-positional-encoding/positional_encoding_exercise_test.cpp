@@ -98,6 +98,11 @@ TEST_CASE("sinusoidal_table matches PyTorch for 64 positions of width 12",
 
 TEST_CASE("sinusoidal_table refuses zero positions or zero width",
           "[positional-encoding][points=1]") {
+  // One position and width one are sizes that fit.
+  check_table(4, 1);
+  const SinusoidalTable one = STUDENT(attn::exercise::sinusoidal_table(1, 8));
+  check_close("sinusoidal_table(1, 8).pe", one.pe,
+              Tensor2{{0.0f, 1.0f, 0.0f, 1.0f, 0.0f, 1.0f, 0.0f, 1.0f}});
   CHECK_THROWS_AS(STUDENT(attn::exercise::sinusoidal_table(0, 8)), std::invalid_argument);
   CHECK_THROWS_AS(STUDENT(attn::exercise::sinusoidal_table(5, 0)), std::invalid_argument);
 }
@@ -146,6 +151,17 @@ TEST_CASE("add_positions refuses a pe whose shape is not T by D",
   const Tensor3 x = input<3>("positional-encoding/b3_t4_d6_x");
   const Tensor2 five_rows = xt::zeros<float>({5, 6});
   const Tensor2 seven_columns = xt::zeros<float>({4, 7});
+  Tensor2 fits({4, 6});  // (T,D)
+  for (std::size_t t = 0; t < 4; ++t)
+    for (std::size_t d = 0; d < 6; ++d)
+      fits(t, d) = 0.5f * static_cast<float>(d) - 0.25f * static_cast<float>(t);
+  Tensor3 sum(x.shape());
+  for (std::size_t b = 0; b < 3; ++b)
+    for (std::size_t t = 0; t < 4; ++t)
+      for (std::size_t d = 0; d < 6; ++d)
+        sum(b, t, d) = x(b, t, d) + fits(t, d);
+  const Tensor3 out = STUDENT(attn::exercise::add_positions(x, fits));
+  check_close("add_positions(x (3,4,6), pe (4,6))", out, sum, kSumTolerance);
   CHECK_THROWS_AS(STUDENT(attn::exercise::add_positions(x, five_rows)), std::invalid_argument);
   CHECK_THROWS_AS(STUDENT(attn::exercise::add_positions(x, seven_columns)), std::invalid_argument);
 }

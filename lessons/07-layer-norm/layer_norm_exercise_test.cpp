@@ -68,6 +68,11 @@ TEST_CASE("init_layer_norm refuses an eps that is not positive and finite",
           "[layer-norm][points=1]") {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float infinity = std::numeric_limits<float>::infinity();
+  // Any eps above zero fits, however small or large.
+  const LayerNorm fits = STUDENT(attn::exercise::init_layer_norm(4, 1e-3f));
+  check_close("init_layer_norm(4, 1e-3).weight", fits.weight, Tensor1{1.0f, 1.0f, 1.0f, 1.0f});
+  check_close("init_layer_norm(4, 1e-3).bias", fits.bias, Tensor1{0.0f, 0.0f, 0.0f, 0.0f});
+  CHECK(fits.eps == 1e-3f);
   CHECK_THROWS_AS(STUDENT(attn::exercise::init_layer_norm(4, 0.0f)), std::invalid_argument);
   CHECK_THROWS_AS(STUDENT(attn::exercise::init_layer_norm(4, -1e-5f)), std::invalid_argument);
   CHECK_THROWS_AS(STUDENT(attn::exercise::init_layer_norm(4, nan)), std::invalid_argument);
@@ -155,6 +160,10 @@ TEST_CASE("forward matches nn.LayerNorm for one token per sequence", "[layer-nor
 
 TEST_CASE("forward refuses x whose last size is not the norm width", "[layer-norm][points=1]") {
   const Tensor3 x = input<3>("layer-norm/b2_t5_d8_x");
+  const LayerNorm fits = fixture_norm("b2_t5_d8");  // width 8, as x
+  const LayerNormSteps steps = STUDENT(attn::exercise::forward(fits, x));
+  check_close("forward(LayerNorm(8), x (2,5,8)).output", steps.output,
+              expected<3>("layer-norm/b2_t5_d8_output"), kTolerance);
   const LayerNorm narrow{Tensor1{1.0f, 1.0f, 1.0f}, Tensor1{0.0f, 0.0f, 0.0f}, 1e-5f};
   CHECK_THROWS_AS(STUDENT(attn::exercise::forward(narrow, x)), std::invalid_argument);
   const LayerNorm mismatched{fixture_norm("b2_t5_d8").weight, Tensor1{0.0f, 0.0f, 0.0f}, 1e-5f};

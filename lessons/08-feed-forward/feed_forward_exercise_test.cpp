@@ -88,6 +88,7 @@ TEST_CASE("linear refuses a weight whose width is not the last axis of x",
           "[feed-forward][points=1]") {
   const Tensor3 x = input<3>("feed-forward/linear_b2_t5_i6_o4_x");
   const Tensor2 weight = input<2>("feed-forward/linear_b3_t1_i5_o9_weight");  // (9,5) for x (2,5,6)
+  check_linear("b2_t5_i6_o4", true);  // the same x with its weight (4,6) fits
   CHECK_THROWS_AS(STUDENT(attn::exercise::linear(x, weight, nullptr)), std::invalid_argument);
 }
 
@@ -112,7 +113,7 @@ TEST_CASE("gelu is 0 at 0 and x Phi(x) at known points with its minimum near -0.
   for (std::size_t i = 0; i < xs.size(); ++i)
     x(0, 0, i) = xs[i];
   const Tensor3 y = STUDENT(attn::exercise::gelu(x, GeluApproximation::none));
-  REQUIRE(y.shape(2) == xs.size());
+  REQUIRE(y.shape() == x.shape());
   for (std::size_t i = 0; i < xs.size(); ++i) {
     INFO("gelu(" << xs[i] << ") = " << y(0, 0, i) << ", expected " << known[i]);
     CHECK(std::fabs(y(0, 0, i) - known[i]) < 1e-5f);
@@ -159,6 +160,10 @@ TEST_CASE("forward with the tanh GELU matches PyTorch on 2x3x8 with F 20",
 TEST_CASE("forward refuses an input whose width is not D", "[feed-forward][points=1][.hidden]") {
   const FeedForward block = load_block("b2_t5_d6_f24", GeluApproximation::none);
   const Tensor3 wrong = input<3>("feed-forward/block_b3_t4_d7_f10_x");  // (3,4,7) for D = 6
+  const Tensor3 fits = input<3>("feed-forward/block_b2_t5_d6_f24_x");   // (2,5,6)
+  const FeedForwardSteps steps = STUDENT(attn::exercise::forward(block, fits));
+  check_close("forward(block b2_t5_d6_f24, x (2,5,6)).output", steps.output,
+              expected<3>("feed-forward/block_b2_t5_d6_f24_output"), kTolerance);
   CHECK_THROWS_AS(STUDENT(attn::exercise::forward(block, wrong)), std::invalid_argument);
 }
 // END HIDDEN TESTS

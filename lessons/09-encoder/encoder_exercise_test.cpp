@@ -124,6 +124,11 @@ TEST_CASE("embeddings match PyTorch on every position 1x9 and on one token 3x1",
 TEST_CASE("embeddings refuse more tokens than there are positions", "[encoder][points=1]") {
   const attn::Ids ids({1, 10}, 0);  // T = 10 for P = 9
   const attn::Embeddings embeddings = load_embeddings();
+  // T = P = 9 fits: every position, as PyTorch's
+  const attn::Ids every_position = ids_of(input<2>("encoder/embeddings_b1_t9_ids"));
+  const EmbeddingsSteps steps = STUDENT(attn::exercise::forward(embeddings, every_position));
+  check_close("forward(embeddings, ids (1,9)).output", steps.output,
+              expected<3>("encoder/embeddings_b1_t9_output"), kTolerance);
   CHECK_THROWS_AS(STUDENT(attn::exercise::forward(embeddings, ids)), std::invalid_argument);
 }
 
@@ -205,6 +210,11 @@ TEST_CASE("both placements match PyTorch on one token per batch 3x1x6 and on 1x6
 TEST_CASE("embeddings refuse an id outside the vocabulary", "[encoder][points=1][.hidden]") {
   attn::Ids ids({2, 3}, 1);
   const attn::Embeddings embeddings = load_embeddings();
+  // ids 0 and 10, the first and last of the vocabulary, fit
+  const attn::Ids first_and_last = ids_of(input<2>("encoder/embeddings_b2_t5_ids"));
+  const EmbeddingsSteps steps = STUDENT(attn::exercise::forward(embeddings, first_and_last));
+  check_close("forward(embeddings, ids (2,5) with 0 and 10).output", steps.output,
+              expected<3>("encoder/embeddings_b2_t5_output"), kTolerance);
   ids(1, 2) = 11;  // V = 11: ids run 0..10
   CHECK_THROWS_AS(STUDENT(attn::exercise::forward(embeddings, ids)), std::invalid_argument);
   ids(1, 2) = -1;
