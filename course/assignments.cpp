@@ -1,9 +1,14 @@
 #include "assignments.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <system_error>
@@ -486,12 +491,39 @@ ReleaseSummary release_grader(const fs::path& tree, const fs::path& out) {
   }
 }
 
+namespace {
+
+// A small regular file's bytes, read without following a link and without waiting on a FIFO;
+// nullopt for anything else (missing, a link, a device, over `limit` bytes).
+std::optional<std::string> read_plain_file(const fs::path& path, std::size_t limit) {
+  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::size_t>(st.st_size) > limit) {
+    close(fd);
+    return std::nullopt;
+  }
+  std::string text(static_cast<std::size_t>(st.st_size), '\0');
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const ssize_t n = read(fd, text.data() + at, text.size() - at);
+    if (n <= 0) break;
+    at += static_cast<std::size_t>(n);
+  }
+  close(fd);
+  text.resize(at);
+  return text;
+}
+
+}  // namespace
+
 Progress load_progress(const fs::path& tree) {
   Progress progress;
-  std::ifstream in(tree / ".attn" / "progress.json");
-  if (!in) return progress;
+  const std::optional<std::string> text =
+      read_plain_file(tree / ".attn" / "progress.json", 1 << 20);
+  if (!text) return progress;
   // A damaged progress file counts as no progress: grading again rewrites it.
-  const nlohmann::json json = nlohmann::json::parse(in, nullptr, false);
+  const nlohmann::json json = nlohmann::json::parse(*text, nullptr, false);
   if (!json.is_object()) return progress;
   if (json.contains("lessons") && json["lessons"].is_object()) {
     for (const auto& [name, entry] : json["lessons"].items()) {
@@ -523,17 +555,39 @@ void save_progress(const fs::path& tree, const Progress& progress) {
   }
   for (const auto& [name, seen] : progress.hints_seen)
     json["hints"][name] = seen;
-  std::error_code ec;
-  fs::create_directories(tree / ".attn", ec);
-  write_file_atomic((tree / ".attn" / "progress.json").string(), json.dump(2) + "\n");
+  // Into <tree>/.attn, a real folder (not a link), through a new file of our own (O_EXCL, no
+  // link followed) renamed over progress.json: the tree's owner cannot point it elsewhere.
+  const fs::path tree_path = tree;
+  const int top = open(tree_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (top < 0) throw Error("progress", "the tree cannot be opened");
+  mkdirat(top, ".attn", 0755);
+  const int dir = openat(top, ".attn", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  close(top);
+  if (dir < 0) throw Error("progress", ".attn is not a folder");
+  const std::string temporary = fmt::format(".progress-{}.json", ::getpid());
+  unlinkat(dir, temporary.c_str(), 0);
+  const int fd =
+      openat(dir, temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    close(dir);
+    throw Error("progress", "cannot write .attn");
+  }
+  const std::string text = json.dump(2) + "\n";
+  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  close(fd);
+  if (!written || renameat(dir, temporary.c_str(), dir, "progress.json") != 0) {
+    unlinkat(dir, temporary.c_str(), 0);
+    close(dir);
+    throw Error("progress", "cannot write .attn/progress.json");
+  }
+  close(dir);
 }
 
 std::string fingerprint(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return "";
+  const std::optional<std::string> text = read_plain_file(file, 1 << 20);
+  if (!text) return "";
   std::uint64_t hash = 14695981039346656037ull;  // FNV-1a
-  char c;
-  while (in.get(c))
+  for (const char c : *text)
     hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
   return fmt::format("{:016x}", hash);
 }

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <regex>
@@ -87,12 +88,20 @@ class WorkDir {
 
   fs::path build() const { return root_ / "build"; }
   fs::path trusted() const { return root_ / "trusted"; }
+  // A test's working folder: empty, and not the test's to write (a test writes no file).
   fs::path run(int index) const {
     const fs::path dir = root_ / fmt::format("run-{}", index);
     std::error_code ec;
     fs::remove_all(dir, ec);
     fs::create_directory(dir);
-    for_child(dir);
+    chmod(dir.c_str(), 0755);
+    return dir;
+  }
+  // A new empty folder <work>/<name>.
+  fs::path fresh(const std::string& name) const {
+    const fs::path dir = root_ / name;
+    fs::create_directory(dir);
+    chmod(dir.c_str(), 0755);
     return dir;
   }
   // A confined child run as root becomes nobody: it may write only what nobody owns.
@@ -100,25 +109,60 @@ class WorkDir {
     if (geteuid() == 0) (void)!chown(dir.c_str(), kNobody, kNobody);
     chmod(dir.c_str(), 0755);
   }
+  // Back to this process's user once the child that wrote there has ended: no later child
+  // (a test) may change what is in it.
+  static void lock(const fs::path& dir) {
+    if (geteuid() == 0) (void)!chown(dir.c_str(), 0, 0);
+    chmod(dir.c_str(), 0755);
+  }
 
  private:
   fs::path root_;
 };
 
-// Bytes that would drive a terminal (escape sequences, carriage returns, bells) written as ^[,
-// ^M, ^G; newlines and tabs kept.
+// What would drive a terminal or reorder text, written visibly: C0 controls as ^[, ^M, ^G (a
+// newline and a tab kept), DEL as ^?, C1 controls and the bidirectional overrides and isolates
+// as <U+009B>, bytes that are not UTF-8 as \x9b.
 std::string escape_controls(const std::string& text) {
   std::string out;
   out.reserve(text.size());
-  for (const char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u == '\n' || u == '\t' || (u >= 0x20 && u != 0x7f)) {
-      out += c;
-    } else if (u == 0x7f) {
-      out += "^?";
+  for (std::size_t i = 0; i < text.size();) {
+    const auto u = static_cast<unsigned char>(text[i]);
+    if (u < 0x80) {
+      if (u == '\n' || u == '\t' || (u >= 0x20 && u != 0x7f)) {
+        out += static_cast<char>(u);
+      } else if (u == 0x7f) {
+        out += "^?";
+      } else {
+        out += '^';
+        out += static_cast<char>(u + 0x40);
+      }
+      ++i;
+      continue;
+    }
+    // The length and value of a well-formed UTF-8 sequence, 0 when this is not one.
+    std::size_t length = u >= 0xf0 && u <= 0xf4 ? 4 : u >= 0xe0 ? 3 : u >= 0xc2 && u < 0xe0 ? 2 : 0;
+    if (u >= 0xf5) length = 0;
+    std::uint32_t code = length == 2 ? u & 0x1f : length == 3 ? u & 0x0f : u & 0x07;
+    for (std::size_t k = 1; k < length; ++k) {
+      const auto c = i + k < text.size() ? static_cast<unsigned char>(text[i + k]) : 0;
+      if ((c & 0xc0) != 0x80) {
+        length = 0;
+        break;
+      }
+      code = (code << 6) | (c & 0x3f);
+    }
+    const bool overlong = (length == 3 && code < 0x800) || (length == 4 && code < 0x10000);
+    if (length == 0 || overlong || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) {
+      out += fmt::format("\\x{:02x}", u);
+      ++i;
+    } else if ((code >= 0x80 && code <= 0x9f) || (code >= 0x202a && code <= 0x202e) ||
+               (code >= 0x2066 && code <= 0x2069)) {
+      out += fmt::format("<U+{:04X}>", code);
+      i += length;
     } else {
-      out += '^';
-      out += static_cast<char>(u + 0x40);
+      out.append(text, i, length);
+      i += length;
     }
   }
   return out;
@@ -132,21 +176,39 @@ std::string capped(std::string text, std::size_t limit) {
   return text;
 }
 
-// The student's source, read without following a symbolic link (a link could point at any
-// file this user can read): a regular file of at most 1 MiB.
-std::string read_student_source(const fs::path& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    throw Error("grade", fmt::format("{} cannot be read ({}): it must be a regular file, not a "
-                                     "link",
-                                     path.filename().string(), std::strerror(errno)));
+// The student's source: <tree>/lessons/<folder>/<file> opened one folder at a time without
+// following a symbolic link (a link anywhere on the way could point at any file this user can
+// read, the instructor's solution too), a regular file of at most 1 MiB.
+std::string read_student_source(const Exercise& exercise) {
+  const std::string file = exercise.source().filename().string();
+  const fs::path tree = exercise.folder.parent_path().parent_path();
+  int dir = open(tree.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  for (const std::string& part : {std::string("lessons"), exercise.folder.filename().string()}) {
+    const int next =
+        dir < 0 ? -1 : openat(dir, part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dir >= 0) close(dir);
+    dir = next;
   }
+  if (dir < 0) {
+    throw Error("grade", fmt::format("lessons/{} cannot be opened ({}): it must be a folder, "
+                                     "not a link",
+                                     exercise.folder.filename().string(), std::strerror(errno)));
+  }
+  struct stat link {};
+  if (fstatat(dir, file.c_str(), &link, AT_SYMLINK_NOFOLLOW) != 0) {
+    close(dir);
+    throw Error("grade", fmt::format("{} is missing: restore it (the released tree has it) and "
+                                     "fill in the TODOs",
+                                     file));
+  }
+  const int fd = openat(dir, file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  close(dir);
   struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
       static_cast<std::size_t>(st.st_size) > kMaxSource) {
-    close(fd);
-    throw Error("grade", fmt::format("{} must be a regular file of at most 1 MiB",
-                                     path.filename().string()));
+    if (fd >= 0) close(fd);
+    throw Error("grade",
+                fmt::format("{} must be a regular file of at most 1 MiB, not a link", file));
   }
   std::string text(static_cast<std::size_t>(st.st_size), '\0');
   std::size_t at = 0;
@@ -160,64 +222,46 @@ std::string read_student_source(const fs::path& path) {
   return text;
 }
 
-// The source as the preprocessor reads its directives: lines joined where they end in a
-// backslash, comments blanked.
-std::string directive_view(const std::string& text) {
-  std::string spliced;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '\\' && i + 1 < text.size() && text[i + 1] == '\n') {
+// The first file of a `c++ -M` rule (make syntax: "student.o: a.cpp b.hpp \" lines) outside the
+// exercise's own file, attn's public headers and the system's headers; "" when there is none.
+std::string outside_dependency(const std::string& rule, const std::string& file) {
+  const std::string include = toolchain().include().string() + "/";
+  std::string word;
+  std::vector<std::string> words;
+  for (std::size_t i = 0; i <= rule.size(); ++i) {
+    const char c = i < rule.size() ? rule[i] : ' ';
+    if (c == '\\' && i + 1 < rule.size() && rule[i + 1] == ' ') {
+      word += ' ';  // an escaped space inside a name
       ++i;
+    } else if (c == ' ' || c == '\n' || c == '\t' || c == '\\') {
+      if (!word.empty()) words.push_back(word);
+      word.clear();
+    } else {
+      word += c;
+    }
+  }
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string& path = words[i];
+    if (i == 0 && path.ends_with(":")) continue;  // the target
+    if (path == file) continue;
+    if (path.starts_with(include) && path.find("/../") == std::string::npos) continue;
+    if ((path.starts_with("/usr/include/") || path.starts_with("/usr/lib/gcc/")) &&
+        path.find("/../") == std::string::npos) {
       continue;
     }
-    spliced += text[i];
-  }
-  std::string out;
-  for (std::size_t i = 0; i < spliced.size();) {
-    if (spliced.compare(i, 2, "/*") == 0) {
-      const std::size_t end = spliced.find("*/", i + 2);
-      out += ' ';
-      i = end == std::string::npos ? spliced.size() : end + 2;
-    } else if (spliced.compare(i, 2, "//") == 0) {
-      const std::size_t end = spliced.find('\n', i);
-      i = end == std::string::npos ? spliced.size() : end;
-    } else {
-      out += spliced[i++];
-    }
-  }
-  return out;
-}
-
-// An exercise includes only the public headers and the system's: "name.hpp" without a folder,
-// or <name> without "..". Anything else (a path into the instructor's files, or any file at
-// all) is refused before the compiler reads it; so is .incbin, which embeds a file.
-std::string refused_include(const std::string& source, const std::string& file) {
-  static const std::regex directive(R"(^\s*#\s*(include|include_next|import|embed)\b\s*(.*)$)");
-  static const std::regex quoted(R"(^"([A-Za-z0-9_.+-]+)\"\s*$)");
-  static const std::regex angled(R"(^<([A-Za-z0-9_./+-]+)>\s*$)");
-  std::istringstream in(directive_view(source));
-  int number = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++number;
-    std::smatch m;
-    if (!std::regex_match(line, m, directive)) continue;
-    const std::string target = m[2];
-    std::smatch t;
-    const bool ok =
-        m[1] == "include" && (std::regex_match(target, t, quoted) ||
-                              (std::regex_match(target, t, angled) &&
-                               target.find("..") == std::string::npos && target[1] != '/'));
-    if (!ok) {
-      return fmt::format(
-          "{}: #{} {} is not allowed: include only the exercise's header, attn's "
-          "public headers (\"tensor.hpp\", \"softmax.hpp\", ...) and system "
-          "headers (<cmath>)",
-          file, std::string(m[1]), escape_controls(target.substr(0, 80)));
-    }
-  }
-  if (source.find("incbin") != std::string::npos) {
-    return fmt::format("{}: .incbin is not allowed: it embeds another file", file);
+    return path.size() > 200 ? path.substr(0, 200) + "..." : path;
   }
   return "";
+}
+
+// Whether the compiled exercise holds inline assembly (GCC marks it #APP in its output): an
+// exercise needs none, and assembler directives can read files (.incbin, .include).
+bool has_inline_assembly(const fs::path& assembly) {
+  std::ifstream in(assembly);
+  for (std::string line; std::getline(in, line);) {
+    if (line == "#APP") return true;
+  }
+  return false;
 }
 
 std::vector<fs::path> system_reads() {
@@ -266,15 +310,16 @@ std::string short_name(const std::string& signature) {
 // may use: the core's own answer to the exercise, or another way to it, is not the student's.
 std::vector<std::string> unlisted_core_calls(const std::string& nm_output,
                                              const std::vector<std::string>& allowed) {
-  static const std::regex undefined(R"(^\s+U (attn::.*)$)");
   static const char* const kHelpers[] = {
       "attn::shape_string", "attn::Error::", "attn::Rng::", "attn::printable", "attn::error_kind"};
   std::vector<std::string> found;
   std::istringstream in(nm_output);
   for (std::string line; std::getline(in, line);) {
-    std::smatch m;
-    if (!std::regex_match(line, m, undefined)) continue;
-    const std::string signature = m[1];
+    // "                 U attn::softmax(...)": U undefined, w or v weak; all the same here.
+    const std::size_t kind = line.find_first_not_of(' ');
+    if (kind == std::string::npos || line.compare(kind + 1, 1, " ") != 0) continue;
+    const std::string signature = line.substr(kind + 2);
+    if (!signature.starts_with("attn::")) continue;
     if (signature.starts_with("attn::exercise::")) continue;
     bool ok = std::find(allowed.begin(), allowed.end(), signature) != allowed.end();
     for (const char* helper : kHelpers)
@@ -298,7 +343,9 @@ std::string describe_failure(const nlohmann::json& failure, const Exercise& exer
                              std::size_t memory_mib) {
   static const std::regex recorded(
       R"(::attn::grading::recorded<std::decay_t<decltype\((.*?)\)>>\("(?:[^"\\]|\\.)*"\))");
-  auto readable = [&](const std::string& text) { return std::regex_replace(text, recorded, "$1"); };
+  auto readable = [&](const std::string& text) {
+    return text.size() > 2000 ? text : std::regex_replace(text, recorded, "$1");
+  };
   std::string text;
   const std::string kind = failure.value("kind", "failed");
   const std::string file = fs::path(failure.value("file", "")).filename().string();
@@ -368,15 +415,10 @@ class LessonGrader {
       for (TestOutcome& test : lesson.tests) {
         if (test.info.hidden != hidden) continue;
         if (hidden && programs_.hidden.empty()) {
-          // The hidden tests' probe, copied where the confined linker may read it (the grader's
-          // folder may be its owner's alone) now that no visible test's process is left.
-          const fs::path copy = work_.build() / "hidden_probe.a";
-          std::error_code ec;
-          fs::copy_file(tool_.hidden_probe(exercise_.stem), copy,
-                        fs::copy_options::overwrite_existing, ec);
-          chmod(copy.c_str(), 0644);
+          // Only now that no visible test's process is left: the hidden tests' probe, which the
+          // linker reads from a copy (the grader's folder may be its owner's alone).
           std::string log;
-          if (ec || !link(copy, "hidden", log)) {
+          if (!link(tool_.hidden_probe(exercise_.stem), "hidden", log)) {
             test.output = escape_controls("the hidden tests did not link:\n" + log);
             continue;
           }
@@ -388,12 +430,12 @@ class LessonGrader {
   }
 
  private:
-  Confinement build_confinement(std::vector<fs::path> extra) const {
+  Confinement build_confinement(const fs::path& write, std::vector<fs::path> extra) const {
     Confinement c;
     c.read = system_reads();
     c.read.push_back(tool_.include());
     c.read.insert(c.read.end(), extra.begin(), extra.end());
-    c.write = work_.build();
+    c.write = write;
     c.processes = true;
     c.cpu_seconds = options_.build_timeout_seconds;
     c.address_space = std::size_t{4} << 30;
@@ -404,23 +446,11 @@ class LessonGrader {
   bool build(std::string& log) {
     const fs::path source = exercise_.source();
     const std::string file = source.filename().string();
-    std::error_code ec;
-    if (!fs::exists(fs::symlink_status(source, ec))) {
-      log = fmt::format(
-          "{} is missing: restore it (the released tree has it) and fill in the "
-          "TODOs",
-          file);
-      return false;
-    }
     std::string text;
     try {
-      text = read_student_source(source);
+      text = read_student_source(exercise_);
     } catch (const Error& e) {
       log = e.detail();
-      return false;
-    }
-    if (const std::string refused = refused_include(text, file); !refused.empty()) {
-      log = refused;
       return false;
     }
     {
@@ -428,23 +458,51 @@ class LessonGrader {
       out << text;
     }
     if (options_.progress) options_.progress(fmt::format("building {}", exercise_.label()));
-    const Confinement compile = build_confinement({});
-    std::vector<std::string> argv = {tool_.compiler};
-    argv.insert(argv.end(), tool_.flags.begin(), tool_.flags.end());
-    argv.insert(argv.end(), {"-std=c++20", "-O1", "-Wall", "-fdiagnostics-color=never",
-                             "-I" + tool_.include().string(), "-c", file, "-o", "student.o"});
-    const ProcessResult compiled =
-        run_process(argv, confined_options(compile, options_.build_timeout_seconds, work_.build()));
+    const Confinement compile = build_confinement(work_.build(), {});
+    const auto compiler = [&](std::vector<std::string> args) {
+      std::vector<std::string> argv = {tool_.compiler};
+      argv.insert(argv.end(), tool_.flags.begin(), tool_.flags.end());
+      argv.insert(argv.end(), {"-std=c++20", "-O1", "-Wall", "-fdiagnostics-color=never",
+                               "-I" + tool_.include().string()});
+      argv.insert(argv.end(), args.begin(), args.end());
+      return run_process(argv,
+                         confined_options(compile, options_.build_timeout_seconds, work_.build()));
+    };
+    // What the preprocessor reads: the exercise, attn's public headers and the system's, nothing
+    // else (asked before compiling, so that no message quotes another file).
+    const ProcessResult depends = compiler({"-M", file});
+    if (!depends.ok()) {
+      log = compiler_messages(depends, work_.build(), options_.build_timeout_seconds);
+      return false;
+    }
+    if (const std::string outside = outside_dependency(depends.out, file); !outside.empty()) {
+      log = fmt::format(
+          "{} includes {}, which is not allowed: include only the exercise's header, attn's "
+          "public headers (\"tensor.hpp\", \"softmax.hpp\", ...) and system headers (<cmath>)",
+          file, escape_controls(outside));
+      return false;
+    }
+    const ProcessResult assembled = compiler({"-S", file, "-o", "student.s"});
+    if (!assembled.ok()) {
+      log = compiler_messages(assembled, work_.build(), options_.build_timeout_seconds);
+      return false;
+    }
+    if (has_inline_assembly(work_.build() / "student.s")) {
+      log = fmt::format("{}: inline assembly (asm) is not allowed in an exercise", file);
+      return false;
+    }
+    const ProcessResult compiled = compiler({"-c", "student.s", "-o", "student.o"});
     if (!compiled.ok()) {
       log = compiler_messages(compiled, work_.build(), options_.build_timeout_seconds);
       return false;
     }
-    const ProcessResult symbols =
-        run_process({"nm", "-C", "student.o"}, confined_options(compile, 60.0, work_.build()));
+    const ProcessResult symbols = run_process({"nm", "-C", "-u", "student.o"},
+                                              confined_options(compile, 60.0, work_.build()));
     if (!symbols.ok()) {
       log = "nm could not read the compiled exercise: " + symbols.status(60.0);
       return false;
     }
+    WorkDir::lock(work_.build());
     std::vector<std::string> allowed;
     {
       const fs::path list = tool_.grader() / (exercise_.stem + ".core-calls");
@@ -474,22 +532,36 @@ class LessonGrader {
     return link(tool_.visible_probe(exercise_.stem), "visible", log);
   }
 
+  // Links student.o with a probe into <work>/<name>/<name>, a folder of its own that the linker
+  // writes and nothing writes after it. Unused functions of the core are left out and symbols
+  // stripped, so that the program holds no core function the tests do not call.
   bool link(const fs::path& probe, const std::string& name, std::string& log) {
-    const Confinement linking = build_confinement({tool_.lib(), probe});
+    const fs::path dir = work_.fresh(name);
+    const fs::path copy = dir / "probe.a";
+    std::error_code ec;
+    fs::copy_file(probe, copy, ec);
+    if (ec) {
+      log = fmt::format("cannot read {}: {}", probe.filename().string(), ec.message());
+      return false;
+    }
+    chmod(copy.c_str(), 0644);
+    WorkDir::for_child(dir);
+    const Confinement linking = build_confinement(dir, {tool_.lib(), work_.build()});
     std::vector<std::string> argv = {tool_.compiler};
     argv.insert(argv.end(), tool_.flags.begin(), tool_.flags.end());
-    argv.insert(argv.end(), {"student.o", "-Wl,--whole-archive", probe.string(),
-                             "-Wl,--no-whole-archive", tool_.probe_main().string()});
+    argv.insert(argv.end(), {(work_.build() / "student.o").string(), "-Wl,--whole-archive",
+                             "probe.a", "-Wl,--no-whole-archive", tool_.probe_main().string()});
     argv.insert(argv.end(), tool_.link.begin(), tool_.link.end());
-    argv.insert(argv.end(), {"-o", name});
+    argv.insert(argv.end(), {"-Wl,--gc-sections", "-s", "-o", name});
     const ProcessResult linked =
-        run_process(argv, confined_options(linking, options_.build_timeout_seconds, work_.build()));
+        run_process(argv, confined_options(linking, options_.build_timeout_seconds, dir));
+    WorkDir::lock(dir);
     if (!linked.ok()) {
       log = "linking failed (is every declared function defined?):\n" +
             compiler_messages(linked, work_.build(), options_.build_timeout_seconds);
       return false;
     }
-    (name == "hidden" ? programs_.hidden : programs_.visible) = work_.build() / name;
+    (name == "hidden" ? programs_.hidden : programs_.visible) = dir / name;
     return true;
   }
 
@@ -498,8 +570,8 @@ class LessonGrader {
     outcome.info = info;
     const fs::path dir = work_.run(index);
     Confinement c;
-    c.read = {program, "/usr/lib", "/lib", "/lib64", tool_.inputs()};
-    c.write = dir;
+    c.read = {program, "/usr/lib", "/lib", "/lib64"};
+    c.read_by_name = {tool_.inputs()};  // the inputs by name: their list names hidden tests
     c.processes = false;
     c.cpu_seconds = options_.test_timeout_seconds;
     c.address_space = options_.test_memory;

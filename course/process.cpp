@@ -95,6 +95,8 @@ int make_ruleset(const Confinement& confine) {
   };
   for (const std::filesystem::path& path : confine.read)
     allow(path, tree_read, file_read);
+  for (const std::filesystem::path& path : confine.read_by_name)
+    allow(path, file_read, file_read);
   // What every program needs: the dynamic loader's cache, the CPU list (thread pools size
   // themselves by it), /dev/null; its own /proc entry is added in the child.
   for (const char* path : {"/etc/ld.so.cache", "/sys/devices/system/cpu"})
@@ -114,21 +116,33 @@ void allow_own_proc(int ruleset) {
   close(fd);
 }
 
-// The seccomp filter: x86-64 only; the calls below fail with EPERM (clone3 with ENOSYS, so that
-// the C library falls back to clone, whose flags the filter can read).
+// The seccomp filter: x86-64 only; the calls below fail with EPERM (clone3 and openat2 with
+// ENOSYS, so that the C library falls back to clone and openat, whose flags the filter reads).
+// A test (no `processes`) also may not start a process, make folders, links, special files or
+// new files, share memory outside its address space, or signal any process but itself.
+// The child's pid in the filter, written by the child itself after fork.
+constexpr std::uint32_t kSelf = 0x7ffffffe;
+
 std::vector<sock_filter> make_filter(bool processes) {
   std::vector<sock_filter> f;
   auto stmt = [&](std::uint16_t code, std::uint32_t k) { f.push_back(BPF_STMT(code, k)); };
+  auto jump = [&](std::uint16_t code, std::uint32_t k, std::uint8_t yes, std::uint8_t no) {
+    f.push_back(BPF_JUMP(code, k, yes, no));
+  };
   auto deny = [&](long nr, int error) {
-    f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(nr), 0, 1));
+    jump(BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(nr), 0, 1);
     stmt(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (static_cast<std::uint32_t>(error) & 0xffff));
   };
+  const auto load_nr = [&] { stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)); };
+  const auto arg_low = [](int i) {
+    return static_cast<std::uint32_t>(offsetof(seccomp_data, args) + 8 * i);
+  };
   stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch));
-  f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0));
+  jump(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0);
   stmt(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
-  stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr));
+  load_nr();
   // x32 calls are the same calls under other numbers.
-  f.push_back(BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1));
+  jump(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1);
   stmt(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
   for (long nr : {SYS_ptrace,
                   SYS_process_vm_readv,
@@ -157,18 +171,52 @@ std::vector<sock_filter> make_filter(bool processes) {
                   SYS_io_uring_setup,
                   SYS_personality,
                   SYS_open_by_handle_at,
-                  SYS_name_to_handle_at}) {
+                  SYS_name_to_handle_at,
+                  SYS_shmget,
+                  SYS_shmat,
+                  SYS_msgget,
+                  SYS_semget,
+                  SYS_mq_open,
+                  SYS_pidfd_open,
+                  SYS_pidfd_send_signal}) {
     deny(nr, EPERM);
   }
   if (!processes) {
-    deny(SYS_fork, EPERM);
-    deny(SYS_vfork, EPERM);
+    for (long nr :
+         {SYS_fork, SYS_vfork, SYS_mkdir, SYS_mkdirat, SYS_rename, SYS_renameat, SYS_renameat2,
+          SYS_link, SYS_linkat, SYS_symlink, SYS_symlinkat, SYS_mknod, SYS_mknodat, SYS_creat,
+          SYS_memfd_create, SYS_rt_sigqueueinfo, SYS_rt_tgsigqueueinfo}) {
+      deny(nr, EPERM);
+    }
     deny(SYS_clone3, ENOSYS);
+    deny(SYS_openat2, ENOSYS);
     // clone: a thread (CLONE_THREAD in the flags) may start, a process may not.
-    f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone, 0, 3));
-    stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[0]));
-    f.push_back(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, 0x00010000u /* CLONE_THREAD */, 1, 0));
+    jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone, 0, 4);
+    stmt(BPF_LD | BPF_W | BPF_ABS, arg_low(0));
+    jump(BPF_JMP | BPF_JSET | BPF_K, 0x00010000u /* CLONE_THREAD */, 1, 0);
     stmt(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
+    load_nr();
+    // open and openat may open what exists, but not create a file (O_CREAT, O_TMPFILE).
+    constexpr std::uint32_t kCreates = 0100 /* O_CREAT */ | 020000000 /* __O_TMPFILE */;
+    for (const auto& [nr, flags] : {std::pair<long, int>{SYS_open, 1}, {SYS_openat, 2}}) {
+      jump(BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(nr), 0, 4);
+      stmt(BPF_LD | BPF_W | BPF_ABS, arg_low(flags));
+      jump(BPF_JMP | BPF_JSET | BPF_K, kCreates, 0, 1);
+      stmt(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EACCES);
+      load_nr();
+    }
+    // kill, tkill and tgkill only at itself (or kill(0), its own group: itself alone).
+    for (long nr : {SYS_kill, SYS_tkill, SYS_tgkill}) {
+      jump(BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(nr), 0, 8);
+      stmt(BPF_LD | BPF_W | BPF_ABS, arg_low(0) + 4);  // the high word: 0 for a pid
+      jump(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0);
+      stmt(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
+      stmt(BPF_LD | BPF_W | BPF_ABS, arg_low(0));
+      jump(BPF_JMP | BPF_JEQ | BPF_K, kSelf, 1, 0);
+      jump(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1);
+      stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+      stmt(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
+    }
   }
   stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
   return f;
@@ -324,6 +372,11 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
       if (ruleset >= 0) {
         allow_own_proc(ruleset);
         if (syscall(kLandlockRestrictSelf, ruleset, 0) != 0) child_fails(report, errno);
+      }
+      const auto self = static_cast<std::uint32_t>(getpid());
+      for (std::size_t i = 0; i < program.len; ++i) {
+        if (program.filter[i].k == kSelf && BPF_CLASS(program.filter[i].code) == BPF_JMP)
+          program.filter[i].k = self;
       }
       if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) != 0) child_fails(report, errno);
     }

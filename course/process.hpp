@@ -23,11 +23,12 @@ namespace attn::course {
 //     its own process group, killed whole when it ends or times out.
 struct Confinement {
   std::vector<std::filesystem::path> read;  // trees or single files it may read (and execute)
-  std::filesystem::path write;              // the one folder it may write, its working folder
-  bool processes = false;                   // compilers start their own; tests start none
-  double cpu_seconds = 0.0;                 // 0: no limit beyond the wall-clock timeout
-  std::size_t address_space = 0;            // bytes; 0: none
-  std::size_t file_size = 64 << 20;         // bytes, any one file it writes
+  std::vector<std::filesystem::path> read_by_name;  // trees whose files it may read, not list
+  std::filesystem::path write;                      // the one folder it may write; none when empty
+  bool processes = false;                           // compilers start their own; tests start none
+  double cpu_seconds = 0.0;                         // 0: no limit beyond the wall-clock timeout
+  std::size_t address_space = 0;                    // bytes; 0: none
+  std::size_t file_size = 64 << 20;                 // bytes, any one file it writes
 };
 
 struct ProcessOptions {

@@ -180,7 +180,7 @@ std::string gradescope_report(const std::vector<LessonOutcome>& outcomes,
                                   {"visibility", "visible"},
                                   {"stdout_visibility", "hidden"},
                                   {"tests", tests}};
-  return results.dump(2) + "\n";
+  return results.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 std::string junit_report(const std::vector<LessonOutcome>& outcomes, const std::string& problem) {

@@ -72,7 +72,9 @@ class GradeReporter : public Catch::StreamingReporterBase<GradeReporter> {
   }
 
   void testRunEnded(const Catch::TestRunStats& stats) override {
-    stream << nlohmann::json{{"tests", tests_}}.dump() << '\n';
+    stream << nlohmann::json{{"tests", tests_}}.dump(-1, ' ', false,
+                                                     nlohmann::json::error_handler_t::replace)
+           << '\n';
     stream.flush();
     StreamingReporterBase::testRunEnded(stats);
   }
@@ -82,7 +84,9 @@ class GradeReporter : public Catch::StreamingReporterBase<GradeReporter> {
     current_["passed"] = false;
     current_["fatal"] = std::string(error);
     tests_.push_back(current_);
-    stream << nlohmann::json{{"tests", tests_}}.dump() << '\n';
+    stream << nlohmann::json{{"tests", tests_}}.dump(-1, ' ', false,
+                                                     nlohmann::json::error_handler_t::replace)
+           << '\n';
     stream.flush();
   }
 

@@ -2,6 +2,7 @@
 // written into a freshly released tree and graded. The grader decides from what the student's
 // code returns, never from what it writes, and confines it: no attack may score, leak the
 // instructor's files, change them, outlive the grading or drive the grader's terminal.
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -185,7 +186,11 @@ TEST_CASE("an #include of the solution, of any other file, or .incbin does not c
            "#define SECRET \"" + secret.string() + "\"\n#include SECRET\n",
            "#inc\\\nlude \"" + secret.string() + "\"\n",
            "asm(\".section .rodata\\n.incbin \\\"" + secret.string() + "\\\"\\n.previous\");\n",
-           "#include </etc/passwd>\n"}) {
+           "#include </etc/passwd>\n", "%:include \"" + secret.string() + "\"\n",
+           "\xef\xbb\xbf#include \"" + secret.string() + "\"\n",
+           "const char* s = \"/*\";\n#include \"" + secret.string() + "\"\n// */\n",
+           "asm(\".include \\\"" + secret.string() + "\\\"\");\n",
+           "asm(\".inc\" \"bin \\\"" + secret.string() + "\\\"\");\n"}) {
     INFO(attack);
     ScratchDir dir("attack-include-case");
     const Graded g = grade(tree_with_attack(dir.path, attack, false));
@@ -193,7 +198,11 @@ TEST_CASE("an #include of the solution, of any other file, or .incbin does not c
     const std::string output = all_output(g.report);
     CHECK(output.find("sk-live") == std::string::npos);
     CHECK(output.find("root:") == std::string::npos);
-    CHECK(output.find("is not allowed") != std::string::npos);
+    // Refused before compiling, or the file cannot even be opened (Landlock; a relative path
+    // from the private copy reaches nothing).
+    CHECK((output.find("is not allowed") != std::string::npos ||
+           output.find("Permission denied") != std::string::npos ||
+           output.find("No such file") != std::string::npos));
   }
 }
 
@@ -417,4 +426,102 @@ TEST_CASE(
   CHECK(run.exit_code == 2);
   REQUIRE(fs::exists(results));
   CHECK(json::parse(read_text(results))["score"] == 0.0);
+}
+
+TEST_CASE(
+    "weak references to the core's answer, pulled in by a template it defines, score "
+    "nothing (review)",
+    "[assignments][attacks]") {
+  ScratchDir scratch("attack-weak");
+  const Graded g = grade(tree_with_attack(scratch.path, R"(
+#include "softmax_exercise.hpp"
+#include <stdexcept>
+namespace attn {
+Tensor3 softmax(const Tensor3&) __attribute__((weak));
+Tensor2 causal_mask(std::size_t) __attribute__((weak));
+Tensor3 apply_mask(const Tensor3&, const Tensor2&) __attribute__((weak));
+}
+extern "C" void pull() asm("_ZN2xt10xbroadcastINS_7xscalarIfEESt5arrayImLm2EEED1Ev");
+__attribute__((used)) void (*volatile keep)() = &pull;
+namespace attn::exercise {
+Tensor3 softmax(const Tensor3& s) { Tensor3 (*f)(const Tensor3&) = &attn::softmax; return f(s); }
+Tensor2 causal_mask(std::size_t t) { Tensor2 (*f)(std::size_t) = &attn::causal_mask; return f(t); }
+Tensor3 apply_mask(const Tensor3& s, const Tensor2& m) {
+  Tensor3 (*f)(const Tensor3&, const Tensor2&) = &attn::apply_mask;
+  return f(s, m);
+}
+}
+)",
+                                          false));
+  CHECK(g.report["score"] == 0.0);
+  CHECK(all_output(g.report).find("from attn's core") != std::string::npos);
+}
+
+TEST_CASE(
+    "links in the student's tree reach nothing: a linked lesson folder, a linked .attn, "
+    "a FIFO for the exercise (review)",
+    "[assignments][attacks]") {
+  ScratchDir scratch("attack-links");
+  const fs::path tree = tree_with_attack(scratch.path, "");
+  // The lesson folder as a link to the instructor's copy, which holds the solution.
+  const fs::path folder = tree / "lessons" / "03-softmax";
+  fs::remove_all(folder);
+  fs::create_directory_symlink(kShare / "course" / "lessons" / "03-softmax", folder);
+  // .attn as a link to a folder elsewhere, with a file the grader must not touch.
+  const fs::path elsewhere = scratch.path / "elsewhere";
+  fs::create_directories(elsewhere);
+  std::ofstream(elsewhere / "progress.json") << "victim\n";
+  fs::create_directory_symlink(elsewhere, tree / ".attn");
+  const Graded g = grade(tree);
+  CHECK(g.report["score"] == 0.0);
+  CHECK(all_output(g.report).find("not a link") != std::string::npos);
+  CHECK(read_text(elsewhere / "progress.json") == "victim\n");
+
+  // The exercise file as a FIFO: graded (as missing), never a hang.
+  fs::remove(folder);
+  fs::create_directories(folder);
+  REQUIRE(mkfifo((folder / "softmax_exercise.cpp").c_str(), 0644) == 0);
+  const Graded fifo = grade(tree);
+  CHECK(fifo.report["score"] == 0.0);
+}
+
+TEST_CASE(
+    "a test cannot make files, folders, shared memory or signal other processes, and a "
+    "huge line or odd bytes break nothing (review)",
+    "[assignments][attacks]") {
+  ScratchDir scratch("attack-resources");
+  const Graded g = grade(tree_with_attack(scratch.path, std::string(R"(
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <sys/ipc.h>
+#include <sys/shm.h>
+#include <sys/stat.h>
+#include <unistd.h>
+namespace {
+__attribute__((constructor)) void resources() {
+  std::printf("mkdir: %s\n", mkdir("deep", 0755) == 0 ? "MADE" : std::strerror(errno));
+  FILE* f = std::fopen("big.bin", "w");
+  std::printf("create: %s\n", f ? "MADE" : std::strerror(errno));
+  if (f) std::fclose(f);
+  std::printf("shm: %s\n", shmget(IPC_PRIVATE, 1 << 20, IPC_CREAT | 0666) >= 0 ? "MADE"
+                                                                               : std::strerror(errno));
+  std::printf("kill parent: %s\n", kill(getppid(), 0) == 0 ? "SENT" : std::strerror(errno));
+  std::printf("C1 \xc2\x9b" "2J bidi \xe2\x80\xae invalid \x9b end\n");
+  std::fflush(stdout);
+  throw std::runtime_error("bad bytes \xff\xfe");
+}
+}
+)") + "// " + std::string(60000, ' ') + "\n"));
+  CHECK(g.report["score"] == 0.0);
+  const std::string output = all_output(g.report);
+  CHECK(output.find("MADE") == std::string::npos);
+  CHECK(output.find("SENT") == std::string::npos);
+  CHECK(output.find("mkdir: ") != std::string::npos);
+  CHECK(output.find("<U+009B>") != std::string::npos);
+  CHECK(output.find("<U+202E>") != std::string::npos);
+  CHECK(output.find("\\x9b") != std::string::npos);
+  CHECK(output.find("\xc2\x9b") == std::string::npos);
+  CHECK(!fs::exists(scratch.path / "student" / "deep"));
 }
