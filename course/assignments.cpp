@@ -491,12 +491,7 @@ ReleaseSummary release_grader(const fs::path& tree, const fs::path& out) {
   }
 }
 
-namespace {
-
-// A small regular file's bytes, read without following a link and without waiting on a FIFO;
-// nullopt for anything else (missing, a link, a device, over `limit` bytes).
-std::optional<std::string> read_plain_file(const fs::path& path, std::size_t limit) {
-  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+std::optional<std::string> read_regular_file(int fd, std::size_t limit) {
   if (fd < 0) return std::nullopt;
   struct stat st {};
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::size_t>(st.st_size) > limit) {
@@ -513,6 +508,15 @@ std::optional<std::string> read_plain_file(const fs::path& path, std::size_t lim
   close(fd);
   text.resize(at);
   return text;
+}
+
+namespace {
+
+// A small regular file's bytes, read without following a link and without waiting on a FIFO;
+// nullopt for anything else (missing, a link, a device, over `limit` bytes).
+std::optional<std::string> read_plain_file(const fs::path& path, std::size_t limit) {
+  return read_regular_file(open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC),
+                           limit);
 }
 
 }  // namespace

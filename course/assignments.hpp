@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -98,5 +99,9 @@ std::vector<std::string> read_hints(const Exercise& exercise);
 // "Progress: [#####>----] 3/9 exercises done" and the next exercise to do.
 std::string exercise_progress_text(const std::filesystem::path& tree,
                                    const std::vector<Exercise>& exercises);
+
+// The bytes of the regular file open on `fd` (closed here), at most `limit` of them; nullopt for
+// a bad descriptor, anything but a regular file, or a larger file.
+std::optional<std::string> read_regular_file(int fd, std::size_t limit);
 
 }  // namespace attn::course

@@ -203,23 +203,12 @@ std::string read_student_source(const Exercise& exercise) {
   }
   const int fd = openat(dir, file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   close(dir);
-  struct stat st {};
-  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-      static_cast<std::size_t>(st.st_size) > kMaxSource) {
-    if (fd >= 0) close(fd);
+  std::optional<std::string> text = read_regular_file(fd, kMaxSource);
+  if (!text) {
     throw Error("grade",
                 fmt::format("{} must be a regular file of at most 1 MiB, not a link", file));
   }
-  std::string text(static_cast<std::size_t>(st.st_size), '\0');
-  std::size_t at = 0;
-  while (at < text.size()) {
-    const ssize_t n = read(fd, text.data() + at, text.size() - at);
-    if (n <= 0) break;
-    at += static_cast<std::size_t>(n);
-  }
-  close(fd);
-  text.resize(at);
-  return text;
+  return *text;
 }
 
 // The first file of a `c++ -M` rule (make syntax: "student.o: a.cpp b.hpp \" lines) outside the
