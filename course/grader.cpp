@@ -18,6 +18,7 @@
 #include "process.hpp"
 #include "report.hpp"
 #include "toolchain.hpp"
+#include "utf8.hpp"
 #include "values.hpp"
 
 namespace attn::course {
@@ -127,43 +128,27 @@ std::string escape_controls(const std::string& text) {
   std::string out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size();) {
-    const auto u = static_cast<unsigned char>(text[i]);
-    if (u < 0x80) {
-      if (u == '\n' || u == '\t' || (u >= 0x20 && u != 0x7f)) {
-        out += static_cast<char>(u);
-      } else if (u == 0x7f) {
-        out += "^?";
-      } else {
-        out += '^';
-        out += static_cast<char>(u + 0x40);
-      }
+    const std::size_t length = utf8_sequence_length(text, i);
+    if (length == 0) {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(text[i]));
       ++i;
       continue;
     }
-    // The length and value of a well-formed UTF-8 sequence, 0 when this is not one.
-    std::size_t length = u >= 0xf0 && u <= 0xf4 ? 4 : u >= 0xe0 ? 3 : u >= 0xc2 && u < 0xe0 ? 2 : 0;
-    if (u >= 0xf5) length = 0;
-    std::uint32_t code = length == 2 ? u & 0x1f : length == 3 ? u & 0x0f : u & 0x07;
-    for (std::size_t k = 1; k < length; ++k) {
-      const auto c = i + k < text.size() ? static_cast<unsigned char>(text[i + k]) : 0;
-      if ((c & 0xc0) != 0x80) {
-        length = 0;
-        break;
-      }
-      code = (code << 6) | (c & 0x3f);
-    }
-    const bool overlong = (length == 3 && code < 0x800) || (length == 4 && code < 0x10000);
-    if (length == 0 || overlong || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) {
-      out += fmt::format("\\x{:02x}", u);
-      ++i;
-    } else if ((code >= 0x80 && code <= 0x9f) || (code >= 0x202a && code <= 0x202e) ||
+    const char32_t code = utf8_code_point(text, i, length);
+    if (code == '\n' || code == '\t' || (code >= 0x20 && code < 0x7f)) {
+      out += static_cast<char>(code);
+    } else if (code < 0x20) {
+      out += '^';
+      out += static_cast<char>(code + 0x40);
+    } else if (code == 0x7f) {
+      out += "^?";
+    } else if (code <= 0x9f || (code >= 0x202a && code <= 0x202e) ||
                (code >= 0x2066 && code <= 0x2069)) {
-      out += fmt::format("<U+{:04X}>", code);
-      i += length;
+      out += fmt::format("<U+{:04X}>", static_cast<std::uint32_t>(code));
     } else {
       out.append(text, i, length);
-      i += length;
     }
+    i += length;
   }
   return out;
 }
@@ -400,7 +385,6 @@ class LessonGrader {
     int index = 0;
     // The visible tests first; the hidden tests' program exists only after they have all ended.
     for (const bool hidden : {false, true}) {
-      fs::path program = programs_.visible;
       for (TestOutcome& test : lesson.tests) {
         if (test.info.hidden != hidden) continue;
         if (hidden && programs_.hidden.empty()) {
@@ -412,7 +396,7 @@ class LessonGrader {
             continue;
           }
         }
-        test = run_test(hidden ? programs_.hidden : program, test.info, ++index);
+        test = run_test(hidden ? programs_.hidden : programs_.visible, test.info, ++index);
       }
     }
     return lesson;
