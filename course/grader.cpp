@@ -18,7 +18,6 @@
 #include "process.hpp"
 #include "report.hpp"
 #include "toolchain.hpp"
-#include "utf8.hpp"
 #include "values.hpp"
 
 namespace attn::course {
@@ -120,38 +119,6 @@ class WorkDir {
  private:
   fs::path root_;
 };
-
-// What would drive a terminal or reorder text, written visibly: C0 controls as ^[, ^M, ^G (a
-// newline and a tab kept), DEL as ^?, C1 controls and the bidirectional overrides and isolates
-// as <U+009B>, bytes that are not UTF-8 as \x9b.
-std::string escape_controls(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size();) {
-    const std::size_t length = utf8_sequence_length(text, i);
-    if (length == 0) {
-      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(text[i]));
-      ++i;
-      continue;
-    }
-    const char32_t code = utf8_code_point(text, i, length);
-    if (code == '\n' || code == '\t' || (code >= 0x20 && code < 0x7f)) {
-      out += static_cast<char>(code);
-    } else if (code < 0x20) {
-      out += '^';
-      out += static_cast<char>(code + 0x40);
-    } else if (code == 0x7f) {
-      out += "^?";
-    } else if (code <= 0x9f || (code >= 0x202a && code <= 0x202e) ||
-               (code >= 0x2066 && code <= 0x2069)) {
-      out += fmt::format("<U+{:04X}>", static_cast<std::uint32_t>(code));
-    } else {
-      out.append(text, i, length);
-    }
-    i += length;
-  }
-  return out;
-}
 
 std::string capped(std::string text, std::size_t limit) {
   if (text.size() > limit) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -12,23 +13,30 @@
 
 namespace attn::course {
 
-namespace {
-
-// Text that is valid UTF-8 and holds no control characters but tab and newline: safe in JSON
-// (nlohmann throws on bad UTF-8) and in XML (which forbids most control characters).
-std::string clean_text(const std::string& text) {
+// What would drive a terminal or reorder text, written visibly: C0 controls as ^[, ^M, ^G (a
+// newline and a tab kept), DEL as ^?, C1 controls and the bidirectional overrides and isolates
+// as <U+009B>, bytes that are not UTF-8 as \x9b.
+std::string escape_controls(const std::string& text) {
   std::string out;
+  out.reserve(text.size());
   for (std::size_t i = 0; i < text.size();) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
     const std::size_t length = utf8_sequence_length(text, i);
     if (length == 0) {
-      out += "\xEF\xBF\xBD";  // U+FFFD
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(text[i]));
       ++i;
       continue;
     }
-    if (length == 1 && c < 0x20 && c != '\n' && c != '\t') {
-      if (c == 0x1b) out += "^[";
-    } else if (length == 1 && c == 0x7f) {
+    const char32_t code = utf8_code_point(text, i, length);
+    if (code == '\n' || code == '\t' || (code >= 0x20 && code < 0x7f)) {
+      out += static_cast<char>(code);
+    } else if (code < 0x20) {
+      out += '^';
+      out += static_cast<char>(code + 0x40);
+    } else if (code == 0x7f) {
+      out += "^?";
+    } else if (code <= 0x9f || (code >= 0x202a && code <= 0x202e) ||
+               (code >= 0x2066 && code <= 0x2069)) {
+      out += fmt::format("<U+{:04X}>", static_cast<std::uint32_t>(code));
     } else {
       out.append(text, i, length);
     }
@@ -37,9 +45,13 @@ std::string clean_text(const std::string& text) {
   return out;
 }
 
+namespace {
+
+// Text that is valid UTF-8 and holds no control characters but tab and newline: safe in JSON
+// (nlohmann throws on bad UTF-8) and in XML (which forbids most control characters).
 std::string xml_escape(const std::string& raw) {
   std::string out;
-  for (char c : clean_text(raw)) {
+  for (char c : escape_controls(raw)) {
     switch (c) {
       case '&':
         out += "&amp;";
@@ -153,7 +165,7 @@ std::string gradescope_report(const std::vector<LessonOutcome>& outcomes,
                        {"score", 0.0},
                        {"max_score", 0.0},
                        {"status", "failed"},
-                       {"output", clean_text(lesson.build_log)},
+                       {"output", escape_controls(lesson.build_log)},
                        {"output_format", "text"},
                        {"tags", {lesson.exercise.lesson}},
                        {"visibility", "visible"}});
@@ -164,7 +176,7 @@ std::string gradescope_report(const std::vector<LessonOutcome>& outcomes,
                               {"score", test.score},
                               {"max_score", test.info.points},
                               {"status", test.status == TestStatus::passed ? "passed" : "failed"},
-                              {"output", clean_text(test.output)},
+                              {"output", escape_controls(test.output)},
                               {"output_format", "text"},
                               {"tags", {lesson.exercise.lesson}},
                               {"visibility", test.info.hidden ? "after_due_date" : "visible"}};
@@ -175,7 +187,7 @@ std::string gradescope_report(const std::vector<LessonOutcome>& outcomes,
       problem.empty() ? summary : "attn grade could not grade this submission: " + problem + "\n";
   output += fmt::format("Student code ran confined ({}).\n", confinement_summary());
   const nlohmann::json results = {{"score", problem.empty() ? score : 0.0},
-                                  {"output", clean_text(output)},
+                                  {"output", escape_controls(output)},
                                   {"output_format", "text"},
                                   {"visibility", "visible"},
                                   {"stdout_visibility", "hidden"},

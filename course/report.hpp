@@ -9,6 +9,10 @@
 namespace attn::course {
 
 // Per lesson and per test: pass or fail, points, and the evidence of each failure.
+// Student output as a report shows it: C0 controls as ^[ ^M ^G (newline and tab kept), DEL as
+// ^?, C1 controls and bidirectional overrides as <U+009B>, bytes that are not UTF-8 as \x9b.
+std::string escape_controls(const std::string& text);
+
 std::string text_report(const std::vector<LessonOutcome>& outcomes, bool color);
 // Gradescope's results.json (score, tests[] with name, score, max_score, status, output,
 // visibility). `problem` (a bad --dir, an unknown lesson) gives score 0 with it as the output.
