@@ -23,6 +23,7 @@ void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<AttentionCliOptions>();
   CLI::App* sub = add_lesson_command(app, "attention");
   add_lesson_options(*sub, o->cli);
+  add_heatmap_option(*sub, o->cli.output);
   sub->add_option(
          "--variant", o->lesson.variant,
          "self-attention (seed 004's SelfAttention, default) or head (seed 000's AttentionHead)")

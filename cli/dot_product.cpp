@@ -14,6 +14,7 @@ void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<LessonCliOptions>();
   CLI::App* sub = add_lesson_command(app, "dot-product");
   add_lesson_options(*sub, *o);
+  add_heatmap_option(*sub, o->output);
   sub->callback([o, &context] {
     check_outputs(o->output);
     load_lesson_input(*o, context);

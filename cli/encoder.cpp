@@ -298,6 +298,7 @@ void setup(CLI::App& app, Context& context) {
       ->option_text("N");
   add_weights_options(*sub, o->weights, o->output);
   add_output_options(*sub, o->output);
+  add_heatmap_option(*sub, o->output);
   sub->callback([o, &context] { run(*o, context); });
 }
 

@@ -23,6 +23,7 @@ void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<MultiHeadCliOptions>();
   CLI::App* sub = add_lesson_command(app, "multi-head");
   add_lesson_options(*sub, o->cli);
+  add_heatmap_option(*sub, o->cli.output);
   sub->add_option("--variant", o->lesson.variant,
                   "compare (default: all four side by side), narrow, wide, book or fused")
       ->check(

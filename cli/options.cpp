@@ -194,6 +194,17 @@ void add_output_options(CLI::App& app, render::OutputOptions& o) {
   app.add_flag("--quiet", o.quiet, "only the final result and the parameter count");
 }
 
+void add_heatmap_option(CLI::App& app, render::OutputOptions& o) {
+  using render::WeightScale;
+  app.add_option("--heatmap-scale", o.weight_scale,
+                 "colours of the weights' heatmaps: fixed (0 to 1), row (0 to each row's largest "
+                 "weight), auto (default: row when every weight is below 0.5, else fixed)")
+      ->transform(enum_validator<WeightScale>("a heatmap scale", {{"auto", WeightScale::automatic},
+                                                                  {"fixed", WeightScale::fixed},
+                                                                  {"row", WeightScale::per_row}}))
+      ->option_text("auto|fixed|row");
+}
+
 void add_lesson_options(CLI::App& app, LessonCliOptions& o, const char* input_shape,
                         bool with_width) {
   app.add_option("--seed", o.lesson.seed, "random seed for the generated input (default 0)")

@@ -35,6 +35,8 @@ void add_lesson_options(CLI::App& app, LessonCliOptions& options,
                         const char* input_shape = "(B, T, D)", bool with_width = true);
 // --format --save --precision --full --color --quiet --max-memory --threads.
 void add_output_options(CLI::App& app, render::OutputOptions& options);
+// --heatmap-scale auto|fixed|row, on the lessons that draw attention weights.
+void add_heatmap_option(CLI::App& app, render::OutputOptions& options);
 // --max-memory SIZE: the memory limit of core/budget.hpp.
 void add_memory_option(CLI::App& app);
 // --threads N: OpenBLAS's threads.

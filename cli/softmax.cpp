@@ -20,6 +20,7 @@ void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<SoftmaxCliOptions>();
   CLI::App* sub = add_lesson_command(app, "softmax");
   add_lesson_options(*sub, o->cli, "(B, T, S)", /*with_width=*/false);
+  add_heatmap_option(*sub, o->cli.output);
   sub->add_option("--temperature", o->lesson.temperature,
                   "τ: softmax(S / τ), from 0.001 to 1000 (default 1)")
       ->check(real_validator("a temperature", 1e-3, 1e3, "0.5 or 2"))

@@ -31,8 +31,35 @@ void LessonRun::table(Table table) {
   items_.emplace_back(std::move(table));
 }
 
+namespace {
+bool too_large(const Heatmap& map) {
+  return map.values.rank() != 2 || map.values.shape[0] > kHeatmapMaxTokens ||
+         map.values.shape[1] > kHeatmapMaxTokens;
+}
+
+Prose left_out(const Heatmap& map) {
+  return Prose{fmt::format(
+      "(No heatmap of {} x {}: past {} x {} it does not fit a terminal. --save writes the\n"
+      "steps as .npy files to plot.)\n",
+      map.values.shape.empty() ? 0 : map.values.shape[0],
+      map.values.rank() < 2 ? 0 : map.values.shape[1], kHeatmapMaxTokens, kHeatmapMaxTokens)};
+}
+}  // namespace
+
 void LessonRun::heatmap(Heatmap heatmap) {
-  items_.emplace_back(std::move(heatmap));
+  if (too_large(heatmap))
+    items_.emplace_back(left_out(heatmap));
+  else
+    items_.emplace_back(std::move(heatmap));
+}
+
+void LessonRun::heatmaps(Heatmaps heatmaps) {
+  for (const Heatmap& map : heatmaps.maps)
+    if (too_large(map)) {
+      items_.emplace_back(left_out(map));
+      return;
+    }
+  items_.emplace_back(std::move(heatmaps));
 }
 
 void LessonRun::setting(std::string name, std::string value) {
@@ -144,7 +171,20 @@ PlannedTensor planned_table_rows(std::string name, std::size_t rows, std::string
   return {std::move(name), {rows}, std::move(axes), kRowBytes, Held::kept};
 }
 
+std::vector<std::string> token_labels(std::size_t tokens) {
+  std::vector<std::string> labels;
+  for (std::size_t i = 0; i < tokens; ++i)
+    labels.push_back(fmt::format("x{}", i));
+  return labels;
+}
+
+Array first_matrix(const Tensor3& t) {
+  std::vector<float> values(t.data(), t.data() + t.shape(1) * t.shape(2));
+  return make_float32({t.shape(1), t.shape(2)}, values);
+}
+
 PlannedTensor planned_heatmap(std::size_t rows, std::size_t cols, std::string axes) {
+  if (rows > kHeatmapMaxTokens || cols > kHeatmapMaxTokens) return {"no heatmap", {0}, "", 4};
   return {"a heatmap and its copy", {2, rows, cols}, " " + axes, 4, Held::kept};
 }
 

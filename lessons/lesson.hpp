@@ -40,15 +40,29 @@ struct Table {
   std::vector<std::vector<std::string>> rows;
 };
 
+// What a heatmap holds, which decides its colour scale: attention weights (0 to 1, or per row
+// where all are small; an exact 0 is a masked key) or signed values (centred on 0).
+enum class HeatmapKind { weights, signed_values };
+
 // A matrix drawn as a heatmap with labelled rows (queries) and columns (keys).
 struct Heatmap {
   std::string title;
   Array values;  // (rows, cols) float32
   std::vector<std::string> row_labels, col_labels;
-  bool weights = true;  // attention weights: the colour scale is fixed to [0, 1]
+  HeatmapKind kind = HeatmapKind::weights;
 };
 
-using Item = std::variant<Prose, Step, Check, Table, Heatmap>;
+// Heatmaps are drawn for at most this many rows and columns; past it a line says so instead
+// (the numbers stay in the steps, and --save writes them).
+inline constexpr std::size_t kHeatmapMaxTokens = 64;
+
+// Heatmaps to compare, drawn side by side as far as the width allows, on one scale choice.
+struct Heatmaps {
+  std::string title;
+  std::vector<Heatmap> maps;
+};
+
+using Item = std::variant<Prose, Step, Check, Table, Heatmap, Heatmaps>;
 
 // A named list a lesson reports beside its steps, such as lesson 00's tokens and ids.
 using Listing = std::variant<std::vector<std::string>, std::vector<std::int64_t>>;
@@ -65,6 +79,7 @@ class LessonRun {
   void check(std::string name, bool passed, std::string detail);
   void table(Table table);
   void heatmap(Heatmap heatmap);
+  void heatmaps(Heatmaps heatmaps);
   // The settings the run used (seed, sizes), in order, for headers and JSON.
   void setting(std::string name, std::string value);
   void listing(std::string name, Listing values);
@@ -128,8 +143,14 @@ MemoryPlan plan_lesson_input(const LessonOptions& options);
 MemoryPlan plan_weights_file(const std::optional<StateDict>& weights);
 // For check_budget: a table of `rows` rows, held in the run and shown as text or JSON.
 PlannedTensor planned_table_rows(std::string name, std::size_t rows, std::string axes);
-// For check_budget: a heatmap of (rows, cols) kept in the run, and its copy while it is drawn.
+// For check_budget: a heatmap of (rows, cols) kept in the run, and its copy while it is drawn;
+// nothing past kHeatmapMaxTokens, where none is drawn.
 PlannedTensor planned_heatmap(std::size_t rows, std::size_t cols, std::string axes);
+
+// Row and column labels for T tokens: x0, x1, ...
+std::vector<std::string> token_labels(std::size_t tokens);
+// A (rows, cols) heatmap of batch entry 0 of a (B, rows, cols) tensor.
+Array first_matrix(const Tensor3& t);
 
 // Records the input (seed or file) and the sizes as the run's settings.
 void record_settings(LessonRun& run, const LessonOptions& options,

@@ -113,13 +113,15 @@ constexpr std::array<Rgb, 9> kViridis = {{{68, 1, 84},
                                           {109, 205, 89},
                                           {253, 231, 37}}};
 
-Rgb viridis(double t) {
-  const double x = std::clamp(t, 0.0, 1.0) * static_cast<double>(kViridis.size() - 1);
-  const auto i = std::min(static_cast<std::size_t>(x), kViridis.size() - 2);
+// The colour at t in [0, 1] of a map given by equally spaced stops, linearly interpolated.
+template <std::size_t N>
+Rgb interpolate(const std::array<Rgb, N>& stops, double t) {
+  const double x = std::clamp(t, 0.0, 1.0) * static_cast<double>(N - 1);
+  const auto i = std::min(static_cast<std::size_t>(x), N - 2);
   const double f = x - static_cast<double>(i);
   const auto mix = [f](int a, int b) { return static_cast<int>(std::lround(a + (b - a) * f)); };
-  return {mix(kViridis[i].r, kViridis[i + 1].r), mix(kViridis[i].g, kViridis[i + 1].g),
-          mix(kViridis[i].b, kViridis[i + 1].b)};
+  return {mix(stops[i].r, stops[i + 1].r), mix(stops[i].g, stops[i + 1].g),
+          mix(stops[i].b, stops[i + 1].b)};
 }
 
 // An xterm 256-colour cube index (16-231) as RGB.
@@ -142,11 +144,33 @@ bool wants_dark_text(Rgb c) {
   return 0.2126 * linear(c.r) + 0.7152 * linear(c.g) + 0.0722 * linear(c.b) > 0.179;
 }
 
+// A diverging map for signed values: blue at -m, near-white at 0, red at m (the ends of
+// Moreland's cool-warm map, with a lighter middle so that 0 reads as "nothing").
+constexpr std::array<Rgb, 5> kCoolWarm = {
+    {{59, 76, 192}, {141, 176, 254}, {242, 242, 242}, {244, 154, 123}, {180, 4, 38}}};
+
+// The same in xterm's cube, symmetric around the cube's white: blues, white, reds.
+constexpr std::array<int, 9> kCoolWarm256 = {25, 67, 111, 153, 231, 224, 217, 167, 124};
+
 // Background (and contrasting foreground) escape for scale position t in [0, 1].
-std::string color_escape(Palette palette, double t) {
+std::string color_escape(Palette palette, double t, bool diverging = false) {
   t = std::clamp(t, 0.0, 1.0);
+  if (diverging) {
+    if (palette == Palette::truecolor) {
+      const Rgb want = interpolate(kCoolWarm, t);
+      const int fg = wants_dark_text(want) ? 0 : 255;
+      return fmt::format("\x1b[48;2;{};{};{}m\x1b[38;2;{};{};{}m", want.r, want.g, want.b, fg, fg,
+                         fg);
+    }
+    const auto step = std::min(
+        kCoolWarm256.size() - 1,
+        static_cast<std::size_t>(std::lround(t * static_cast<double>(kCoolWarm256.size() - 1))));
+    const int index = kCoolWarm256[step];
+    return fmt::format("\x1b[48;5;{}m\x1b[38;5;{}m", index,
+                       wants_dark_text(xterm_color(index)) ? 16 : 231);
+  }
   if (palette == Palette::truecolor) {
-    const Rgb want = viridis(t);
+    const Rgb want = interpolate(kViridis, t);
     const int fg = wants_dark_text(want) ? 0 : 255;
     return fmt::format("\x1b[48;2;{};{};{}m\x1b[38;2;{};{};{}m", want.r, want.g, want.b, fg, fg,
                        fg);
@@ -190,12 +214,24 @@ struct Scale {
   }
 };
 
+// The largest finite |value| of `count` values; 0 when there is none.
+float largest_magnitude(const float* values, std::size_t count) {
+  float m = 0.0f;
+  for (std::size_t i = 0; i < count; ++i)
+    if (std::isfinite(values[i])) m = std::max(m, std::fabs(values[i]));
+  return m;
+}
+
 Scale make_scale(const float* values, std::size_t count, const HeatmapOptions& options) {
   if ((options.low && std::isnan(*options.low)) || (options.high && std::isnan(*options.high)))
     throw Error("render_heatmap", "the colour scale's low or high is NaN");
   if (options.low && options.high && *options.low > *options.high)
     throw Error("render_heatmap", fmt::format("low={} is above high={}: pass low <= high",
                                               *options.low, *options.high));
+  if (options.scale == HeatmapScale::diverging) {
+    const float m = options.high ? std::fabs(*options.high) : largest_magnitude(values, count);
+    return {-m, m};
+  }
   float min = 0.0f, max = 0.0f;
   bool any = false;
   for (std::size_t i = 0; i < count; ++i) {
@@ -252,7 +288,16 @@ class Renderer {
         zero_mark_(ascii_ ? "." : "·"),
         row_labels_(make_labels(row_labels, rows, ascii_, "row")),
         col_labels_(make_labels(col_labels, cols, ascii_, "column")),
-        scale_(make_scale(values, rows * cols, options)) {}
+        scale_(make_scale(values, rows * cols, options)),
+        per_row_(options.scale == HeatmapScale::per_row),
+        diverging_(options.scale == HeatmapScale::diverging),
+        max_width_(options.max_width == 0 ? kHeatmapMaxWidth : options.max_width) {
+    if (per_row_) {
+      row_max_.resize(rows);
+      for (std::size_t i = 0; i < rows; ++i)
+        row_max_[i] = largest_magnitude(values + i * cols, cols);
+    }
+  }
 
   std::string render() {
     std::string out;
@@ -287,15 +332,32 @@ class Renderer {
     return fmt::format("{:.{}f}", v, options_.digits);
   }
 
-  // Cells with values if they fit in kHeatmapMaxWidth, else two columns, else one.
+  // Per row: the row's largest value after its cells, " max 0.31".
+  std::string row_suffix(std::size_t i) const {
+    return per_row_ ? fmt::format(" max {}", number(row_max_[i])) : std::string();
+  }
+
+  // Where v lies on the scale, in [0, 1]; per row, from 0 to the row's largest value.
+  double position(std::size_t i, float v) const {
+    if (!per_row_) return scale_.position(v);
+    const float m = row_max_[i];
+    return m > 0.0f ? std::clamp(static_cast<double>(v) / m, 0.0, 1.0) : 0.0;
+  }
+
+  // Cells with values if they fit in the width aimed for, else two columns, else one.
   void choose_cells() {
     for (std::size_t k = 0; k < rows_ * cols_; ++k)
       value_width_ = std::max(value_width_, width_of(split_glyphs(value_text(values_[k]), ascii_)));
+    std::size_t suffix = 0;
+    for (std::size_t i = 0; per_row_ && i < rows_; ++i)
+      suffix = std::max(suffix, row_suffix(i).size());
     // Colour: " 0.42 " on the background. Shades: " ▓ 0.42", the leading space between cells.
     const std::size_t value_cell = value_width_ + (colour_ ? 2 : 3);
-    const auto line_width = [&](std::size_t cell) { return label_width_ + 1 + cols_ * cell; };
-    with_values_ = options_.show_values && line_width(value_cell) <= kHeatmapMaxWidth;
-    cell_width_ = with_values_ ? value_cell : line_width(2) <= kHeatmapMaxWidth ? 2 : 1;
+    const auto line_width = [&](std::size_t cell) {
+      return label_width_ + 1 + cols_ * cell + suffix;
+    };
+    with_values_ = options_.show_values && line_width(value_cell) <= max_width_;
+    cell_width_ = with_values_ ? value_cell : line_width(2) <= max_width_ ? 2 : 1;
   }
 
   // Column labels: above each value, truncated to the cell; vertical over narrow cells.
@@ -332,11 +394,12 @@ class Renderer {
   std::string row(std::size_t i) const {
     std::string line = fit(row_labels_[i], label_width_, ellipsis_) + " ";
     for (std::size_t j = 0; j < cols_; ++j)
-      line += cell(at(i, j));
-    return (colour_ ? line : trim_right(line)) + '\n';
+      line += cell(at(i, j), position(i, at(i, j)));
+    if (per_row_) line += (colour_ ? std::string(kReset) : std::string()) + row_suffix(i);
+    return (colour_ && !per_row_ ? line : trim_right(line)) + '\n';
   }
 
-  std::string cell(float v) const {
+  std::string cell(float v, double t) const {
     const CellKind kind = kind_of(v);
     std::string text;  // the value when shown; over narrow cells only the zero and NaN marks
     if (with_values_) {
@@ -350,18 +413,22 @@ class Renderer {
     } else if (kind == CellKind::not_a_number) {
       text = "?";
     }
-    const double t = scale_.position(v);
     if (colour_) {
       // NaN has no place on the scale: the terminal's own colours.
-      std::string out =
-          kind == CellKind::not_a_number ? std::string(kReset) : color_escape(options_.palette, t);
+      std::string out = kind == CellKind::not_a_number
+                            ? std::string(kReset)
+                            : color_escape(options_.palette, t, diverging_);
       if (with_values_) return out + " " + text + " ";
       return out + text + std::string(cell_width_ - (text.empty() ? 0 : 1), ' ');
     }
-    const std::string_view glyph = kind == CellKind::not_a_number
-                                       ? " "
-                                       : shade(options_.palette, shade_level(options_.palette, t));
+    // Shades show the distance from 0 on a diverging scale; a narrow negative cell starts with -.
+    const double level = diverging_ ? std::fabs(2.0 * t - 1.0) : t;
+    const std::string_view glyph =
+        kind == CellKind::not_a_number
+            ? " "
+            : shade(options_.palette, shade_level(options_.palette, level));
     if (with_values_) return fmt::format(" {} {}", glyph, text);
+    if (diverging_ && text.empty() && v < 0.0f && cell_width_ > 1) text = "-";
     // Narrow: the glyph across the cell, the zero or NaN mark in its first column.
     std::string out = text;
     for (std::size_t k = text.empty() ? 0 : 1; k < cell_width_; ++k)
@@ -379,7 +446,19 @@ class Renderer {
       any_nan = any_nan || kind_of(values_[k]) == CellKind::not_a_number;
     }
     std::string line = "scale ";
-    if (!(scale_.high > scale_.low)) {
+    if (per_row_) {
+      line = per_row_legend();
+    } else if (diverging_ && !colour_ && scale_.high > scale_.low) {
+      const std::size_t n = shade_count(options_.palette);
+      line += "|value| 0 [";
+      for (std::size_t k = 0; k < n; ++k)
+        line += shade(options_.palette, k);
+      line += fmt::format("] {} (steps of {}), centred on 0", number(scale_.high),
+                          number(scale_.high / static_cast<float>(n)));
+      line += with_values_      ? "; the sign is the value's"
+              : cell_width_ > 1 ? "; - marks a negative value"
+                                : "; too narrow to show signs";
+    } else if (!(scale_.high > scale_.low)) {
       line += fmt::format("every value is {} ", number(scale_.low));
       if (colour_)
         line += color_escape(options_.palette, 0.5) + "  " + std::string(kReset);
@@ -393,9 +472,10 @@ class Renderer {
       for (std::size_t k = 0; k < n; ++k) {
         const double t = stepped ? (static_cast<double>(k) + 0.5) / static_cast<double>(n)
                                  : static_cast<double>(k) / static_cast<double>(n - 1);
-        line += color_escape(options_.palette, t) + "  ";
+        line += color_escape(options_.palette, t, diverging_) + "  ";
       }
       line += fmt::format("{} {}", kReset, number(scale_.high));
+      if (diverging_) line += ", centred on 0";
     } else {
       const std::size_t n = shade_count(options_.palette);
       line += number(scale_.low) + " [";
@@ -411,6 +491,27 @@ class Renderer {
     }
     if (any_nan) line += with_values_ ? "   nan not a number" : "   ? nan (not a number)";
     return line + '\n';
+  }
+
+  // "scale per row: 0 [ ░▒▓█] the row's max (printed after each row)"
+  std::string per_row_legend() const {
+    std::string line = "scale per row: 0 ";
+    if (colour_) {
+      const bool stepped = options_.palette == Palette::color256;
+      const std::size_t n = stepped ? kViridis256.size() : kLegendSteps;
+      for (std::size_t k = 0; k < n; ++k) {
+        const double t = stepped ? (static_cast<double>(k) + 0.5) / static_cast<double>(n)
+                                 : static_cast<double>(k) / static_cast<double>(n - 1);
+        line += color_escape(options_.palette, t) + "  ";
+      }
+      line += std::string(kReset) + " ";
+    } else {
+      line += "[";
+      for (std::size_t k = 0; k < shade_count(options_.palette); ++k)
+        line += shade(options_.palette, k);
+      line += "] ";
+    }
+    return line + "the row's max, printed after it";
   }
 
   // In colour every line ends with a reset, so that no colour leaks past the map.
@@ -439,6 +540,9 @@ class Renderer {
   std::string_view ellipsis_, zero_mark_;
   std::vector<std::vector<Glyph>> row_labels_, col_labels_;
   Scale scale_;
+  bool per_row_, diverging_;
+  std::size_t max_width_;
+  std::vector<float> row_max_;
   std::size_t label_width_ = 0, value_width_ = 1, cell_width_ = 2;
   bool with_values_ = true;
 };
@@ -466,6 +570,63 @@ std::string render_heatmap(const float* values, std::size_t rows, std::size_t co
   if (options.digits < 0 || options.digits > 6)
     throw Error("render_heatmap", fmt::format("digits={} is outside 0..6", options.digits));
   return Renderer(values, rows, cols, row_labels, col_labels, options).render();
+}
+
+namespace {
+// The display width of one line, escape sequences (ESC [ ... letter) excluded.
+std::size_t visible_width(std::string_view line) {
+  std::string plain;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    if (line[i] == '\x1b' && i + 1 < line.size() && line[i + 1] == '[') {
+      i += 2;
+      while (i < line.size() && !std::isalpha(static_cast<unsigned char>(line[i])))
+        ++i;
+      continue;
+    }
+    plain += line[i];
+  }
+  return width_of(split_glyphs(plain, false));
+}
+
+std::vector<std::string_view> lines_of(std::string_view block) {
+  std::vector<std::string_view> lines;
+  while (!block.empty()) {
+    const std::size_t eol = block.find('\n');
+    lines.push_back(block.substr(0, eol));
+    block = eol == std::string_view::npos ? std::string_view() : block.substr(eol + 1);
+  }
+  return lines;
+}
+}  // namespace
+
+std::size_t block_width(std::string_view block) {
+  std::size_t width = 0;
+  for (const std::string_view line : lines_of(block))
+    width = std::max(width, visible_width(line));
+  return width;
+}
+
+std::string side_by_side(const std::vector<std::string>& blocks, std::size_t gap) {
+  std::vector<std::vector<std::string_view>> lines;
+  std::vector<std::size_t> widths;
+  std::size_t height = 0;
+  for (const std::string& block : blocks) {
+    lines.push_back(lines_of(block));
+    widths.push_back(block_width(block));
+    height = std::max(height, lines.back().size());
+  }
+  std::string out;
+  for (std::size_t k = 0; k < height; ++k) {
+    std::string line;
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+      const std::string_view part = k < lines[b].size() ? lines[b][k] : std::string_view();
+      line += part;
+      if (b + 1 < blocks.size()) line += std::string(widths[b] - visible_width(part) + gap, ' ');
+    }
+    line.erase(line.find_last_not_of(' ') + 1);
+    out += line + '\n';
+  }
+  return out;
 }
 
 TerminalEnvironment TerminalEnvironment::from_process() {

@@ -7,11 +7,19 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace attn::render {
 
 enum class Palette { truecolor, color256, shades, ascii };
+
+// How values map to colours. range: one scale from low to high (default: the data's finite min
+// and max). per_row: each row from 0 to its own largest value, which is printed at the row's end,
+// so near-uniform rows of small weights still show their structure. diverging: signed values on a
+// scale centred on 0, from -m to m (m: `high` when given, else the largest |value|); colours run
+// from blue through white to red, and shades show |value| with negative cells marked `-`.
+enum class HeatmapScale { range, per_row, diverging };
 
 struct HeatmapOptions {
   Palette palette = Palette::shades;
@@ -20,6 +28,8 @@ struct HeatmapOptions {
   std::optional<float> low, high;       // the colour scale; default: the data's finite min and max
   std::string title;                    // a first line, when not empty
   std::string zero_meaning = "masked";  // the legend's note on `·`, e.g. "" for encodings
+  HeatmapScale scale = HeatmapScale::range;
+  std::size_t max_width = 0;  // the widest line aimed for; 0: kHeatmapMaxWidth
 };
 
 // The widest line render_heatmap aims for; past it, cells drop their values (then shrink to one
@@ -36,6 +46,12 @@ std::string render_heatmap(const float* values, std::size_t rows, std::size_t co
                            const std::vector<std::string>& row_labels,
                            const std::vector<std::string>& col_labels,
                            const HeatmapOptions& options);
+
+// Blocks of text (rendered heatmaps) set side by side, `gap` spaces apart, each padded to its
+// widest line; escape sequences take no columns.
+std::string side_by_side(const std::vector<std::string>& blocks, std::size_t gap = 3);
+// The display width of the widest line of `block`, escape sequences excluded.
+std::size_t block_width(std::string_view block);
 
 // The environment choose_palette reads, apart so that tests can pass their own.
 struct TerminalEnvironment {

@@ -11,6 +11,9 @@ namespace attn::render {
 
 enum class Format { text, json };
 enum class ColorMode { automatic, always, never };
+// The colour scale of attention-weight heatmaps: fixed 0 to 1, per row (0 to the row's largest
+// weight), or automatic: per row when every weight of the map is below 0.5, else fixed.
+enum class WeightScale { automatic, fixed, per_row };
 
 struct OutputOptions {
   Format format = Format::text;
@@ -20,6 +23,7 @@ struct OutputOptions {
   bool full = false;         // print whole tensors, never summarised with ...
   ColorMode color = ColorMode::automatic;
   bool quiet = false;  // only the final result and the parameter count
+  WeightScale weight_scale = WeightScale::automatic;
 };
 
 // What showing a run with these options costs beyond the run itself (core/budget.hpp's

@@ -1,5 +1,8 @@
 // A LessonRun as text for a terminal: the settings line, the prose, each step as PyTorch prints
 // it, the checks, tables and heatmaps, and the parameter count.
+#include <algorithm>
+#include <array>
+#include <cmath>
 #include <cstdlib>
 #include <string_view>
 
@@ -16,6 +19,8 @@ namespace attn::render {
 namespace {
 using lessons::Check;
 using lessons::Heatmap;
+using lessons::HeatmapKind;
+using lessons::Heatmaps;
 using lessons::LessonRun;
 using lessons::Prose;
 using lessons::Step;
@@ -114,6 +119,149 @@ std::string render_table(const Table& table, const Style& style) {
   return out;
 }
 
+// Per row when asked, or automatically when every finite weight of the maps is below 0.5 (the
+// near-uniform rows of untrained weights would all be blank on a fixed 0..1 scale).
+bool weights_per_row(const std::vector<Heatmap>& maps, WeightScale scale) {
+  if (scale != WeightScale::automatic) return scale == WeightScale::per_row;
+  for (const Heatmap& map : maps)
+    for (float v : to_float_vector(map.values))
+      if (std::isfinite(v) && v >= 0.5f) return false;
+  return true;
+}
+
+HeatmapOptions heatmap_options(const Heatmap& map, bool per_row, bool color) {
+  HeatmapOptions h;
+  h.palette = choose_palette(color);
+  h.title = map.title;
+  if (map.kind == HeatmapKind::signed_values) {
+    h.scale = HeatmapScale::diverging;
+    h.zero_meaning = "";  // an exact 0 is just a value (sin 0 = 0)
+  } else if (per_row) {
+    h.scale = HeatmapScale::per_row;
+  } else {
+    h.low = 0.0f, h.high = 1.0f;  // an exact 0 is a masked key
+  }
+  return h;
+}
+
+// Maps side by side, as many to a line as fit in kHeatmapMaxWidth (values in the cells first).
+std::string render_maps(const std::vector<Heatmap>& maps, const std::string& title,
+                        const OutputOptions& options, bool color) {
+  const bool per_row = weights_per_row(maps, options.weight_scale);
+  constexpr std::size_t kGap = 3;
+  std::vector<std::string> blocks;
+  std::string legend;  // the legend of every map, when they all have the same one
+  // Lays out `per_line` maps to a line; false when they do not fit, or lose their values and
+  // `with_values` asks for them.
+  const auto lay_out = [&](std::size_t per_line, bool with_values) {
+    const std::size_t width = (kHeatmapMaxWidth - kGap * (per_line - 1)) / per_line;
+    blocks.clear();
+    std::vector<std::string> legends;
+    bool kept_values = true;
+    for (const Heatmap& map : maps) {
+      HeatmapOptions h = heatmap_options(map, per_row, color);
+      const std::vector<float> values = to_float_vector(map.values);
+      const auto draw = [&](std::size_t max_width) {
+        h.max_width = max_width;
+        return render_heatmap(values.data(), map.values.shape[0], map.values.shape[1],
+                              map.row_labels, map.col_labels, h);
+      };
+      std::string block = draw(width);
+      kept_values = kept_values && (!with_values || block == draw(kHeatmapMaxWidth));
+      // The legend is the last line.
+      const std::size_t last = block.rfind('\n', block.size() - 2);
+      legends.push_back(block.substr(last + 1));
+      blocks.push_back(block.substr(0, last + 1));
+    }
+    const bool shared =
+        std::all_of(legends.begin(), legends.end(), [&](const auto& l) { return l == legends[0]; });
+    bool fits = kept_values;
+    for (std::size_t k = 0; k < blocks.size(); ++k) {
+      if (!shared) blocks[k] += legends[k];
+      fits = fits && block_width(blocks[k]) <= width;
+    }
+    legend = shared ? legends[0] : std::string();
+    return fits;
+  };
+  // Values in the cells first, as many maps to a line as keep them; then narrower cells.
+  std::size_t per_line = std::max<std::size_t>(maps.size(), 1);
+  bool laid_out = false;
+  for (std::size_t n = per_line; n >= 2 && !laid_out; --n)
+    if (lay_out(n, true)) per_line = n, laid_out = true;
+  for (std::size_t n = per_line; n >= 1 && !laid_out; --n)
+    if (lay_out(n, false) || n == 1) per_line = n, laid_out = true;
+  std::string out = title.empty() ? std::string() : title + "\n";
+  for (std::size_t first = 0; first < blocks.size(); first += per_line) {
+    if (first > 0) out += '\n';
+    const auto end =
+        blocks.begin() + static_cast<std::ptrdiff_t>(std::min(first + per_line, blocks.size()));
+    out += per_line == 1
+               ? blocks[first]
+               : side_by_side({blocks.begin() + static_cast<std::ptrdiff_t>(first), end}, kGap);
+  }
+  return out + legend;
+}
+
+// The numbers of `text` in e-notation ("3.8158e-06"), in order.
+std::vector<std::string> e_numbers(std::string_view text) {
+  const auto digit = [&](std::size_t i) {
+    return i < text.size() && text[i] >= '0' && text[i] <= '9';
+  };
+  std::vector<std::string> found;
+  for (std::size_t i = 1; i + 2 < text.size(); ++i) {
+    if (text[i] != 'e' || !digit(i - 1) || (text[i + 1] != '-' && text[i + 1] != '+') ||
+        !digit(i + 2))
+      continue;
+    std::size_t start = i;
+    while (start > 0 && (digit(start - 1) || text[start - 1] == '.'))
+      --start;
+    std::size_t end = i + 2;
+    while (digit(end))
+      ++end;
+    found.emplace_back(text.substr(start, end - start));
+  }
+  return found;
+}
+
+// "3.8158e-06 is 3.8158 × 10⁻⁶ = 0.0000038158" for a positive number of e-notation.
+std::string spelled_out(const std::string& number) {
+  static constexpr std::array<std::string_view, 10> kSuperscript = {"⁰", "¹", "²", "³", "⁴",
+                                                                    "⁵", "⁶", "⁷", "⁸", "⁹"};
+  const std::size_t e = number.find('e');
+  const std::string mantissa = number.substr(0, e);
+  const int exponent = std::stoi(number.substr(e + 1));
+  std::string power = exponent < 0 ? "⁻" : "";
+  for (char c : std::to_string(std::abs(exponent)))
+    power += kSuperscript[static_cast<std::size_t>(c - '0')];
+  std::string digits = mantissa;
+  std::erase(digits, '.');
+  std::string plain;
+  if (exponent < 0) {
+    plain = "0." + std::string(static_cast<std::size_t>(-exponent - 1), '0') + digits;
+  } else {
+    const std::size_t point = 1 + static_cast<std::size_t>(exponent);
+    digits.resize(std::max(digits.size(), point), '0');
+    plain = digits.substr(0, point);
+    if (point < digits.size()) plain += "." + digits.substr(point);
+  }
+  return fmt::format("{} is {} × 10{} = {}", number, mantissa, power, plain);
+}
+
+// Two lines under the first tensor of a run printed in e-notation, on its smallest exponent.
+std::string e_notation_note(const std::vector<std::string>& numbers) {
+  std::string example = numbers.front();
+  int smallest = std::stoi(example.substr(example.find('e') + 1));
+  for (const std::string& n : numbers) {
+    const int exponent = std::stoi(n.substr(n.find('e') + 1));
+    if (exponent < smallest && exponent >= -8) example = n, smallest = exponent;
+  }
+  return fmt::format(
+      "(e-notation: {}. Torch prints a whole tensor this way\n"
+      " when its non-zero |values| span more than 1000 times, or one is above 1e8 or below "
+      "1e-4.)\n",
+      spelled_out(example));
+}
+
 std::string settings_line(const LessonRun& run) {
   std::vector<std::string> parts;
   for (const auto& [name, value] : run.settings())
@@ -128,11 +276,18 @@ std::string render_text(const LessonRun& run, const OutputOptions& options, bool
   const std::size_t step_count = run.steps().size();
   std::string out;
   std::size_t step_number = 0;
+  bool e_explained = false;
   auto step_text = [&](const Step& step) {
-    return fmt::format("{} {}\n{}\n",
+    const std::string tensor = format_torch(step.value, print);
+    std::string note;
+    if (!e_explained && !options.quiet) {
+      const std::vector<std::string> numbers = e_numbers(tensor);
+      if (!numbers.empty()) note = style.dim(e_notation_note(numbers)), e_explained = true;
+    }
+    return fmt::format("{} {}\n{}\n{}",
                        style.cyan(fmt::format("[{}/{}] {}, shape {}:", step_number, step_count,
                                               step.name, shape_string(step.value.shape))),
-                       step.title, format_torch(step.value, print));
+                       step.title, tensor, note);
   };
   auto check_text = [&](const Check& check) {
     return fmt::format("{} {}: {}\n", check.passed ? style.green("✓") : style.red("✗ FAILED"),
@@ -168,17 +323,9 @@ std::string render_text(const LessonRun& run, const OutputOptions& options, bool
     } else if (const auto* table = std::get_if<Table>(&item)) {
       out += render_table(*table, style);
     } else if (const auto* map = std::get_if<Heatmap>(&item)) {
-      HeatmapOptions h;
-      h.palette = choose_palette(color);
-      h.title = map->title;
-      if (map->weights) {
-        h.low = 0.0f, h.high = 1.0f;  // attention weights; an exact 0 is a masked key
-      } else {
-        h.zero_meaning = "";  // an exact 0 is just a value (sin 0 = 0)
-      }
-      const std::vector<float> values = to_float_vector(map->values);
-      out += render_heatmap(values.data(), map->values.shape[0], map->values.shape[1],
-                            map->row_labels, map->col_labels, h);
+      out += render_maps({*map}, "", options, color);
+    } else if (const auto* maps = std::get_if<Heatmaps>(&item)) {
+      out += render_maps(maps->maps, maps->title, options, color);
     }
     out += '\n';
   }

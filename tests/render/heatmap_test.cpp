@@ -346,3 +346,69 @@ TEST_CASE(
   CHECK(choose_palette(true, env) == Palette::truecolor);
   CHECK(attn::render::locale_is_utf8(TerminalEnvironment{}) == false);
 }
+
+TEST_CASE("per row: each row from 0 to its own largest value, printed after it", "[heatmap]") {
+  // Two near-uniform rows of small weights: on 0..1 every cell would be blank.
+  const std::vector<float> w = {0.10f, 0.20f, 0.30f, 0.05f, 0.05f, 0.10f};
+  HeatmapOptions options;
+  options.palette = Palette::shades;
+  options.scale = attn::render::HeatmapScale::per_row;
+  const auto lines = lines_of(render_heatmap(w.data(), 2, 3, {}, {}, options));
+  REQUIRE(lines.size() == 4);
+  CHECK(lines[0] == "   0      1      2");
+  // 0.10/0.30 = 0.33 -> ░, 0.20/0.30 = 0.67 -> ▓, the row's max -> █; the second row's max is 0.10.
+  CHECK(lines[1] == "0  ░ 0.10 ▓ 0.20 █ 0.30 max 0.30");
+  CHECK(lines[2] == "1  ▒ 0.05 ▒ 0.05 █ 0.10 max 0.10");
+  CHECK(lines[3] == "scale per row: 0 [ ░▒▓█] the row's max, printed after it");
+}
+
+TEST_CASE("diverging: centred on 0, shades by |value|, a minus marks narrow negative cells",
+          "[heatmap]") {
+  const std::vector<float> v = {-1.0f, -0.5f, 0.0f, 0.5f, 1.0f, 0.1f};
+  HeatmapOptions options;
+  options.palette = Palette::shades;
+  options.scale = attn::render::HeatmapScale::diverging;
+  options.zero_meaning = "";
+  auto lines = lines_of(render_heatmap(v.data(), 1, 6, {}, {}, options));
+  REQUIRE(lines.size() == 3);
+  // -1 and 1 are equally far from 0: the same shade, the sign in the number.
+  CHECK(lines[1] == "0  █ -1.00 ▒ -0.50     ·   ▒  0.50 █  1.00    0.10");
+  CHECK(lines[2] ==
+        "scale |value| 0 [ ░▒▓█] 1.00 (steps of 0.20), centred on 0; the sign is the value's   · "
+        "exactly 0");
+
+  // The scale is symmetric even when the data are not: -0.5 .. 2 gives -2 .. 2.
+  const std::vector<float> lopsided = {-0.5f, 2.0f};
+  options.palette = Palette::truecolor;
+  const std::string colour = render_heatmap(lopsided.data(), 1, 2, {}, {}, options);
+  CHECK(colour.find("scale -2.00 ") != std::string::npos);
+  CHECK(colour.find("2.00, centred on 0") != std::string::npos);
+
+  // Narrow cells (past the width): a leading '-' on negative cells.
+  options.palette = Palette::shades;
+  std::vector<float> wide(40);
+  for (std::size_t j = 0; j < wide.size(); ++j)
+    wide[j] = j % 2 == 0 ? -1.0f : 1.0f;
+  lines = lines_of(render_heatmap(wide.data(), 1, wide.size(), {}, {}, options));
+  const std::string& row = lines[lines.size() - 2];
+  CHECK(row.find("-███-█") != std::string::npos);
+  CHECK(lines.back().find("- marks a negative value") != std::string::npos);
+}
+
+TEST_CASE("max_width narrows the cells; side_by_side pads blocks to their widest line",
+          "[heatmap]") {
+  HeatmapOptions options = weights_options(Palette::shades);
+  options.title = "";
+  options.max_width = 20;
+  const std::string narrow = render_heatmap(kCausal.data(), 3, 3, kTokens, kTokens, options);
+  CHECK(narrow.find("0.45") == std::string::npos);  // no values in 20 columns
+  const auto narrow_lines = lines_of(narrow);
+  for (std::size_t k = 0; k + 1 < narrow_lines.size(); ++k)  // all but the legend
+    CHECK(display_width(narrow_lines[k]) <= 20);
+
+  const std::string beside = attn::render::side_by_side({"ab\nc\n", "xyz\n"}, 2);
+  CHECK(beside == "ab  xyz\nc\n");
+  // Escape sequences take no columns.
+  CHECK(attn::render::block_width("\x1b[48;5;25mab\x1b[0m\n") == 2);
+  CHECK(attn::render::side_by_side({"\x1b[1mab\x1b[0m\n", "z\n"}, 1) == "\x1b[1mab\x1b[0m z\n");
+}
