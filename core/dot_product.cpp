@@ -1,5 +1,7 @@
 #include "dot_product.hpp"
 
+#include <algorithm>
+
 #include "attention.hpp"
 #include "matmul.hpp"
 #include "softmax.hpp"
@@ -45,6 +47,19 @@ Tensor3 permute_tokens(const Tensor3& x, const std::vector<std::size_t>& order) 
       }
       for (std::size_t d = 0; d < x.shape(2); ++d)
         out(b, i, d) = x(b, order[i], d);
+    }
+  return out;
+}
+
+Tensor3 mean_over_tokens(const Tensor3& x) {
+  Tensor3 out({x.shape(0), 1, x.shape(2)});
+  for (std::size_t b = 0; b < x.shape(0); ++b)
+    for (std::size_t d = 0; d < x.shape(2); ++d) {
+      double sum = 0.0;
+      for (std::size_t i = 0; i < x.shape(1); ++i)
+        sum += x(b, i, d);
+      out(b, 0, d) =
+          static_cast<float>(sum / static_cast<double>(std::max<std::size_t>(x.shape(1), 1)));
     }
   return out;
 }

@@ -32,4 +32,7 @@ MemoryPlan plan_dot_product_attention_float64(std::size_t batch, std::size_t tok
 // x with its tokens reordered: out[:, i] = x[:, order[i]].
 Tensor3 permute_tokens(const Tensor3& x, const std::vector<std::size_t>& order);
 
+// Mean pooling: the average over the tokens, (B, T, D) -> (B, 1, D), summed in double.
+Tensor3 mean_over_tokens(const Tensor3& x);
+
 }  // namespace attn

@@ -26,14 +26,39 @@ float dot(const std::vector<float>& a, const std::vector<float>& b) {
 SoftmaxPeak peak(const Tensor2& weights) {
   SoftmaxPeak p;
   const std::size_t rows = weights.shape(0), keys = weights.shape(1);
+  std::vector<double> norms;
+  norms.reserve(rows);
   for (std::size_t r = 0; r < rows; ++r) {
     const float* w = weights.data() + r * keys;
     p.max_weight += *std::max_element(w, w + keys);
     p.entropy += entropy(w, keys);
+    norms.push_back(softmax_jacobian_norm(w, keys));
   }
   p.max_weight /= static_cast<double>(rows);
   p.entropy /= static_cast<double>(rows);
+  if (!norms.empty()) {
+    const auto middle = norms.begin() + static_cast<std::ptrdiff_t>(norms.size() / 2);
+    std::nth_element(norms.begin(), middle, norms.end());
+    p.jacobian_norm = *middle;
+  }
   return p;
+}
+
+// A (rows, cols) matrix with N(0, 1/cols) entries: y = W x keeps x's unit variance.
+std::vector<std::vector<float>> projection(Rng& rng, std::size_t rows, std::size_t cols) {
+  std::vector<std::vector<float>> w(rows, std::vector<float>(cols));
+  const double scale = 1.0 / std::sqrt(static_cast<double>(cols));
+  for (auto& row : w)
+    for (float& v : row)
+      v = static_cast<float>(rng.normal() * scale);
+  return w;
+}
+
+std::vector<float> multiply(const std::vector<std::vector<float>>& w, const std::vector<float>& x) {
+  std::vector<float> y(w.size());
+  for (std::size_t i = 0; i < w.size(); ++i)
+    y[i] = dot(w[i], x);
+  return y;
 }
 }  // namespace
 
@@ -69,6 +94,51 @@ SoftmaxPeakComparison measure_softmax_peak(Rng& rng, std::size_t d_model, std::s
   const Tensor2 scaled = scores / std::sqrt(static_cast<float>(d_model));
   c.scaled = peak(softmax(scaled));
   return c;
+}
+
+SelfAttentionPeak measure_self_attention_peak(Rng& rng, std::size_t d_model, std::size_t tokens,
+                                              std::size_t sequences) {
+  const auto w_q = projection(rng, d_model, d_model), w_k = projection(rng, d_model, d_model);
+  Tensor2 same({sequences * tokens, tokens}), projected({sequences * tokens, tokens});
+  const float root = std::sqrt(static_cast<float>(d_model));
+  for (std::size_t s = 0; s < sequences; ++s) {
+    std::vector<std::vector<float>> x, q, k;
+    for (std::size_t t = 0; t < tokens; ++t) {
+      x.push_back(normal_vector(rng, d_model));
+      q.push_back(multiply(w_q, x.back()));
+      k.push_back(multiply(w_k, x.back()));
+    }
+    for (std::size_t i = 0; i < tokens; ++i)
+      for (std::size_t j = 0; j < tokens; ++j) {
+        same(s * tokens + i, j) = dot(x[i], x[j]) / root;
+        projected(s * tokens + i, j) = dot(q[i], k[j]) / root;
+      }
+  }
+  const auto diagonal = [tokens](const Tensor2& w) {
+    double sum = 0.0;
+    for (std::size_t r = 0; r < w.shape(0); ++r)
+      sum += w(r, r % tokens);
+    return sum / static_cast<double>(w.shape(0));
+  };
+  SelfAttentionPeak p;
+  p.d_model = d_model;
+  const Tensor2 same_weights = softmax(same), projected_weights = softmax(projected);
+  p.same = peak(same_weights);
+  p.same_self = diagonal(same_weights);
+  p.projected = peak(projected_weights);
+  p.projected_self = diagonal(projected_weights);
+  return p;
+}
+
+double softmax_jacobian_norm(const float* weights, std::size_t n) {
+  // ‖J‖² = Σ (p_i - p_i²)² + Σ_{i≠j} p_i² p_j² = Σ p² - 2 Σ p³ + (Σ p²)².
+  double squares = 0.0, cubes = 0.0;
+  for (std::size_t j = 0; j < n; ++j) {
+    const double p = weights[j];
+    squares += p * p;
+    cubes += p * p * p;
+  }
+  return std::sqrt(std::max(0.0, squares - 2.0 * cubes + squares * squares));
 }
 
 double entropy(const float* weights, std::size_t n) {

@@ -43,6 +43,8 @@ LessonRun run_dot_product(const LessonOptions& options) {
   plan.push_back({"P X, P Y(X) and Y(P X)", {3, batch, tokens, width}, " B T D"});
   append(plan, steps);
   append(plan, plan_dot_product_attention_float64(batch, tokens, width));
+  plan.push_back(planned_heatmap(tokens, tokens, "T T"));
+  plan.push_back(planned_table_rows("the self table", tokens, "T"));
   check_budget("dot-product", plan);
   const Tensor3 x = lesson_input(options, "(B, T, D)", {batch, tokens, width});  // (B,T,D)
 
@@ -55,8 +57,44 @@ LessonRun run_dot_product(const LessonOptions& options) {
   run.section("raw_weights");
   run.step("raw_weights", "W' = X Xᵀ, every token's dot product with every token",
            to_array(s.raw_weights));
+  // W' = X Xᵀ is symmetric: w'_ij and w'_ji sum the same D products, up to their round-off.
+  float asymmetry = 0.0f, largest_score = 0.0f;
+  for (std::size_t b = 0; b < batch; ++b)
+    for (std::size_t i = 0; i < tokens; ++i)
+      for (std::size_t j = 0; j < tokens; ++j) {
+        asymmetry = std::max(asymmetry, std::fabs(s.raw_weights(b, i, j) - s.raw_weights(b, j, i)));
+        largest_score = std::max(largest_score, std::fabs(s.raw_weights(b, i, j)));
+      }
+  const float symmetry_allowed = summation_tolerance(width, largest_score);
+  run.check("W' is symmetric: w'_ij = w'_ji", asymmetry <= symmetry_allowed,
+            roundoff_evidence("max |w'_ij - w'_ji|", asymmetry, symmetry_allowed));
+
   run.section("weights");
   run.step("weights", "W = softmax(W') over the last axis", to_array(s.weights));
+  run.heatmap({"W of sequence 0 (rows: queries, columns: keys)", first_matrix(s.weights),
+               token_labels(tokens), token_labels(tokens)});
+  // How much of each row the token itself takes, for sequence 0.
+  Table self{"Sequence 0, each token against itself and its best other match",
+             {"token", "‖x_i‖² = w'_ii", "largest w'_ij, j ≠ i", "w_ii", "largest w_ij, j ≠ i"},
+             {}};
+  std::size_t self_wins = 0;
+  for (std::size_t i = 0; i < tokens; ++i) {
+    float other_score = -INFINITY, other_weight = 0.0f;
+    for (std::size_t j = 0; j < tokens; ++j)
+      if (j != i) {
+        other_score = std::max(other_score, s.raw_weights(0, i, j));
+        other_weight = std::max(other_weight, s.weights(0, i, j));
+      }
+    self_wins += s.weights(0, i, i) > other_weight;
+    self.rows.push_back({fmt::format("x{}", i), fmt::format("{:.4f}", s.raw_weights(0, i, i)),
+                         tokens > 1 ? fmt::format("{:.4f}", other_score) : "-",
+                         fmt::format("{:.4f}", s.weights(0, i, i)),
+                         tokens > 1 ? fmt::format("{:.4f}", other_weight) : "-"});
+  }
+  self.title +=
+      fmt::format(" (a token's largest weight is on itself in {} of {} rows)", self_wins, tokens);
+  run.section("self");
+  run.table(std::move(self));
   run.section("output");
   run.step("output", "Y = W X, each row a weighted average of the rows of X", to_array(s.output));
 

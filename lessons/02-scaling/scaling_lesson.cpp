@@ -17,6 +17,7 @@ namespace attn::lessons {
 namespace {
 constexpr std::size_t kSpreadSamples = 2000;  // q·k pairs per width
 constexpr std::size_t kPeakRows = 500;        // queries per width
+constexpr std::size_t kSelfTokens = 64;       // tokens per sequence, at most, of the self table
 
 std::vector<std::size_t> table_widths() {
   return {4, 8, 16, 32, 64, 128, 256, 512, 1024};
@@ -54,6 +55,12 @@ LessonRun run_scaling(const LessonOptions& options) {
                   "  T",
                   4,
                   Held::before_shown});
+  plan.push_back(
+      {"the self table's scores and weights",
+       {4, kPeakRows + kSelfTokens, std::min(std::max<std::size_t>(tokens, 2), kSelfTokens)},
+       "  T",
+       4,
+       Held::before_shown});
   const MemoryPlan steps = plan_dot_product_attention(batch, tokens, width);
   plan.push_back({"X Xᵀ", {batch, tokens, tokens}, "B T T"});
   append(plan, steps);
@@ -61,6 +68,8 @@ LessonRun run_scaling(const LessonOptions& options) {
   plan.push_back({"X", {batch, tokens, width}, "B T D", 4, Held::shown});
   plan.push_back({"X Xᵀ", {batch, tokens, tokens}, "B T T", 4, Held::shown});
   append(plan, held_as(Held::shown, steps));
+  plan.push_back(planned_heatmap(tokens, tokens, "T T"));
+  plan.push_back(planned_heatmap(tokens, tokens, "T T"));
   check_budget("scaling", plan);
   const Tensor3 x = lesson_input(options, "(B, T, D)", {batch, tokens, width});  // (B,T,D)
 
@@ -90,20 +99,65 @@ LessonRun run_scaling(const LessonOptions& options) {
   const std::size_t keys = std::max<std::size_t>(tokens, 2);
   Table peak{
       fmt::format("Softmax of one query against {} keys (mean over {} queries)", keys, kPeakRows),
-      {"D", "largest w, unscaled", "scaled", "entropy, unscaled", "scaled"},
+      {"D", "largest w, unscaled", "scaled", "entropy, unscaled", "scaled", "median ‖J‖, unscaled",
+       "scaled"},
       {}};
+  // The widest D's unscaled Jacobian against the smallest scaled one.
+  double smallest_scaled_jacobian = INFINITY, largest_unscaled_jacobian = 0.0;
   for (std::size_t d : table_widths()) {
     const SoftmaxPeakComparison c = measure_softmax_peak(rng, d, keys, kPeakRows);
-    peak.rows.push_back({fmt::format("{}", d), fmt::format("{:.3f}", c.unscaled.max_weight),
-                         fmt::format("{:.3f}", c.scaled.max_weight),
-                         fmt::format("{:.3f}", c.unscaled.entropy),
-                         fmt::format("{:.3f}", c.scaled.entropy)});
+    peak.rows.push_back(
+        {fmt::format("{}", d), fmt::format("{:.3f}", c.unscaled.max_weight),
+         fmt::format("{:.3f}", c.scaled.max_weight), fmt::format("{:.3f}", c.unscaled.entropy),
+         fmt::format("{:.3f}", c.scaled.entropy), fmt::format("{:.2g}", c.unscaled.jacobian_norm),
+         fmt::format("{:.2g}", c.scaled.jacobian_norm)});
+    smallest_scaled_jacobian = std::min(smallest_scaled_jacobian, c.scaled.jacobian_norm);
+    if (d == table_widths().back()) largest_unscaled_jacobian = c.unscaled.jacobian_norm;
   }
   const std::string uniform_max = fmt::format("{:.3f}", 1.0 / static_cast<double>(keys));
   const std::string uniform_entropy = fmt::format("{:.3f}", std::log(static_cast<double>(keys)));
-  peak.rows.push_back({"uniform", uniform_max, uniform_max, uniform_entropy, uniform_entropy});
+  std::vector<float> flat(keys, 1.0f / static_cast<float>(keys));
+  const std::string uniform_jacobian =
+      fmt::format("{:.2g}", softmax_jacobian_norm(flat.data(), keys));
+  peak.rows.push_back({"uniform", uniform_max, uniform_max, uniform_entropy, uniform_entropy,
+                       uniform_jacobian, uniform_jacobian});
   run.section("peaked");
   run.table(std::move(peak));
+  run.check(
+      "unscaled, the softmax's Jacobian collapses at large D; scaled, it does not",
+      largest_unscaled_jacobian < 0.1 * smallest_scaled_jacobian,
+      fmt::format("median ‖J‖ {:.2g} unscaled at D = {}, at least {:.2g} scaled at every D",
+                  largest_unscaled_jacobian, table_widths().back(), smallest_scaled_jacobian));
+
+  // Self-attention of the tokens themselves against separate projections, at a few widths.
+  const std::size_t self_tokens = std::min(keys, kSelfTokens);
+  const std::size_t sequences = (kPeakRows + self_tokens - 1) / self_tokens;
+  Table self{fmt::format("A token's weight on itself: {} tokens, mean over {} sequences",
+                         self_tokens, sequences),
+             {"D", "X Xᵀ/√D: largest w", "on itself", "Q Kᵀ/√D: largest w", "on itself"},
+             {}};
+  double same_self_at_512 = 0.0, most_projected_self = 0.0;
+  for (std::size_t d : {6, 16, 64, 256, 512}) {
+    const SelfAttentionPeak p = measure_self_attention_peak(rng, d, self_tokens, sequences);
+    self.rows.push_back({fmt::format("{}", d), fmt::format("{:.3f}", p.same.max_weight),
+                         fmt::format("{:.3f}", p.same_self),
+                         fmt::format("{:.3f}", p.projected.max_weight),
+                         fmt::format("{:.3f}", p.projected_self)});
+    if (d == 512) same_self_at_512 = p.same_self;
+    most_projected_self = std::max(most_projected_self, p.projected_self);
+  }
+  const std::string self_uniform = fmt::format("{:.3f}", 1.0 / static_cast<double>(self_tokens));
+  self.rows.push_back({"uniform", self_uniform, self_uniform, self_uniform, self_uniform});
+  run.section("self");
+  run.table(std::move(self));
+  run.check("scaled X Xᵀ still turns one-hot on the diagonal as D grows", same_self_at_512 > 0.95,
+            fmt::format("mean weight on itself {:.3f} at D = 512", same_self_at_512));
+  // Closer to uniform than to one-hot, at every D.
+  const double uniform = 1.0 / static_cast<double>(self_tokens);
+  run.check("separate projections W_q ≠ W_k take the self-preference away",
+            most_projected_self < uniform + 0.5 * (1.0 - uniform),
+            fmt::format("mean weight on itself at most {:.3f} at any D (uniform: {})",
+                        most_projected_self, self_uniform));
 
   bool lengths_match = true;
   Table lengths = length_table(lengths_match);
@@ -125,11 +179,16 @@ LessonRun run_scaling(const LessonOptions& options) {
            to_array(s.raw_weights));
   run.section("weights");
   run.step("weights", "W = softmax(X Xᵀ / √D) over the last axis", to_array(s.weights));
+  const DotProductSteps unscaled = dot_product_attention(x);
+  run.heatmaps({"sequence 0, rows: queries, columns: keys",
+                {{"softmax(X Xᵀ), lesson 01", first_matrix(unscaled.weights), token_labels(tokens),
+                  token_labels(tokens)},
+                 {"softmax(X Xᵀ / √D)", first_matrix(s.weights), token_labels(tokens),
+                  token_labels(tokens)}}});
   run.section("output");
   run.step("output", "Y = W X", to_array(s.output));
 
   // Dividing by √D >= 1 is a softmax temperature >= 1: no row's largest weight may grow.
-  const DotProductSteps unscaled = dot_product_attention(x);
   std::size_t grown = 0;
   double unscaled_mean = 0.0, scaled_mean = 0.0;
   for (std::size_t r = 0; r < batch * tokens; ++r) {

@@ -63,7 +63,8 @@ Table mask_table() {
           {}};
   auto row = [&](const char* mask, std::initializer_list<float> values) {
     const Tensor3 w = softmax(one_row(values));
-    const bool torch_nan = count_fully_masked_rows(one_row(values)) > 0;  // torch: 0 / 0
+    // torch: the shift -inf - (-inf) is nan
+    const bool torch_nan = count_fully_masked_rows(one_row(values)) > 0;
     t.rows.push_back(
         {mask, row_string(w.data(), 4, 3),
          torch_nan ? std::string("[nan, nan, nan, nan]") : row_string(w.data(), 4, 3)});
@@ -127,6 +128,7 @@ LessonRun run_softmax_lesson(const SoftmaxLessonOptions& options) {
   if (common.input) plan.push_back({"the input array", btt, "B T T", 4, Held::kept});
   if (options.causal)
     plan.push_back({"the mask and the masked S", {tokens * keys + batch * tokens * keys}, "B/T"});
+  plan.push_back(planned_heatmap(tokens, keys, "T S"));
   check_budget("softmax", plan);
   if (options.causal && tokens != keys) {
     throw Error(
@@ -188,11 +190,18 @@ LessonRun run_softmax_lesson(const SoftmaxLessonOptions& options) {
   run.section("shifted");
   run.step("shifted", "S - m: every row's largest entry becomes 0", to_array(shifted));
   run.section("exponentials");
-  run.step("exponentials", "exp(S - m), each in (0, 1]", to_array(exponentials));
+  run.step("exponentials",
+           options.causal ? "exp(S - m), each in [0, 1]: exactly 0 where masked"
+                          : "exp(S - m), each in (0, 1]",
+           to_array(exponentials));
   run.section("row_sums");
   run.step("row_sums", "exp(S - m).sum(dim=-1, keepdim=True)", to_array(sums));
   run.section("output");
   run.step("output", "softmax(S) = exp(S - m) / sums", to_array(weights));
+  run.heatmap({options.causal ? "the weights of sequence 0 with the causal mask (rows: queries, "
+                                "columns: keys)"
+                              : "the weights of sequence 0 (rows: queries, columns: keys)",
+               first_matrix(weights), token_labels(tokens), token_labels(keys)});
 
   run.section("checks");
   Tensor2 row_totals({batch, tokens});

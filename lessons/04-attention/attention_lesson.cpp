@@ -14,19 +14,54 @@
 
 namespace attn::lessons {
 
-std::vector<std::string> token_labels(std::size_t tokens) {
-  std::vector<std::string> labels;
-  for (std::size_t i = 0; i < tokens; ++i)
-    labels.push_back(fmt::format("x{}", i));
-  return labels;
-}
-
-Array first_matrix(const Tensor3& t) {
-  std::vector<float> values(t.data(), t.data() + t.shape(1) * t.shape(2));
-  return make_float32({t.shape(1), t.shape(2)}, values);
-}
-
 namespace {
+struct SelfPreference {
+  float asymmetry = 0.0f;  // max |s_ij - s_ji|
+  double self_weight = 0.0;
+  std::size_t self_wins = 0;  // rows whose largest weight is on the token itself
+  double largest = 0.0;       // mean largest weight
+};
+
+// For sequence 0 of (B, T, T) scores and weights.
+SelfPreference self_preference(const Tensor3& scores, const Tensor3& weights) {
+  SelfPreference p;
+  const std::size_t t = scores.shape(1);
+  for (std::size_t i = 0; i < t; ++i) {
+    float best = 0.0f;
+    std::size_t best_j = 0;
+    for (std::size_t j = 0; j < t; ++j) {
+      p.asymmetry = std::max(p.asymmetry, std::fabs(scores(0, i, j) - scores(0, j, i)));
+      if (weights(0, i, j) > best) best = weights(0, i, j), best_j = j;
+    }
+    p.self_weight += weights(0, i, i);
+    p.largest += best;
+    p.self_wins += best_j == i;
+  }
+  p.self_weight /= static_cast<double>(t);
+  p.largest /= static_cast<double>(t);
+  return p;
+}
+
+// Lesson 02's softmax(X Xᵀ / √D) beside this head's softmax(Q Kᵀ / √hs), on the same X.
+Table projection_payoff(const Tensor3& same_scores, const Tensor3& same_weights,
+                        const Tensor3& scores, const Tensor3& weights) {
+  const SelfPreference a = self_preference(same_scores, same_weights),
+                       b = self_preference(scores, weights);
+  const std::size_t t = scores.shape(1);
+  return Table{
+      "Sequence 0, the same tokens scored two ways",
+      {"", "lesson 02: X Xᵀ / √D", "this head: Q Kᵀ / √hs"},
+      {{"max |s_ij - s_ji|", fmt::format("{:.4f}", a.asymmetry),
+        fmt::format("{:.4f}", b.asymmetry)},
+       {"mean weight on itself", fmt::format("{:.4f}", a.self_weight),
+        fmt::format("{:.4f}", b.self_weight)},
+       {"rows whose largest weight is on itself", fmt::format("{} of {}", a.self_wins, t),
+        fmt::format("{} of {}", b.self_wins, t)},
+       {"mean largest weight", fmt::format("{:.4f}", a.largest), fmt::format("{:.4f}", b.largest)},
+       {"uniform weight", fmt::format("{:.4f}", 1.0 / static_cast<double>(t)),
+        fmt::format("{:.4f}", 1.0 / static_cast<double>(t))}}};
+}
+
 // The state_dict as a table: key, shape, count.
 Table parameter_table(const Module& model) {
   Table t{fmt::format("{}'s parameters (state_dict keys)", model.class_name),
@@ -72,7 +107,8 @@ LessonRun run_attention(const AttentionLessonOptions& options) {
   plan.push_back({"X", {batch, tokens, width}, "B T D", 4, Held::shown});
   append(plan, held_as(Held::shown, steps));
   plan.push_back(planned_heatmap(tokens, tokens, "T T"));
-  if (!masked) {
+  if (!masked) append(plan, plan_dot_product_attention(batch, tokens, width));  // lesson 02's
+  if (!masked || (options.causal && options.lengths.empty())) {
     plan.push_back({"the reversed X", {batch, tokens, width}, "B T D"});
     plan.push_back({"its output and the output reversed", {2, batch, tokens, hs}, " B T hs"});
     append(plan, steps);
@@ -133,15 +169,33 @@ LessonRun run_attention(const AttentionLessonOptions& options) {
   run.section("weights");
   run.step("weights", "softmax over the keys (last axis)", to_array(s.weights));
   run.heatmap({"weights of sequence 0 (rows: queries, columns: keys)", first_matrix(s.weights),
-               token_labels(tokens), token_labels(tokens), true});
+               token_labels(tokens), token_labels(tokens)});
   run.section("output");
   run.step("output", "weights @ V: each token's mix of the values", to_array(s.output));
+
+  if (!masked) {
+    // The payoff of lessons 01 and 02: the same tokens, scored against themselves.
+    const DotProductSteps same = dot_product_attention(x, std::sqrt(static_cast<float>(width)));
+    run.section("payoff");
+    run.table(projection_payoff(same.raw_weights, same.weights, s.scaled_scores, s.weights));
+  }
 
   run.section(masked ? "checks_masked" : "checks");
   const float worst = max_row_sum_error(s.weights);
   const float sum_allowed = summation_tolerance(tokens);
   run.check("every row of weights sums to 1", worst <= sum_allowed,
             roundoff_evidence("max |sum - 1|", worst, sum_allowed));
+  const std::vector<std::size_t> order = [&,
+                                          tokens = tokens] {  // clang 14 cannot capture a binding
+    std::vector<std::size_t> o(tokens);
+    for (std::size_t i = 0; i < tokens; ++i)
+      o[i] = tokens - 1 - i;
+    return o;
+  }();
+  auto exact = [&](const Tensor3& input, const Tensor3* m) {  // the same layer in float64
+    return head ? forward_float64(attention_head, input, m)
+                : forward_float64(self_attention, input, m);
+  };
   if (masked) {
     float hidden = 0.0f;
     std::size_t count = 0;
@@ -151,24 +205,39 @@ LessonRun run_attention(const AttentionLessonOptions& options) {
           if (std::isinf(mask(b, i, j))) hidden = std::max(hidden, s.weights(b, i, j)), ++count;
     run.check("every masked key gets weight exactly 0", hidden == 0.0f,
               fmt::format("{} masked entries, largest weight {:g}", count, hidden));
+    if (options.causal && options.lengths.empty() && tokens > 1) {
+      // The mask stays where it is while the tokens move: the first token now sees only itself.
+      const Tensor3 reversed = permute_tokens(x, order);
+      const Tensor3 reversed_output = attend(reversed, &mask).output;
+      const float difference = max_difference(reversed_output, permute_tokens(s.output, order));
+      const float roundoff = max_difference(reversed_output, exact(reversed, &mask)) +
+                             max_difference(s.output, exact(x, &mask));
+      run.section("checks_causal_order");
+      run.check(
+          "the causal mask breaks permutation equivariance: reversing the tokens does not "
+          "reverse the outputs",
+          difference > 1000.0f * roundoff,
+          fmt::format("max |Y(reversed X) - reversed Y(X)| = {:.4f}, against round-off of "
+                      "{:.1e}",
+                      difference, roundoff));
+    }
   } else {
-    const std::vector<std::size_t> order = [&,
-                                            tokens = tokens] {  // clang 14 cannot capture a binding
-      std::vector<std::size_t> o(tokens);
-      for (std::size_t i = 0; i < tokens; ++i)
-        o[i] = tokens - 1 - i;
-      return o;
-    }();
-    auto exact = [&](const Tensor3& input) {  // the same layer in float64
-      return head ? forward_float64(attention_head, input, nullptr)
-                  : forward_float64(self_attention, input, nullptr);
-    };
     const Tensor3 reversed = permute_tokens(x, order);
     const Tensor3 reversed_output = attend(reversed, nullptr).output;
+    const Tensor3 reversed_exact = exact(reversed, nullptr), output_exact = exact(x, nullptr);
     check_same_up_to_roundoff(
         run, "still permutation-equivariant: reversing the tokens reverses the outputs",
         "max |difference|", max_difference(reversed_output, permute_tokens(s.output, order)),
-        max_difference(reversed_output, exact(reversed)), max_difference(s.output, exact(x)));
+        max_difference(reversed_output, reversed_exact), max_difference(s.output, output_exact));
+    check_same_up_to_roundoff(
+        run, "mean pooling is permutation-invariant: the mean output over the tokens is unchanged",
+        "max |mean Y(reversed X) - mean Y(X)|",
+        max_difference(mean_over_tokens(reversed_output), mean_over_tokens(s.output)),
+        // Each pooled output's distance from its float64 mean; the two float64 means differ
+        // only in the order of their sums.
+        max_difference(mean_over_tokens(reversed_output), mean_over_tokens(reversed_exact)) +
+            max_difference(mean_over_tokens(reversed_exact), mean_over_tokens(output_exact)),
+        max_difference(mean_over_tokens(s.output), mean_over_tokens(output_exact)));
   }
   run.section("parameters");
   run.parameters = count_parameters(model);

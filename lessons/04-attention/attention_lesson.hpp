@@ -23,9 +23,4 @@ struct AttentionLessonOptions {
 // weights, output, with masks and the weights as a heatmap.
 LessonRun run_attention(const AttentionLessonOptions& options);
 
-// Row and column labels for T tokens: x0, x1, ...
-std::vector<std::string> token_labels(std::size_t tokens);
-// A (rows, cols) heatmap of batch entry 0 of a (B, rows, cols) tensor.
-Array first_matrix(const Tensor3& t);
-
 }  // namespace attn::lessons

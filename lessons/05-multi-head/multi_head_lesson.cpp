@@ -1,6 +1,7 @@
 // Lesson 05, multi-head attention. Legend: B batch, T tokens, D model width, H heads, hs head size.
 #include "05-multi-head/multi_head_lesson.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -15,6 +16,8 @@
 namespace attn::lessons {
 
 namespace {
+constexpr std::size_t kHeatmapHeads = 8;  // heads drawn as heatmaps
+
 MultiHeadVariant parse_variant(const std::string& name) {
   if (const auto v = multi_head_variant(name)) return *v;
   throw Error(
@@ -73,6 +76,50 @@ MultiHeadAttention seeded_layer(std::uint64_t seed, MultiHeadVariant v, std::siz
   return init_multi_head(rng, v, width, heads);
 }
 
+// The fused layer with narrow's four matrices: toqueries, tokeys and tovalues are W_Q, W_K and
+// W_V, unifyheads (without its bias) is W_O. Both cut the projections into the same H blocks.
+MultiHeadAttention fused_from_narrow(const MultiHeadAttention& narrow) {
+  MultiHeadAttention fused;
+  fused.variant = MultiHeadVariant::fused;
+  fused.d_model = narrow.d_model;
+  fused.heads = narrow.heads;
+  fused.W_Q = narrow.toqueries;
+  fused.W_K = narrow.tokeys;
+  fused.W_V = narrow.tovalues;
+  fused.W_O = Linear{narrow.unifyheads.weight, Tensor1({0}), false};
+  return fused;
+}
+
+// What attention costs as T grows, at this run's B, D and H (hs = D/H): the weights' size and
+// the two products that are not modules, beside the projections torchinfo counts.
+Table cost_table(std::size_t batch, std::size_t width, std::size_t heads, std::size_t tokens) {
+  const std::size_t hs = width / heads;
+  Table table{
+      fmt::format("Attention's cost as T grows, B = {}, D = {}, H = {}, hs = {}: the weights' "
+                  "size, and the multiply-adds of each product",
+                  batch, width, heads, hs),
+      {"T", "weights B·H·T²", "bytes", "Q Kᵀ", "P V", "4 projections"},
+      {}};
+  // This run's T, the break-even T = 2D (2·B·T²·D = 4·B·T·D²), and longer contexts.
+  std::vector<std::size_t> lengths = {tokens, 2 * width, 128, 512, 2048, 8192};
+  std::sort(lengths.begin(), lengths.end());
+  lengths.erase(std::unique(lengths.begin(), lengths.end()), lengths.end());
+  std::erase_if(lengths, [&](std::size_t length) {
+    return length < tokens || (length > 2 * width && length > tokens && length < 128);
+  });
+  for (std::size_t length : lengths) {
+    const Count weights = Count(batch) * Count(heads) * Count(length) * Count(length);
+    const Count product = weights * Count(hs);  // each of Q Kᵀ and P V
+    const Count projections = Count(4) * Count(batch) * Count(length) * Count(width) * Count(width);
+    const std::string mark = length == tokens ? " (this run)" : length == 2 * width ? " (2D)" : "";
+    table.rows.push_back({with_commas(static_cast<std::int64_t>(length)) + mark,
+                          with_commas(weights.value()), with_commas((weights * Count(4)).value()),
+                          with_commas(product.value()), with_commas(product.value()),
+                          with_commas(projections.value())});
+  }
+  return table;
+}
+
 // The sizes a variant's weights grow with.
 std::string axes(MultiHeadVariant v) {
   return v == MultiHeadVariant::wide ? " D/H" : " D";
@@ -117,7 +164,7 @@ MemoryPlan plan_variant(const MultiHeadLessonOptions& o, MultiHeadVariant v, boo
                                     static_cast<std::size_t>(size.tensors.value()), "H"));
   append(plan, plan_forward(o, v, masked, Held::before_shown));
   append(plan, held_as(Held::shown, plan_multi_head(v, batch, tokens, width, o.heads)));
-  for (std::size_t h = 0; h < std::min<std::size_t>(o.heads, 4); ++h)
+  for (std::size_t h = 0; h < std::min(o.heads, kHeatmapHeads); ++h)
     plan.push_back(planned_heatmap(tokens, tokens, "T T"));
   if (v == MultiHeadVariant::fused) {
     append(plan, plan_forward(o, v, masked, Held::computing));
@@ -146,12 +193,21 @@ MemoryPlan plan_compare(const MultiHeadLessonOptions& o, bool masked) {
                                        axes(MultiHeadVariant::fused)));
   append(book_fused,
          plan_multi_head_float64(MultiHeadVariant::book, batch, tokens, width, o.heads));
+  MemoryPlan narrow_fused = plan_layer(o, MultiHeadVariant::narrow);
+  append(narrow_fused, plan_layer(o, MultiHeadVariant::fused));
+  append(narrow_fused, plan_forward(o, MultiHeadVariant::narrow, masked, Held::computing));
+  narrow_fused.push_back({"the two outputs", {2, batch, tokens, width}, " B T D"});
+  append(narrow_fused,
+         plan_multi_head_float64(MultiHeadVariant::narrow, batch, tokens, width, o.heads));
+  book_fused = larger_of(std::move(book_fused), std::move(narrow_fused));
   MemoryPlan seed001 = plan_layer(o, MultiHeadVariant::fused);
+  seed001.push_back({"the right and wrong outputs", {2, batch, tokens, width}, " B T D"});
   append(seed001, plan_multi_head(MultiHeadVariant::fused, batch, tokens, width, o.heads));
   append(seed001, plan_forward(o, MultiHeadVariant::fused, masked, Held::computing));
   append(plan,
          larger_of(larger_of(std::move(one_variant), std::move(book_fused)), std::move(seed001)));
   plan.push_back({"the outputs", {4, batch, tokens, width}, " B T D", 4, Held::shown});
+  plan.push_back(planned_table_rows("the cost table", 6, ""));
   return plan;
 }
 
@@ -215,13 +271,38 @@ void run_compare(LessonRun& run, const MultiHeadLessonOptions& o, const Tensor3&
                             max_difference(book_y, forward_float64(book, x, mask)),
                             max_difference(fused_y, forward_float64(stacked, x, mask)));
 
+  MultiHeadAttention narrow = seeded_layer(o.common.seed, MultiHeadVariant::narrow, width, heads);
+  narrow.unifyheads.bias.fill(0.0f);
+  const MultiHeadAttention narrow_as_fused = fused_from_narrow(narrow);
+  const Tensor3 narrow_y = forward(narrow, x, mask).output,
+                narrow_fused_y = forward(narrow_as_fused, x, mask).output;
+  check_same_up_to_roundoff(
+      run, "narrow with a zero output bias = fused with narrow's four matrices",
+      "max |narrow - fused|", max_difference(narrow_y, narrow_fused_y),
+      max_difference(narrow_y, forward_float64(narrow, x, mask)),
+      max_difference(narrow_fused_y, forward_float64(narrow_as_fused, x, mask)));
+
   run.section("seed001_bug");
-  const MultiHeadAttention fused =
-      seeded_layer(o.common.seed, MultiHeadVariant::fused, width, heads);
-  const float bug =
-      max_difference(forward(fused, x, mask).output, forward_with_seed001_bug(fused, x, mask));
+  MultiHeadAttention fused = seeded_layer(o.common.seed, MultiHeadVariant::fused, width, heads);
+  const Tensor3 right = forward(fused, x, mask).output;
+  const Tensor3 wrong = forward_with_seed001_bug(fused, x, mask);
+  const float bug = max_difference(right, wrong);
   run.check("seed 001's `@ key` computes something else than `@ value`", bug > 1e-4f,
             fmt::format("max |right - wrong| = {:.3g}", bug));
+  // Redraw W_V: the right output moves, the wrong one does not move at all.
+  Rng redraw(o.common.seed ^ 0x5eed001ULL);
+  for (float& w : fused.W_V.weight)
+    w = static_cast<float>(redraw.normal());
+  const float right_moved = max_difference(forward(fused, x, mask).output, right);
+  const float wrong_moved = max_difference(forward_with_seed001_bug(fused, x, mask), wrong);
+  run.check(
+      "with `@ key`, W_V does not touch the output, so it gets no gradient",
+      wrong_moved == 0.0f && right_moved > 1e-4f,
+      fmt::format("W_V redrawn: `@ value` output moves by up to {:.3g}, `@ key` output by {:g}",
+                  right_moved, wrong_moved));
+
+  run.section("cost");
+  run.table(cost_table(batch, width, heads, tokens));
   run.step("output", "the book variant's output (the one the encoder uses)", to_array(book_output));
   run.parameters = count_parameters(describe_multi_head(MultiHeadVariant::book, width, heads));
 }
@@ -255,10 +336,17 @@ void run_variant(LessonRun& run, const MultiHeadLessonOptions& o, MultiHeadVaria
            to_array(s.scores));
   run.section("weights");
   run.step("weights", "softmax over the keys, per head", to_array(s.weights));
-  for (std::size_t h = 0; h < std::min<std::size_t>(heads, 4); ++h) {
-    run.heatmap({fmt::format("head {} of sequence 0", h), head_matrix(s.weights, h),
-                 token_labels(tokens), token_labels(tokens), true});
+  Heatmaps maps{heads > kHeatmapHeads
+                    ? fmt::format("the first {} of {} heads, sequence 0 (rows: queries, "
+                                  "columns: keys)",
+                                  kHeatmapHeads, heads)
+                    : "every head, sequence 0 (rows: queries, columns: keys)",
+                {}};
+  for (std::size_t h = 0; h < std::min(heads, kHeatmapHeads); ++h) {
+    maps.maps.push_back({fmt::format("head {}", h), head_matrix(s.weights, h), token_labels(tokens),
+                         token_labels(tokens)});
   }
+  run.heatmaps(std::move(maps));
   run.section("concatenated");
   run.step("concatenated", "the heads' outputs side by side", to_array(s.concatenated));
   if (v == MultiHeadVariant::fused) {

@@ -21,6 +21,8 @@ namespace {
 // The heatmap shows at most this many positions (rows) and dimensions (columns); past that,
 // evenly spaced ones (dimensions in sin/cos pairs, so both kinds of column stay in the picture).
 constexpr std::size_t kHeatmapRows = 64, kHeatmapPairs = 45;
+// The projected scores are measured over at most this many positions.
+constexpr std::size_t kProjectedPositions = 64;
 
 Heatmap table_heatmap(const Tensor2& pe, const std::string& what) {
   const std::size_t tokens = pe.shape(0), width = pe.shape(1);
@@ -50,7 +52,7 @@ Heatmap table_heatmap(const Tensor2& pe, const std::string& what) {
                                                               2 * pair_step, 2 * pair_step + 1);
   const std::string title = fmt::format("{} (rows: {}; columns: {})", what, rows_shown, cols_shown);
   return Heatmap{title, make_float32({rows.size(), cols.size()}, values), row_labels, col_labels,
-                 /*weights=*/false};
+                 HeatmapKind::signed_values};
 }
 
 // The largest spread (max - min) of PE[p]·PE[p+k] over p, for any offset k, in double, over the
@@ -70,6 +72,88 @@ double largest_diagonal_spread(const Tensor2& pe, std::size_t columns) {
     worst = std::max(worst, high - low);
   }
   return worst;
+}
+
+// The largest |PE[p + k] - R_k PE[p]| over every p of the table and every paired column, in
+// double, where R_k rotates each (sin, cos) pair by the angle k·w:
+//   sin((p + k) w) = sin(p w) cos(k w) + cos(p w) sin(k w)
+//   cos((p + k) w) = cos(p w) cos(k w) - sin(p w) sin(k w)
+double rotation_error(const Tensor2& pe, const Tensor1& div_term, std::size_t k) {
+  const std::size_t positions = pe.shape(0), pairs = pe.shape(1) / 2;
+  double worst = 0.0;
+  for (std::size_t i = 0; i < pairs; ++i) {
+    const double angle = static_cast<double>(k) * div_term(i);
+    const double c = std::cos(angle), s = std::sin(angle);
+    for (std::size_t p = 0; p + k < positions; ++p) {
+      const double sin_p = pe(p, 2 * i), cos_p = pe(p, 2 * i + 1);
+      worst = std::max(worst, std::fabs(pe(p + k, 2 * i) - (sin_p * c + cos_p * s)));
+      worst = std::max(worst, std::fabs(pe(p + k, 2 * i + 1) - (cos_p * c - sin_p * s)));
+    }
+  }
+  return worst;
+}
+
+// Rows of doubles, (rows, n).
+using Rows = std::vector<std::vector<double>>;
+
+// The largest spread over p of queries[p]·keys[p + k] for any offset k: 0 when the score depends
+// on the offset alone.
+double score_spread(const Rows& queries, const Rows& keys) {
+  const std::size_t tokens = queries.size();
+  double worst = 0.0;
+  for (std::size_t k = 0; k < tokens; ++k) {
+    double low = INFINITY, high = -INFINITY;
+    for (std::size_t p = 0; p + k < tokens; ++p) {
+      double score = 0.0;
+      for (std::size_t a = 0; a < queries[p].size(); ++a)
+        score += queries[p][a] * keys[p + k][a];
+      low = std::min(low, score), high = std::max(high, score);
+    }
+    worst = std::max(worst, high - low);
+  }
+  return worst;
+}
+
+// W PE[p] for the first T rows and the n paired columns; W is (n, n) row-major.
+Rows project(const Tensor2& pe, std::size_t tokens, std::size_t n, const std::vector<double>& w) {
+  Rows out(tokens, std::vector<double>(n, 0.0));
+  for (std::size_t p = 0; p < tokens; ++p)
+    for (std::size_t a = 0; a < n; ++a)
+      for (std::size_t b = 0; b < n; ++b)
+        out[p][a] += w[a * n + b] * pe(p, b);
+  return out;
+}
+
+// What survives of "depends on the distance only" when queries and keys are projected, on the
+// paired columns: W_q = W_k = I (PE·PE), random W_q and W_k with N(0, 1/D) entries, and W_q = I
+// with W_k a rotation and a scale in each pair, which commutes with every R_k.
+Table projected_offsets(const Tensor2& pe, std::size_t tokens, std::uint64_t seed, double& identity,
+                        double& random, double& rotating) {
+  const std::size_t n = pe.shape(1) - pe.shape(1) % 2;
+  Rng rng(seed ^ 0x0ff5e7ULL);
+  std::vector<double> eye(n * n, 0.0), wq(n * n), wk(n * n), r(n * n, 0.0);
+  for (std::size_t a = 0; a < n; ++a)
+    eye[a * n + a] = 1.0;
+  for (double& v : wq)
+    v = rng.normal() / std::sqrt(static_cast<double>(n));
+  for (double& v : wk)
+    v = rng.normal() / std::sqrt(static_cast<double>(n));
+  for (std::size_t i = 0; i < n / 2; ++i) {
+    const double scale = 0.5 + rng.uniform(), theta = 6.283185307179586 * rng.uniform();
+    const std::size_t a = 2 * i, b = 2 * i + 1;
+    r[a * n + a] = scale * std::cos(theta), r[a * n + b] = -scale * std::sin(theta);
+    r[b * n + a] = scale * std::sin(theta), r[b * n + b] = scale * std::cos(theta);
+  }
+  const Rows plain = project(pe, tokens, n, eye);
+  identity = score_spread(plain, plain);
+  random = score_spread(project(pe, tokens, n, wq), project(pe, tokens, n, wk));
+  rotating = score_spread(plain, project(pe, tokens, n, r));
+  return Table{
+      fmt::format("Scores of the position vectors alone over the first {} positions", tokens),
+      {"queries · keys", "largest spread along a diagonal"},
+      {{"PE[p] · PE[q]", fmt::format("{:.2g}", identity)},
+       {"(W_q PE[p]) · (W_k PE[q]), random W_q, W_k", fmt::format("{:.2g}", random)},
+       {"W_q = I, W_k a rotation and scale per pair", fmt::format("{:.2g}", rotating)}}};
 }
 
 Table parameter_table(const Module& model) {
@@ -136,6 +220,8 @@ LessonRun run_positional_encoding(const PositionalEncodingLessonOptions& options
     table.push_back({"PE PEᵀ", {tokens, tokens + width}, "T T/D"});
     plan.push_back({"the frequencies", {frequencies}, "D", 4, Held::shown});
     plan.push_back({"PE PEᵀ", {tokens, tokens}, "T T", 4, Held::shown});
+    table.push_back({"the projections", {4, width, width}, " D D", 8});
+    table.push_back({"the projected positions", {5, kProjectedPositions, width}, " T D", 8});
   }
   plan.push_back({"X", {batch, tokens, width}, "B T D", 4, Held::shown});
   plan.push_back({"PE", {tokens, width}, "T D", 4, Held::shown});
@@ -211,6 +297,50 @@ LessonRun run_positional_encoding(const PositionalEncodingLessonOptions& options
     run.check(
         "PE[p]·PE[q] depends only on q - p", spread <= allowed,
         fmt::format("largest diagonal spread {:.3g}, rounding allows {:.3g}", spread, allowed));
+
+    if (paired > 0) {
+      // The rotation, over the whole table: R_k is the same map for every position p.
+      const std::size_t rows = table.pe.shape(0);
+      Table rotations{
+          fmt::format("PE[p + k] against R_k PE[p], for every p of the {} positions", rows),
+          {"k", "angle k·w, first pair", "last pair", "largest |PE[p + k] - R_k PE[p]|"},
+          {}};
+      double worst_rotation = 0.0;
+      for (std::size_t k : {1, 2, 3, 10}) {
+        if (k >= rows) break;
+        const double error = rotation_error(table.pe, table.div_term, k);
+        worst_rotation = std::max(worst_rotation, error);
+        rotations.rows.push_back(
+            {fmt::format("{}", k),
+             fmt::format("{:.4f}", static_cast<double>(k) * table.div_term(0)),
+             fmt::format("{:.4f}", static_cast<double>(k) * table.div_term(paired / 2 - 1)),
+             fmt::format("{:.2g}", error)});
+      }
+      // Each value is off by its angle's float32 rounding, about 6e-8 · p · w, plus its own.
+      const double rotation_allowed =
+          2.4e-7 * (static_cast<double>(rows) * table.div_term(0) + 1.0);
+      run.section("rotation");
+      run.table(std::move(rotations));
+      run.check("PE[p + k] = R_k PE[p] at every position p, one fixed rotation per offset k",
+                worst_rotation <= rotation_allowed,
+                fmt::format("largest error {:.2g}, float32 rounding of the angles allows {:.2g}",
+                            worst_rotation, rotation_allowed));
+      double identity = 0.0, random = 0.0, rotating = 0.0;
+      Table projected = projected_offsets(pe, std::min(tokens, kProjectedPositions),
+                                          options.common.seed, identity, random, rotating);
+      run.section("projected");
+      run.table(std::move(projected));
+      if (tokens > 2) {
+        run.check(
+            "random projections make the score depend on where the tokens are, not only "
+            "on their distance",
+            random > 1000.0 * std::max(identity, 1e-6),
+            fmt::format("largest spread {:.2g}, against {:.2g} for PE·PE", random, identity));
+        run.check("a projection that commutes with the rotations keeps the distance-only score",
+                  rotating <= 1e-3 * std::max(random, 1e-3),
+                  fmt::format("largest spread {:.2g}", rotating));
+      }
+    }
   }
 
   run.section("output");

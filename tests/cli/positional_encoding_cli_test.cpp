@@ -75,7 +75,7 @@ TEST_CASE("positional-encoding json: steps, checks, settings and parameters",
     CHECK(doc["steps"][2]["shape"] == std::vector<int>{3, 6});
     CHECK(doc["steps"][2]["values"][0] == std::vector<double>{0, 1, 0, 1, 0, 1});
     CHECK(doc["steps"][4]["shape"] == std::vector<int>{2, 3, 6});
-    REQUIRE(doc["checks"].size() == 3);
+    REQUIRE(doc["checks"].size() == 6);  // offsets, rotation, two projected, two permutation
     for (const auto& c : doc["checks"])
       CHECK(c["passed"] == true);
     CHECK(doc["parameters"] == 0);
