@@ -70,13 +70,17 @@ EncoderLayerSteps forward(const EncoderLayer& layer, const Tensor3& x) {
   s.input = x;
   if (layer.placement == NormPlacement::pre) {
     s.norm_1 = forward(layer.layer_norm_1, x).output;  // (B,T,D)
-    s.attention = forward(layer.attention, s.norm_1, nullptr).output;
+    MultiHeadSteps attention = forward(layer.attention, s.norm_1, nullptr);
+    s.attention = std::move(attention.output);
+    s.weights = std::move(attention.weights);
     s.residual_1 = add(x, s.attention);
     s.norm_2 = forward(layer.layer_norm_2, s.residual_1).output;
     s.feed_forward = forward(layer.feed_forward, s.norm_2).output;
     s.output = add(s.residual_1, s.feed_forward);
   } else {
-    s.attention = forward(layer.attention, x, nullptr).output;
+    MultiHeadSteps attention = forward(layer.attention, x, nullptr);
+    s.attention = std::move(attention.output);
+    s.weights = std::move(attention.weights);
     s.norm_1 = forward(layer.layer_norm_1, add(x, s.attention)).output;
     s.residual_1 = s.norm_1;
     s.feed_forward = forward(layer.feed_forward, s.residual_1).output;
@@ -87,7 +91,9 @@ EncoderLayerSteps forward(const EncoderLayer& layer, const Tensor3& x) {
 }
 
 MemoryPlan plan_encoder_layer(const EncoderConfig& config, std::size_t batch, std::size_t tokens) {
-  return {{"the layer's steps", {7, batch, tokens, config.hidden_size}, " B T D"}};
+  return {
+      {"the layer's steps", {7, batch, tokens, config.hidden_size}, " B T D"},
+      {"the attention weights", {batch, config.num_attention_heads, tokens, tokens}, "B H T T"}};
 }
 
 MemoryPlan plan_encoder_layer_temporaries(const EncoderConfig& config, std::size_t batch,

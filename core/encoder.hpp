@@ -39,6 +39,7 @@ struct EncoderLayerSteps {
   Tensor3 norm_2;        // pre: LN2(residual_1)     post: LN2(residual_1 + feed_forward)
   Tensor3 feed_forward;  // (B,T,D) the feed-forward sublayer's output
   Tensor3 output;        // pre: residual_1 + feed_forward   post: = norm_2
+  Tensor4 weights;       // (B,H,T,T) the attention's weights, for showing them
 };
 
 EncoderLayer init_encoder_layer(Rng& rng, const EncoderConfig& config, NormPlacement placement);
@@ -53,7 +54,7 @@ inline void visit_parameters(EncoderLayer& layer, const ParameterVisitor& visit)
 EncoderLayerSteps forward(const EncoderLayer& layer, const Tensor3& x);
 void trace_encoder_layer(Trace& trace, const Module& layer, const Shape& shape,
                          NormPlacement placement);
-// For a memory budget (core/budget.hpp) on x (B,T,D): EncoderLayerSteps' seven tensors; what
+// For a memory budget (core/budget.hpp) on x (B,T,D): EncoderLayerSteps' tensors; what
 // forward() holds beside them at its peak (a norm's steps, and the larger of its sublayers').
 MemoryPlan plan_encoder_layer(const EncoderConfig& config, std::size_t batch, std::size_t tokens);
 MemoryPlan plan_encoder_layer_temporaries(const EncoderConfig& config, std::size_t batch,

@@ -183,6 +183,12 @@ Array first_matrix(const Tensor3& t) {
   return make_float32({t.shape(1), t.shape(2)}, values);
 }
 
+Array head_matrix(const Tensor4& t, std::size_t head) {
+  const std::size_t rows = t.shape(2), cols = t.shape(3);
+  std::vector<float> values(t.data() + head * rows * cols, t.data() + (head + 1) * rows * cols);
+  return make_float32({rows, cols}, values);
+}
+
 PlannedTensor planned_heatmap(std::size_t rows, std::size_t cols, std::string axes) {
   if (rows > kHeatmapMaxTokens || cols > kHeatmapMaxTokens) return {"no heatmap", {0}, "", 4};
   return {"a heatmap and its copy", {2, rows, cols}, " " + axes, 4, Held::kept};

@@ -151,6 +151,8 @@ PlannedTensor planned_heatmap(std::size_t rows, std::size_t cols, std::string ax
 std::vector<std::string> token_labels(std::size_t tokens);
 // A (rows, cols) heatmap of batch entry 0 of a (B, rows, cols) tensor.
 Array first_matrix(const Tensor3& t);
+// The same of one head of batch entry 0 of a (B, H, rows, cols) tensor.
+Array head_matrix(const Tensor4& t, std::size_t head);
 
 // Records the input (seed or file) and the sizes as the run's settings.
 void record_settings(LessonRun& run, const LessonOptions& options,

@@ -296,10 +296,15 @@ std::string render_text(const LessonRun& run, const OutputOptions& options, bool
   const std::string parameters = fmt::format("Parameters: {}\n", with_commas(run.parameters));
 
   if (options.quiet) {
+    // The final result: the step named "output", else the last step.
+    const auto steps = run.steps();
+    const auto named = std::find_if(steps.begin(), steps.end(),
+                                    [](const Step* step) { return step->name == "output"; });
+    const Step* final_step = named != steps.end() ? *named : steps.empty() ? nullptr : steps.back();
     for (const auto& item : run.items()) {
-      if (const auto* step = std::get_if<Step>(&item);
-          step != nullptr && ++step_number == step_count) {
-        out += step_text(*step) + "\n";
+      if (const auto* step = std::get_if<Step>(&item)) {
+        ++step_number;
+        if (step == final_step) out += step_text(*step) + "\n";
       }
       if (const auto* check = std::get_if<Check>(&item); check != nullptr && !check->passed)
         out += check_text(*check);

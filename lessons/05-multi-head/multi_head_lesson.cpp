@@ -55,12 +55,6 @@ std::string formula(MultiHeadVariant v) {
   return "";
 }
 
-Array head_matrix(const Tensor4& t, std::size_t head) {
-  const std::size_t rows = t.shape(2), cols = t.shape(3);
-  std::vector<float> values(t.data() + head * rows * cols, t.data() + (head + 1) * rows * cols);
-  return make_float32({rows, cols}, values);
-}
-
 void check_rows_sum_to_one(LessonRun& run, const Tensor4& weights) {
   const float worst = max_row_sum_error(weights);
   const float allowed = summation_tolerance(weights.shape(3));

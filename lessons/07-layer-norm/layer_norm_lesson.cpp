@@ -141,16 +141,21 @@ double mean_token_norm(const Tensor3& x) {
 Table compare_widths(std::uint64_t seed) {
   Table t{
       fmt::format("seed 001 against nn.LayerNorm on {} random tokens per width", kCompareTokens),
-      {"D", "√(D/(D-1)): unbiased / biased std", "max |seed 001 - nn.LayerNorm|"},
+      {"D", "√(D/(D-1)): unbiased / biased std", "max |seed 001 - nn.LayerNorm|",
+       "largest possible"},
       {}};
   Rng rng(seed ^ 0x1a7e2c0dULL);
   for (std::size_t width : {2, 6, 12, 64, 768}) {
     const Tensor3 x = randn(rng, 1, kCompareTokens, width);  // (1,64,D)
     const double diff = max_difference(forward(init_layer_normalization(), x).output,
                                        forward(init_layer_norm(width), x).output);
-    const double ratio = std::sqrt(static_cast<double>(width) / static_cast<double>(width - 1));
-    t.rows.push_back(
-        {fmt::format("{}", width), fmt::format("{:.4f}", ratio), fmt::format("{:.4f}", diff)});
+    const double w = static_cast<double>(width);
+    const double ratio = std::sqrt(w / (w - 1.0));
+    // A normalised value is at most √(D-1) in size (one value against D-1 equal ones), and seed
+    // 001 shrinks it by the factor √((D-1)/D).
+    const double bound = std::sqrt(w - 1.0) * (1.0 - std::sqrt((w - 1.0) / w));
+    t.rows.push_back({fmt::format("{}", width), fmt::format("{:.4f}", ratio),
+                      fmt::format("{:.4f}", diff), fmt::format("{:.4f}", bound)});
   }
   return t;
 }
@@ -232,9 +237,6 @@ LessonRun run_layer_norm(const LayerNormLessonOptions& options) {
     run.step("normalised",
              fmt::format("(x - mean) / √(variance + {}): mean 0, variance 1 per token", eps_text),
              to_array(t.normalised));
-    run.section("compare");
-    run.step("seed001_normalised", "seed 001: (x - mean) / (x.std() + 1e-06)",
-             to_array(s.normalised));
   } else {
     run.section("intro_seed001");
     run.table(parameter_table(model));
@@ -246,12 +248,20 @@ LessonRun run_layer_norm(const LayerNormLessonOptions& options) {
     run.section("normalised_seed001");
     run.step("normalised", fmt::format("(x - mean) / (std + {}): eps outside the root", eps_text),
              to_array(s.normalised));
-    run.section("compare_seed001");
-    run.step("torch_normalised", "nn.LayerNorm(D): (x - mean) / √(biased variance + 1e-05)",
-             to_array(t.normalised));
   }
   const Slack slack = float_slack(x, t.variance);
-  if (width > 1) {
+  // The other normalisation on the same tokens, after this one's checks.
+  const auto compare = [&] {
+    if (!seed001) {
+      run.section("compare");
+      run.step("seed001_normalised", "seed 001: (x - mean) / (x.std() + 1e-06)",
+               to_array(s.normalised));
+    } else {
+      run.section("compare_seed001");
+      run.step("torch_normalised", "nn.LayerNorm(D): (x - mean) / √(biased variance + 1e-05)",
+               to_array(t.normalised));
+    }
+    if (width <= 1) return;
     // Per token, seed 001 / nn.LayerNorm = √(var + eps) / (std + eps'): √((D-1)/D) when var ≫ eps.
     Tensor3 rescaled = torch_normalised;  // (B,T,D)
     for (std::size_t r = 0; r < batch * tokens; ++r) {
@@ -265,13 +275,10 @@ LessonRun run_layer_norm(const LayerNormLessonOptions& options) {
               off <= slack.tolerance,
               fmt::format("max |difference| {:.4f}, then {:.2g}{}",
                           max_difference(seed_normalised, torch_normalised), off, slack.note()));
-  }
-  run.table(compare_widths(options.common.seed));
+  };
 
+  // The normalisation's promise, then the other normalisation, then the scale and shift.
   if (!seed001) {
-    run.section("output");
-    run.step("output", "normalised · weight + bias: a learned scale and shift per feature",
-             to_array(t.output));
     run.section("checks");
     // normalised = (x - mean) rstd has biased variance v rstd² = v / (v + eps).
     const RowCheck rows = check_rows(t.normalised, 0, [&](std::size_t r) {
@@ -282,15 +289,17 @@ LessonRun run_layer_norm(const LayerNormLessonOptions& options) {
         "every token has mean 0 and variance var/(var + eps) ≈ 1",
         rows.mean <= slack.tolerance && rows.variance <= 2.0 * slack.tolerance,
         fmt::format("largest errors {:.2g} and {:.2g}{}", rows.mean, rows.variance, slack.note()));
+    compare();
+    run.table(compare_widths(options.common.seed));
+    run.section("output");
+    run.step("output", "normalised · weight + bias: a learned scale and shift per feature",
+             to_array(t.output));
     const double weight = std::max(1.0f, xt::amax(xt::abs(torch_norm.weight))());
     const double diff = max_difference(t.output, layer_norm_reference(torch_norm, x));
     run.check("one pass in float (torch's order) agrees with two passes in double",
               diff <= slack.tolerance * weight,
               fmt::format("max |difference| = {:.3g}{}", diff, slack.note()));
   } else {
-    run.section("output_seed001");
-    run.step("output", "gamma · (x - mean) / (std + eps) + beta, scalar gamma and beta",
-             to_array(s.output));
     run.section("checks_seed001");
     if (width > 1) {
       // normalised = (x - mean) / (std + eps) has unbiased std std / (std + eps).
@@ -303,6 +312,11 @@ LessonRun run_layer_norm(const LayerNormLessonOptions& options) {
                 fmt::format("largest errors {:.2g} and {:.2g}{}", rows.mean, rows.variance,
                             slack.note()));
     }
+    compare();
+    run.table(compare_widths(options.common.seed));
+    run.section("output_seed001");
+    run.step("output", "gamma · (x - mean) / (std + eps) + beta, scalar gamma and beta",
+             to_array(s.output));
     const double gamma = std::max(1.0f, std::fabs(seed_norm.gamma(0)));
     const double diff = max_difference(s.output, layer_normalization_reference(seed_norm, x));
     run.check("float in torch's order agrees with the formula in double",

@@ -15,6 +15,9 @@
 namespace attn::lessons {
 
 namespace {
+// Attention heatmaps for at most this many layers and heads per layer.
+constexpr std::size_t kMapLayers = 12, kMapHeads = 12;
+
 // Mean and largest L2 norm of the token vectors of x (B,T,D).
 std::pair<double, double> token_norms(const Tensor3& x) {
   const std::size_t rows = x.shape(0) * x.shape(1), d = x.shape(2);
@@ -88,6 +91,14 @@ MemoryPlan plan_encoder_lesson(const EncoderLessonOptions& o, std::size_t batch,
   for (std::size_t i = 0; i < shown; ++i)
     plan.push_back({"a step shown", btd, "B T D", 4, Held::shown});
   plan.push_back(planned_table_rows("the norms table", layers + 1, "L"));
+  if (tokens <= kHeatmapMaxTokens) {
+    plan.push_back({"every layer's heads' heatmaps",
+                    {2, std::min(layers, kMapLayers), std::min(c.num_attention_heads, kMapHeads),
+                     tokens, tokens},
+                    " L H T T",
+                    4,
+                    Held::kept});
+  }
   return plan;
 }
 }  // namespace
@@ -210,8 +221,18 @@ LessonRun run_encoder(const EncoderLessonOptions& o) {
     add_norm("input", x);
   }
 
+  std::vector<Heatmaps> maps;  // sequence 0, per layer
+  const std::vector<std::string> map_labels =
+      o.tokens.size() == tokens ? o.tokens : token_labels(tokens);
   for (std::size_t i = 0; i < layers; ++i) {
     const EncoderLayerSteps s = forward(encoder.layers[i], x);
+    if (i < kMapLayers) {
+      Heatmaps layer_maps{fmt::format("layer {}", i), {}};
+      for (std::size_t h = 0; h < std::min(c.num_attention_heads, kMapHeads); ++h)
+        layer_maps.maps.push_back(
+            {fmt::format("head {}", h), head_matrix(s.weights, h), map_labels, map_labels});
+      maps.push_back(std::move(layer_maps));
+    }
     if (i == o.show_layer) {
       const std::string p = fmt::format("layer_{}_", i);
       const bool pre = o.placement == NormPlacement::pre;
@@ -240,6 +261,11 @@ LessonRun run_encoder(const EncoderLessonOptions& o) {
     x = s.output;
     add_norm(fmt::format("layer {}", i), x);
   }
+  run.section(c.num_hidden_layers > kMapLayers || c.num_attention_heads > kMapHeads
+                  ? "attention_maps_some"
+                  : "attention_maps");
+  for (Heatmaps& layer_maps : maps)
+    run.heatmaps(std::move(layer_maps));
   run.section("norms");
   run.table(std::move(norms));
   run.section("output");

@@ -235,3 +235,27 @@ TEST_CASE("multi-head's compare view and --variant NAME use the same weights for
     }
   }
 }
+
+TEST_CASE("heatmap scales: per row where every weight is small, fixed on request, and back",
+          "[cli][heatmap]") {
+  const auto map_of = [](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"attention", "--color", "never"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto run = run_attn(args);
+    REQUIRE(run.exit_code == 0);
+    return run.out;
+  };
+  // Untrained weights at T = 5: every weight is below 0.5, so the default scales per row.
+  const std::string automatic = map_of({});
+  CHECK(automatic.find("scale per row: 0 [ ░▒▓█] the row's max, printed after it") !=
+        std::string::npos);
+  CHECK(automatic == map_of({"--heatmap-scale", "row"}));
+  const std::string fixed = map_of({"--heatmap-scale", "fixed"});
+  CHECK(fixed.find("scale 0.00 [ ░▒▓█] 1.00 (steps of 0.20)") != std::string::npos);
+  CHECK(fixed.find(" max 0.") == std::string::npos);
+  // A causal mask puts weight 1 on the first query's only key: the fixed 0..1 scale by default.
+  CHECK(map_of({"--mask", "causal"}).find("scale 0.00 [ ░▒▓█] 1.00") != std::string::npos);
+  // The heatmaps are text only: JSON holds the steps, whatever the scale.
+  CHECK(run_attn({"attention", "--format", "json"}).out ==
+        run_attn({"attention", "--format", "json", "--heatmap-scale", "fixed"}).out);
+}
