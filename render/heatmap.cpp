@@ -428,7 +428,8 @@ class Renderer {
             ? " "
             : shade(options_.palette, shade_level(options_.palette, level));
     if (with_values_) return fmt::format(" {} {}", glyph, text);
-    if (diverging_ && text.empty() && v < 0.0f && cell_width_ > 1) text = "-";
+    // ASCII's shades include '-', so there the mark is '_'.
+    if (diverging_ && text.empty() && v < 0.0f && cell_width_ > 1) text = negative_mark();
     // Narrow: the glyph across the cell, the zero or NaN mark in its first column.
     std::string out = text;
     for (std::size_t k = text.empty() ? 0 : 1; k < cell_width_; ++k)
@@ -455,9 +456,9 @@ class Renderer {
         line += shade(options_.palette, k);
       line += fmt::format("] {} (steps of {}), centred on 0", number(scale_.high),
                           number(scale_.high / static_cast<float>(n)));
-      line += with_values_      ? "; the sign is the value's"
-              : cell_width_ > 1 ? "; - marks a negative value"
-                                : "; too narrow to show signs";
+      line += with_values_      ? std::string("; the sign is the value's")
+              : cell_width_ > 1 ? fmt::format("; {} marks a negative value", negative_mark())
+                                : std::string("; too narrow to show signs");
     } else if (!(scale_.high > scale_.low)) {
       line += fmt::format("every value is {} ", number(scale_.low));
       if (colour_)
@@ -493,7 +494,9 @@ class Renderer {
     return line + '\n';
   }
 
-  // "scale per row: 0 [ ░▒▓█] the row's max (printed after each row)"
+  std::string_view negative_mark() const { return ascii_ ? "_" : "-"; }
+
+  // "scale per row: 0 [ ░▒▓█] the row's max, printed after it"
   std::string per_row_legend() const {
     std::string line = "scale per row: 0 ";
     if (colour_) {
