@@ -39,6 +39,30 @@ AttentionSteps scaled_dot_product_attention(const Tensor3& queries, const Tensor
   return s;
 }
 
+AttentionGradients scaled_dot_product_attention_backward(const AttentionSteps& s,
+                                                         const Tensor3& d_output) {
+  if (d_output.shape() != s.output.shape()) {
+    throw Error("scaled_dot_product_attention_backward",
+                fmt::format("d_output {} does not fit the output {}", shape_string_of(d_output),
+                            shape_string_of(s.output)));
+  }
+  return attention_backward(s.queries, s.keys, s.values, s.weights, d_output);
+}
+
+AttentionGradients attention_backward(const Tensor3& queries, const Tensor3& keys,
+                                      const Tensor3& values, const Tensor3& weights,
+                                      const Tensor3& d_output) {
+  AttentionGradients g;
+  g.values = batched_matmul_transposed_a(weights, d_output);              // (B,T,S)ᵀ @ (B,T,hv)
+  const Tensor3 d_weights = batched_matmul_transposed(d_output, values);  // (B,T,S)
+  // The forward divided each score by the float √hs; the gradient is divided the same way.
+  const Tensor3 d_scores =
+      softmax_backward(weights, d_weights) / std::sqrt(static_cast<float>(keys.shape(2)));
+  g.queries = batched_matmul(d_scores, keys);               // (B,T,S) @ (B,S,hs)
+  g.keys = batched_matmul_transposed_a(d_scores, queries);  // (B,T,S)ᵀ @ (B,T,hs)
+  return g;
+}
+
 Tensor3d attention_float64(const Tensor3d& queries, const Tensor3d& keys, const Tensor3d& values,
                            double divisor, const Tensor3* mask) {
   const std::size_t batch = queries.shape(0), t_count = queries.shape(1), s_count = keys.shape(1),
@@ -150,6 +174,24 @@ AttentionSteps forward(const SelfAttention& layer, const Tensor3& x, const Tenso
                                       forward(layer.tokeys, x), forward(layer.tovalues, x), mask);
 }
 
+namespace {
+// dX through the three projections Q = q(x), K = k(x), V = v(x), their gradients added into d*.
+Tensor3 projections_backward(const Tensor3& x, const AttentionGradients& g, const Linear& q,
+                             const Linear& k, const Linear& v, Linear& dq, Linear& dk, Linear& dv) {
+  Tensor3 d_x = backward(q, x, g.queries, dq);
+  d_x += backward(k, x, g.keys, dk);
+  d_x += backward(v, x, g.values, dv);
+  return d_x;
+}
+}  // namespace
+
+Tensor3 backward(const SelfAttention& layer, const Tensor3& x, const AttentionSteps& steps,
+                 const Tensor3& d_output, SelfAttention& grad) {
+  return projections_backward(x, scaled_dot_product_attention_backward(steps, d_output),
+                              layer.toqueries, layer.tokeys, layer.tovalues, grad.toqueries,
+                              grad.tokeys, grad.tovalues);
+}
+
 Tensor3d forward_float64(const SelfAttention& layer, const Tensor3& x, const Tensor3* mask) {
   const Tensor3d x64 = xt::cast<double>(x);
   const double divisor = std::sqrt(static_cast<double>(layer.tokeys.weight.shape(0)));  // √hs
@@ -196,6 +238,12 @@ void visit_parameters(AttentionHead& head, const std::string& prefix,
 AttentionSteps forward(const AttentionHead& head, const Tensor3& x, const Tensor3* mask) {
   return scaled_dot_product_attention(forward(head.q, x), forward(head.k, x), forward(head.v, x),
                                       mask);
+}
+
+Tensor3 backward(const AttentionHead& head, const Tensor3& x, const AttentionSteps& steps,
+                 const Tensor3& d_output, AttentionHead& grad) {
+  return projections_backward(x, scaled_dot_product_attention_backward(steps, d_output), head.q,
+                              head.k, head.v, grad.q, grad.k, grad.v);
 }
 
 Tensor3d forward_float64(const AttentionHead& head, const Tensor3& x, const Tensor3* mask) {

@@ -30,6 +30,22 @@ struct AttentionSteps {
 AttentionSteps scaled_dot_product_attention(const Tensor3& queries, const Tensor3& keys,
                                             const Tensor3& values, const Tensor3* mask);
 
+// The backward of scaled_dot_product_attention for the gradient d_output (B,T,hv), from its
+// steps: dV = Pᵀ dY, dP = dY Vᵀ, dS = the softmax's backward, then through the division by √hs,
+// dQ = dS K and dK = dSᵀ Q. A masked score gets no gradient.
+struct AttentionGradients {
+  Tensor3 queries;  // (B,T,hs)
+  Tensor3 keys;     // (B,S,hs)
+  Tensor3 values;   // (B,S,hv)
+};
+AttentionGradients scaled_dot_product_attention_backward(const AttentionSteps& steps,
+                                                         const Tensor3& d_output);
+// The same from the four tensors it needs: queries (B,T,hs), keys (B,S,hs), values (B,S,hv) and
+// the weights (B,T,S).
+AttentionGradients attention_backward(const Tensor3& queries, const Tensor3& keys,
+                                      const Tensor3& values, const Tensor3& weights,
+                                      const Tensor3& d_output);
+
 // softmax(Q Kᵀ / divisor + mask) V in float64: what a float32 attention would give without its
 // round-off (to float64's), for checks that compare two float32 results. A fully masked row
 // gives zeros, as softmax() does. Queries (B,T,hs), keys (B,S,hs), values (B,S,hv).
@@ -58,6 +74,9 @@ SelfAttention init_self_attention(Rng& rng, std::size_t k);
 Module describe_self_attention(std::size_t k);
 void visit_parameters(SelfAttention& layer, const ParameterVisitor& visit);
 AttentionSteps forward(const SelfAttention& layer, const Tensor3& x, const Tensor3* mask);
+// Returns dX and adds the projections' gradients into `grad` (see Linear's backward).
+Tensor3 backward(const SelfAttention& layer, const Tensor3& x, const AttentionSteps& steps,
+                 const Tensor3& d_output, SelfAttention& grad);
 // The output of forward() computed in float64 (see attention_float64), divided by √hs.
 Tensor3d forward_float64(const SelfAttention& layer, const Tensor3& x, const Tensor3* mask);
 // torchinfo's rows for SelfAttention(k) on an input of `shape` (B,T,k).
@@ -75,6 +94,9 @@ inline void visit_parameters(AttentionHead& head, const ParameterVisitor& visit)
   visit_parameters(head, "", visit);
 }
 AttentionSteps forward(const AttentionHead& head, const Tensor3& x, const Tensor3* mask);
+// Returns dX and adds the projections' gradients into `grad` (see Linear's backward).
+Tensor3 backward(const AttentionHead& head, const Tensor3& x, const AttentionSteps& steps,
+                 const Tensor3& d_output, AttentionHead& grad);
 Tensor3d forward_float64(const AttentionHead& head, const Tensor3& x, const Tensor3* mask);
 // Adds the rows of one AttentionHead call (the head, then q, k, v) to `trace`.
 void trace_attention_head(Trace& trace, const Module& head, const Shape& shape);

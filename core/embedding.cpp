@@ -72,4 +72,23 @@ Array to_array(const Ids& ids) {
   return a;
 }
 
+void backward(const Embedding& layer, const Ids& ids, const Tensor3& d_output, Embedding& grad) {
+  const std::size_t rows = layer.weight.shape(0), width = layer.weight.shape(1);
+  if (d_output.shape(0) != ids.shape(0) || d_output.shape(1) != ids.shape(1) ||
+      d_output.shape(2) != width || grad.weight.shape() != layer.weight.shape()) {
+    throw Error("embedding_backward",
+                fmt::format("d_output {} or the gradient does not fit ids {} and weight {}",
+                            shape_string_of(d_output), shape_string_of(ids),
+                            shape_string_of(layer.weight)));
+  }
+  if (std::size_t at = 0; first_id_out_of_range(ids, rows, &at))
+    throw Error("embedding_backward",
+                fmt::format("id {} is outside 0..{}", ids.data()[at], rows - 1));
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const auto row = static_cast<std::size_t>(ids.data()[i]);
+    for (std::size_t d = 0; d < width; ++d)
+      grad.weight(row, d) += d_output.data()[i * width + d];
+  }
+}
+
 }  // namespace attn

@@ -34,6 +34,9 @@ inline void visit_parameters(Embedding& layer, const ParameterVisitor& visit) {
 // ids (B,T) -> (B,T,D): out[b, t] = weight[ids[b, t]]. Throws attn::Error naming the first id
 // outside 0..V-1 (torch: "IndexError: index out of range in self").
 Tensor3 forward(const Embedding& layer, const Ids& ids);
+// The backward of forward(layer, ids): adds each dY[b, t] into grad.weight's row ids[b, t]
+// (repeated ids add up). Ids have no gradient.
+void backward(const Embedding& layer, const Ids& ids, const Tensor3& d_output, Embedding& grad);
 // The first id outside 0..rows-1 (and its flat position), or nothing when all fit.
 std::optional<std::int64_t> first_id_out_of_range(const Ids& ids, std::size_t rows,
                                                   std::size_t* position = nullptr);

@@ -90,6 +90,63 @@ EncoderLayerSteps forward(const EncoderLayer& layer, const Tensor3& x) {
   return s;
 }
 
+EncoderLayerTape forward_tape(const EncoderLayer& layer, const Tensor3& x, const Tensor3* mask) {
+  EncoderLayerTape t;
+  t.input = x;
+  if (layer.placement == NormPlacement::pre) {
+    t.norm_1 = forward(layer.layer_norm_1, x);
+    t.attention = forward(layer.attention, t.norm_1.output, mask);
+    t.sum_1 = add(x, t.attention.output);
+    t.norm_2 = forward(layer.layer_norm_2, t.sum_1);
+    t.feed_forward = forward(layer.feed_forward, t.norm_2.output);
+    t.sum_2 = add(t.sum_1, t.feed_forward.output);
+    t.output = t.sum_2;
+  } else {
+    t.attention = forward(layer.attention, x, mask);
+    t.sum_1 = add(x, t.attention.output);
+    t.norm_1 = forward(layer.layer_norm_1, t.sum_1);
+    t.feed_forward = forward(layer.feed_forward, t.norm_1.output);
+    t.sum_2 = add(t.norm_1.output, t.feed_forward.output);
+    t.norm_2 = forward(layer.layer_norm_2, t.sum_2);
+    t.output = t.norm_2.output;
+  }
+  return t;
+}
+
+Tensor3 backward(const EncoderLayer& layer, const EncoderLayerTape& t, const Tensor3& d_output,
+                 EncoderLayer& grad) {
+  if (layer.placement == NormPlacement::pre) {
+    // out = s1 + FF(LN2(s1)), s1 = x + MHA(LN1(x)): each residual passes its gradient straight on.
+    Tensor3 d_sum_1 = d_output;
+    const Tensor3 d_norm_2 =
+        backward(layer.feed_forward, t.norm_2.output, t.feed_forward, d_output, grad.feed_forward);
+    d_sum_1 += backward(layer.layer_norm_2, t.sum_1, t.norm_2, d_norm_2, grad.layer_norm_2);
+    const Tensor3 d_norm_1 =
+        backward(layer.attention, t.norm_1.output, t.attention, d_sum_1, grad.attention);
+    return d_sum_1 + backward(layer.layer_norm_1, t.input, t.norm_1, d_norm_1, grad.layer_norm_1);
+  }
+  // out = LN2(n1 + FF(n1)), n1 = LN1(x + MHA(x)).
+  const Tensor3 d_sum_2 =
+      backward(layer.layer_norm_2, t.sum_2, t.norm_2, d_output, grad.layer_norm_2);
+  Tensor3 d_norm_1 = d_sum_2;
+  d_norm_1 +=
+      backward(layer.feed_forward, t.norm_1.output, t.feed_forward, d_sum_2, grad.feed_forward);
+  const Tensor3 d_sum_1 =
+      backward(layer.layer_norm_1, t.sum_1, t.norm_1, d_norm_1, grad.layer_norm_1);
+  return d_sum_1 + backward(layer.attention, t.input, t.attention, d_sum_1, grad.attention);
+}
+
+MemoryPlan plan_encoder_layer_tape(const EncoderConfig& config, std::size_t batch,
+                                   std::size_t tokens) {
+  const std::size_t d = config.hidden_size, heads = config.num_attention_heads;
+  MemoryPlan plan = {{"the layer's input, sums and output", {4, batch, tokens, d}, " B T D"}};
+  append(plan, plan_layer_norm(batch, tokens, d));
+  append(plan, plan_layer_norm(batch, tokens, d));
+  append(plan, plan_multi_head(MultiHeadVariant::book, batch, tokens, d, heads));
+  append(plan, plan_feed_forward(batch, tokens, d, config.intermediate_size));
+  return plan;
+}
+
 MemoryPlan plan_encoder_layer(const EncoderConfig& config, std::size_t batch, std::size_t tokens) {
   return {
       {"the layer's steps", {7, batch, tokens, config.hidden_size}, " B T D"},
@@ -190,6 +247,24 @@ EmbeddingsSteps forward(const Embeddings& e, const Ids& ids) {
         s.sum(b, t, d) += s.position(0, t, d);
   s.output = forward(e.layer_norm, s.sum).output;
   return s;
+}
+
+void backward(const Embeddings& e, const Ids& ids, const EmbeddingsSteps& s,
+              const Tensor3& d_output, Embeddings& grad) {
+  const Tensor3 d_sum =
+      backward(e.layer_norm, s.sum, forward(e.layer_norm, s.sum), d_output, grad.layer_norm);
+  backward(e.token_embeddings, ids, d_sum, grad.token_embeddings);
+  // Every sequence adds the same position rows: their gradient is the sum over the batch.
+  const std::size_t tokens = ids.shape(1), width = d_sum.shape(2);
+  Tensor3 d_position = xt::zeros<float>({std::size_t{1}, tokens, width});
+  for (std::size_t b = 0; b < d_sum.shape(0); ++b)
+    for (std::size_t t = 0; t < tokens; ++t)
+      for (std::size_t d = 0; d < width; ++d)
+        d_position(0, t, d) += d_sum(b, t, d);
+  Ids position_ids({1, tokens});
+  for (std::size_t t = 0; t < tokens; ++t)
+    position_ids(0, t) = static_cast<std::int64_t>(t);
+  backward(e.position_embeddings, position_ids, d_position, grad.position_embeddings);
 }
 
 MemoryPlan plan_embeddings(const EncoderConfig& config, std::size_t batch, std::size_t tokens) {
@@ -301,6 +376,36 @@ std::vector<LayerInfo> trace_encoder(const EncoderConfig& config, bool with_embe
   trace.leave();
   trace.leave();
   return trace.layers();
+}
+
+EncoderTape forward_tape(const Encoder& encoder, const Ids& ids, const Tensor3* mask) {
+  if (!encoder.with_embeddings)
+    throw Error("encoder", "this encoder has no embeddings: give it hidden states, not ids");
+  EncoderTape tape;
+  tape.ids = ids;
+  tape.embeddings = forward(encoder.embeddings, ids);
+  for (const EncoderLayer& layer : encoder.layers)
+    tape.layers.push_back(forward_tape(layer, tape.output(), mask));
+  return tape;
+}
+
+EncoderTape forward_tape(const Encoder& encoder, const Tensor3& x, const Tensor3* mask) {
+  if (encoder.layers.empty())
+    throw Error("encoder", "an encoder without layers has nothing to run");
+  EncoderTape tape;
+  for (const EncoderLayer& layer : encoder.layers)
+    tape.layers.push_back(forward_tape(layer, tape.layers.empty() ? x : tape.output(), mask));
+  return tape;
+}
+
+Tensor3 backward(const Encoder& encoder, const EncoderTape& tape, const Tensor3& d_output,
+                 Encoder& grad) {
+  Tensor3 d = d_output;
+  for (std::size_t i = encoder.layers.size(); i-- > 0;)
+    d = backward(encoder.layers[i], tape.layers[i], d, grad.layers[i]);
+  if (!encoder.with_embeddings) return d;
+  backward(encoder.embeddings, tape.ids, tape.embeddings, d, grad.embeddings);
+  return Tensor3();
 }
 
 }  // namespace attn

@@ -52,6 +52,29 @@ inline void visit_parameters(EncoderLayer& layer, const ParameterVisitor& visit)
   visit_parameters(layer, "", visit);
 }
 EncoderLayerSteps forward(const EncoderLayer& layer, const Tensor3& x);
+
+// What backward needs of one layer's forward: each sublayer's own steps, a tree that mirrors the
+// weights, and the residual sums (post-LN normalises x + attention, which EncoderLayerSteps does
+// not keep).
+struct EncoderLayerTape {
+  Tensor3 input;  // (B,T,D)
+  LayerNormSteps norm_1, norm_2;
+  MultiHeadSteps attention;
+  FeedForwardSteps feed_forward;
+  Tensor3 sum_1;   // x + attention(·): pre-LN's stream after attention, post-LN's LN1 input
+  Tensor3 sum_2;   // stream + feed_forward(·): pre-LN's output, post-LN's LN2 input
+  Tensor3 output;  // (B,T,D), equal to forward()'s
+};
+// The same forward as above, keeping the tape; `mask` (B,T,T) additive or null.
+EncoderLayerTape forward_tape(const EncoderLayer& layer, const Tensor3& x,
+                              const Tensor3* mask = nullptr);
+// Returns dX and adds every parameter's gradient into `grad` (a layer of the same sizes).
+Tensor3 backward(const EncoderLayer& layer, const EncoderLayerTape& tape, const Tensor3& d_output,
+                 EncoderLayer& grad);
+// EncoderLayerTape's tensors on x (B,T,D), for a memory budget.
+MemoryPlan plan_encoder_layer_tape(const EncoderConfig& config, std::size_t batch,
+                                   std::size_t tokens);
+
 void trace_encoder_layer(Trace& trace, const Module& layer, const Shape& shape,
                          NormPlacement placement);
 // For a memory budget (core/budget.hpp) on x (B,T,D): EncoderLayerSteps' tensors; what
@@ -84,6 +107,10 @@ inline void visit_parameters(Embeddings& e, const ParameterVisitor& visit) {
 void trace_embeddings(Trace& trace, const Module& embeddings, const Shape& input);
 // ids (B,T); throws attn::Error for T > P or an id outside the vocabulary.
 EmbeddingsSteps forward(const Embeddings& embeddings, const Ids& ids);
+// The backward of forward(embeddings, ids) from its steps: adds the token table's, the position
+// table's and the layer norm's gradients into `grad`. Ids have no gradient.
+void backward(const Embeddings& embeddings, const Ids& ids, const EmbeddingsSteps& steps,
+              const Tensor3& d_output, Embeddings& grad);
 // For a memory budget on ids (B,T): EmbeddingsSteps' tensors and what forward() holds beside them
 // (the layer norm's steps).
 MemoryPlan plan_embeddings(const EncoderConfig& config, std::size_t batch, std::size_t tokens);
@@ -103,6 +130,25 @@ Module describe_encoder(const EncoderConfig& config, bool with_embeddings);
 // Error(too_large) past 2^63-1 parameters, as describe_encoder does.
 ModuleSize encoder_size(const EncoderConfig& config, bool with_embeddings);
 void visit_parameters(Encoder& encoder, const ParameterVisitor& visit);
+
+// The whole model's forward, kept for backward: the embeddings' steps (with embeddings) and each
+// layer's tape, in order.
+struct EncoderTape {
+  Ids ids;                     // (B,T), with embeddings
+  EmbeddingsSteps embeddings;  // with embeddings
+  std::vector<EncoderLayerTape> layers;
+  const Tensor3& output() const {
+    return layers.empty() ? embeddings.output : layers.back().output;
+  }
+};
+// From ids (B,T) with embeddings; `mask` (B,T,T) additive or null.
+EncoderTape forward_tape(const Encoder& encoder, const Ids& ids, const Tensor3* mask = nullptr);
+// From hidden states (B,T,D), the layers only.
+EncoderTape forward_tape(const Encoder& encoder, const Tensor3& x, const Tensor3* mask = nullptr);
+// Adds every parameter's gradient into `grad`; returns dX for hidden-state input (empty with
+// embeddings, where the input is ids).
+Tensor3 backward(const Encoder& encoder, const EncoderTape& tape, const Tensor3& d_output,
+                 Encoder& grad);
 // torchinfo's rows: for ids (B,T) with embeddings, for hidden states (B,T,D) without.
 std::vector<LayerInfo> trace_encoder(const EncoderConfig& config, bool with_embeddings,
                                      NormPlacement placement, const Shape& input);

@@ -300,6 +300,59 @@ FeedForwardSteps forward(const FeedForward& layer, const Tensor3& x) {
   return s;
 }
 
+Tensor3 gelu_backward(const Tensor3& x, const Tensor3& d_output, GeluApproximation approximate) {
+  if (x.shape() != d_output.shape())
+    throw Error("gelu_backward", fmt::format("x {} and d_output {} differ in shape",
+                                             shape_string_of(x), shape_string_of(d_output)));
+  constexpr double kInvSqrt2 = 0.70710678118654752440, kInvSqrt2Pi = 0.39894228040143267794;
+  constexpr double kSqrt2OverPi = 0.79788456080286535588, kKappa = 0.044715;
+  Tensor3 d_x(x.shape());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double v = x.data()[i];
+    double slope = 0.0;
+    if (approximate == GeluApproximation::none) {
+      slope = 0.5 * (1.0 + std::erf(v * kInvSqrt2)) + v * kInvSqrt2Pi * std::exp(-0.5 * v * v);
+    } else {
+      const double t = std::tanh(kSqrt2OverPi * (v + kKappa * v * v * v));
+      slope =
+          0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * kSqrt2OverPi * (1.0 + 3.0 * kKappa * v * v);
+    }
+    d_x.data()[i] = static_cast<float>(d_output.data()[i] * slope);
+  }
+  return d_x;
+}
+
+Tensor3 relu_backward(const Tensor3& x, const Tensor3& d_output) {
+  if (x.shape() != d_output.shape())
+    throw Error("relu_backward", fmt::format("x {} and d_output {} differ in shape",
+                                             shape_string_of(x), shape_string_of(d_output)));
+  Tensor3 d_x(x.shape());
+  for (std::size_t i = 0; i < x.size(); ++i)
+    d_x.data()[i] = x.data()[i] > 0.0f ? d_output.data()[i] : 0.0f;
+  return d_x;
+}
+
+Tensor3 backward(const FeedForward& layer, const Tensor3& x, const FeedForwardSteps& steps,
+                 const Tensor3& d_output, FeedForward& grad) {
+  Tensor3 d_projected = d_output;  // book, relu: the output is the projection
+  if (layer.variant == FeedForwardVariant::gelu_last)
+    d_projected = gelu_backward(steps.projected, d_output, layer.approximate);
+  const Tensor3 d_activated = backward(layer.linear_2, steps.activated, d_projected, grad.linear_2);
+  Tensor3 d_hidden;
+  switch (layer.variant) {
+    case FeedForwardVariant::book:
+      d_hidden = gelu_backward(steps.hidden, d_activated, layer.approximate);
+      break;
+    case FeedForwardVariant::relu:
+      d_hidden = relu_backward(steps.hidden, d_activated);
+      break;
+    case FeedForwardVariant::gelu_last:
+      d_hidden = d_activated;  // nothing between the Linears
+      break;
+  }
+  return backward(layer.linear_1, x, d_hidden, grad.linear_1);
+}
+
 MemoryPlan plan_feed_forward(std::size_t batch, std::size_t tokens, std::size_t d_model,
                              std::size_t d_ff) {
   return {{"the hidden layer, before and after its activation", {2, batch, tokens, d_ff}, " B T F"},

@@ -38,6 +38,11 @@ Tensor3 gelu(const Tensor3& x, GeluApproximation approximate);
 float gelu_reference(float x, GeluApproximation approximate);
 // max(x, 0) as torch.relu: NaN stays NaN.
 Tensor3 relu(const Tensor3& x);
+// dY ⊙ GELU'(x), in double and rounded once: Φ(x) + x φ(x) for the erf form; for the tanh form
+// 0.5 (1 + tanh u) + 0.5 x (1 - tanh² u) √(2/π) (1 + 3·0.044715 x²) with u its inner argument.
+Tensor3 gelu_backward(const Tensor3& x, const Tensor3& d_output, GeluApproximation approximate);
+// dY where x > 0, else 0 (torch's threshold_backward: the gradient at x = 0 is 0).
+Tensor3 relu_backward(const Tensor3& x, const Tensor3& d_output);
 
 // The elementwise kernels gelu() uses, exposed for tests.
 // oneDNN's AVX2 gelu_erf (what nn.GELU() runs on float32 tensors of 2 or more elements).
@@ -71,6 +76,10 @@ Module describe_feed_forward(FeedForwardVariant variant, std::size_t d_model, st
 void visit_parameters(FeedForward& layer, const ParameterVisitor& visit);
 // x (B,T,D) -> the steps; throws attn::Error when x's width is not the layer's D.
 FeedForwardSteps forward(const FeedForward& layer, const Tensor3& x);
+// The backward of forward(layer, x) from its steps: returns dX and adds both Linears' gradients
+// into `grad`. Dropout is the identity, as in forward.
+Tensor3 backward(const FeedForward& layer, const Tensor3& x, const FeedForwardSteps& steps,
+                 const Tensor3& d_output, FeedForward& grad);
 // FeedForwardSteps' tensors on x (B,T,D), for a memory budget (core/budget.hpp).
 MemoryPlan plan_feed_forward(std::size_t batch, std::size_t tokens, std::size_t d_model,
                              std::size_t d_ff);

@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -220,6 +221,44 @@ LayerNormSteps forward(const LayerNorm& norm, const Tensor3& x) {
   return s;
 }
 
+Tensor3 backward(const LayerNorm& norm, const Tensor3& x, const LayerNormSteps& steps,
+                 const Tensor3& d_output, LayerNorm& grad) {
+  const std::size_t width = norm.weight.size();
+  check_width("layer_norm_backward", x, width);
+  check_width("layer_norm_backward", d_output, width);
+  if (d_output.shape() != x.shape() || grad.weight.size() != width || grad.bias.size() != width)
+    throw Error("layer_norm_backward", fmt::format("d_output {} or the gradient does not fit x {}",
+                                                   shape_string_of(d_output), shape_string_of(x)));
+  Tensor3 d_x(x.shape());
+  std::vector<double> d_weight(width, 0.0), d_bias(width, 0.0), normalised(width), g(width);
+  for (std::size_t r = 0; r < x.shape(0) * x.shape(1); ++r) {
+    const float* in = x.data() + r * width;
+    const float* dy = d_output.data() + r * width;
+    const double mean = steps.mean.data()[r];
+    const double rstd = 1.0 / std::sqrt(static_cast<double>(steps.variance.data()[r]) +
+                                        static_cast<double>(norm.eps));
+    double g_mean = 0.0, gx_mean = 0.0;
+    for (std::size_t j = 0; j < width; ++j) {
+      normalised[j] = (in[j] - mean) * rstd;
+      g[j] = static_cast<double>(dy[j]) * norm.weight(j);
+      g_mean += g[j];
+      gx_mean += g[j] * normalised[j];
+      d_weight[j] += static_cast<double>(dy[j]) * normalised[j];
+      d_bias[j] += dy[j];
+    }
+    g_mean /= static_cast<double>(width);
+    gx_mean /= static_cast<double>(width);
+    for (std::size_t j = 0; j < width; ++j)
+      d_x.data()[r * width + j] =
+          static_cast<float>(rstd * (g[j] - g_mean - normalised[j] * gx_mean));
+  }
+  for (std::size_t j = 0; j < width; ++j) {
+    grad.weight(j) += static_cast<float>(d_weight[j]);
+    grad.bias(j) += static_cast<float>(d_bias[j]);
+  }
+  return d_x;
+}
+
 MemoryPlan plan_layer_norm(std::size_t batch, std::size_t tokens, std::size_t width) {
   return {{"the mean and variance", {2, batch, tokens}, " B T"},
           {"the normalised x and the output", {2, batch, tokens, width}, " B T D"}};
@@ -307,6 +346,44 @@ LayerNormalizationSteps forward(const LayerNormalization& norm, const Tensor3& x
     }
   }
   return s;
+}
+
+Tensor3 backward(const LayerNormalization& norm, const Tensor3& x,
+                 const LayerNormalizationSteps& steps, const Tensor3& d_output,
+                 LayerNormalization& grad) {
+  const std::size_t width = x.shape(2);
+  if (d_output.shape() != x.shape() || grad.gamma.size() != 1 || grad.beta.size() != 1)
+    throw Error("layer_normalization_backward",
+                fmt::format("d_output {} or the gradient does not fit x {}",
+                            shape_string_of(d_output), shape_string_of(x)));
+  const double gamma = norm.gamma(0), eps = norm.eps;
+  const double divisor = width > 1 ? static_cast<double>(width - 1) : 0.0;
+  Tensor3 d_x(x.shape());
+  double d_gamma = 0.0, d_beta = 0.0;
+  std::vector<double> centred(width), d_centred(width);
+  for (std::size_t r = 0; r < x.shape(0) * x.shape(1); ++r) {
+    const float* in = x.data() + r * width;
+    const float* dy = d_output.data() + r * width;
+    const double mean = steps.mean.data()[r], std = steps.std.data()[r], s = std + eps;
+    double through_std = 0.0;  // Σ gamma dY ⊙ u, what moves with s
+    for (std::size_t j = 0; j < width; ++j) {
+      centred[j] = in[j] - mean;
+      d_gamma += static_cast<double>(dy[j]) * centred[j] / s;
+      d_beta += dy[j];
+      through_std += gamma * dy[j] * centred[j];
+    }
+    double d_mean = 0.0;
+    for (std::size_t j = 0; j < width; ++j) {
+      d_centred[j] = gamma * dy[j] / s - through_std / (s * s) * centred[j] / (divisor * std);
+      d_mean += d_centred[j];
+    }
+    d_mean /= static_cast<double>(width);
+    for (std::size_t j = 0; j < width; ++j)
+      d_x.data()[r * width + j] = static_cast<float>(d_centred[j] - d_mean);
+  }
+  grad.gamma(0) += static_cast<float>(d_gamma);
+  grad.beta(0) += static_cast<float>(d_beta);
+  return d_x;
 }
 
 Tensor3 layer_normalization_reference(const LayerNormalization& norm, const Tensor3& x) {

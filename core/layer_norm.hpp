@@ -56,6 +56,11 @@ struct LayerNormSteps {
   Tensor3 output;      // (B,T,D) normalised * weight + bias
 };
 LayerNormSteps forward(const LayerNorm& norm, const Tensor3& x);
+// The backward of forward(norm, x) from its steps: returns dX and adds dweight = Σ dY ⊙ x̂ and
+// dbias = Σ dY into `grad`. With x̂ = (x - mean) rstd and g = dY ⊙ weight, per token
+// dX = rstd (g - mean(g) - x̂ mean(g ⊙ x̂)); in double, rounded once.
+Tensor3 backward(const LayerNorm& norm, const Tensor3& x, const LayerNormSteps& steps,
+                 const Tensor3& d_output, LayerNorm& grad);
 // LayerNormSteps' tensors on x (B,T,D), for a memory budget (core/budget.hpp).
 MemoryPlan plan_layer_norm(std::size_t batch, std::size_t tokens, std::size_t width);
 // The textbook formula in double, two passes: the reference the fast path is held to.
@@ -85,6 +90,12 @@ struct LayerNormalizationSteps {
   Tensor3 output;      // (B,T,D) gamma * (x - mean) / (std + eps) + beta
 };
 LayerNormalizationSteps forward(const LayerNormalization& norm, const Tensor3& x);
+// The backward of seed 001's forward: returns dX and adds dgamma, dbeta into `grad`. Through
+// u = x - mean, s = std + eps, n = u / s with the unbiased std: du = gamma dY / s
+// - (Σ gamma dY ⊙ u / s²) u / ((D - 1) std), then dX = du - mean(du). NaN when D = 1, as torch.
+Tensor3 backward(const LayerNormalization& norm, const Tensor3& x,
+                 const LayerNormalizationSteps& steps, const Tensor3& d_output,
+                 LayerNormalization& grad);
 Tensor3 layer_normalization_reference(const LayerNormalization& norm, const Tensor3& x);
 
 // Where the norm sits in a residual block around `sublayer`:

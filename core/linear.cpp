@@ -23,6 +23,36 @@ Tensor3 forward(const Linear& layer, const Tensor3& x) {
   return linear(x, layer.weight, layer.has_bias ? &layer.bias : nullptr);
 }
 
+Tensor3 backward(const Linear& layer, const Tensor3& x, const Tensor3& d_output, Linear& grad) {
+  const std::size_t in = layer.weight.shape(1), out = layer.weight.shape(0);
+  const std::size_t rows = x.shape(0) * x.shape(1);
+  if (x.shape(2) != in || d_output.shape(0) != x.shape(0) || d_output.shape(1) != x.shape(1) ||
+      d_output.shape(2) != out || grad.weight.shape() != layer.weight.shape() ||
+      (layer.has_bias && grad.bias.shape() != layer.bias.shape())) {
+    throw Error(
+        "linear_backward",
+        fmt::format("x {} and d_output {} do not fit weight {}, or the gradient's shapes "
+                    "differ from the layer's",
+                    shape_string_of(x), shape_string_of(d_output), shape_string_of(layer.weight)));
+  }
+  Tensor3 d_x = xt::zeros<float>({x.shape(0), x.shape(1), in});
+  if (rows == 0) return d_x;
+  // dX (rows,in) = dY (rows,out) @ W (out,in); dW (out,in) += dYᵀ (out,rows) @ X (rows,in).
+  sgemm(false, false, rows, in, out, 1.0f, d_output.data(), out, layer.weight.data(), in, 0.0f,
+        d_x.data(), in);
+  sgemm(true, false, out, in, rows, 1.0f, d_output.data(), out, x.data(), in, 1.0f,
+        grad.weight.data(), in);
+  if (layer.has_bias) {
+    for (std::size_t o = 0; o < out; ++o) {
+      double sum = 0.0;
+      for (std::size_t r = 0; r < rows; ++r)
+        sum += d_output.data()[r * out + o];
+      grad.bias(o) += static_cast<float>(sum);
+    }
+  }
+  return d_x;
+}
+
 Tensor3d forward_float64(const Linear& layer, const Tensor3d& x) {
   const std::size_t in = layer.weight.shape(1), out = layer.weight.shape(0),
                     rows = x.size() / x.shape(2);

@@ -83,6 +83,21 @@ Tensor3 batched_matmul(const Tensor3& a, const Tensor3& b) {
 Tensor3 batched_matmul_transposed(const Tensor3& a, const Tensor3& b) {
   return gemm("batched_matmul_transposed", a, b, true);
 }
+Tensor3 batched_matmul_transposed_a(const Tensor3& a, const Tensor3& b) {
+  if (a.shape(0) != b.shape(0) || a.shape(1) != b.shape(1)) {
+    throw Error("batched_matmul_transposed_a", fmt::format("shapes do not match: {}^T @ {}",
+                                                           shape_string_of(a), shape_string_of(b)));
+  }
+  const std::size_t batch = a.shape(0), inner = a.shape(1), rows = a.shape(2), cols = b.shape(2);
+  Tensor3 c = xt::zeros<float>({batch, rows, cols});
+  if (rows == 0 || cols == 0 || inner == 0) return c;
+  for (std::size_t i = 0; i < batch; ++i) {
+    sgemm(true, false, rows, cols, inner, 1.0f, a.data() + i * inner * rows, rows,
+          b.data() + i * inner * cols, cols, 0.0f, c.data() + i * rows * cols, cols);
+  }
+  return c;
+}
+
 Tensor3 batched_matmul_reference(const Tensor3& a, const Tensor3& b) {
   return reference("batched_matmul_reference", a, b, false);
 }

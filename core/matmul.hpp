@@ -12,6 +12,9 @@ Tensor3 batched_matmul(const Tensor3& a, const Tensor3& b);
 // (B,T,K) @ (B,N,K)^T -> (B,T,N): a @ b.transpose(1, 2) without materialising the transpose.
 Tensor3 batched_matmul_transposed(const Tensor3& a, const Tensor3& b);
 
+// (B,K,T)^T @ (B,K,N) -> (B,T,N): a.transpose(1, 2) @ b, the product backward passes need
+// (dV = Pᵀ dY, dK = dSᵀ Q), by sgemm.
+Tensor3 batched_matmul_transposed_a(const Tensor3& a, const Tensor3& b);
 Tensor3 batched_matmul_reference(const Tensor3& a, const Tensor3& b);
 Tensor3 batched_matmul_transposed_reference(const Tensor3& a, const Tensor3& b);
 

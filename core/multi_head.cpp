@@ -286,6 +286,63 @@ MultiHeadSteps forward(const MultiHeadAttention& m, const Tensor3& x, const Tens
   return s;
 }
 
+namespace {
+// (B,H,T,X) as (B*H,T,X).
+Tensor3 fold_heads(const Tensor4& x) {
+  Tensor3 out({x.shape(0) * x.shape(1), x.shape(2), x.shape(3)});
+  std::copy(x.begin(), x.end(), out.begin());
+  return out;
+}
+
+// Head h of (B*H,T,X): (B,T,X).
+Tensor3 one_head(const Tensor3& folded, std::size_t heads, std::size_t h) {
+  const std::size_t batch = folded.shape(0) / heads, rows = folded.shape(1) * folded.shape(2);
+  Tensor3 out({batch, folded.shape(1), folded.shape(2)});
+  for (std::size_t b = 0; b < batch; ++b)
+    std::copy(folded.data() + (b * heads + h) * rows, folded.data() + (b * heads + h + 1) * rows,
+              out.data() + b * rows);
+  return out;
+}
+}  // namespace
+
+Tensor3 backward(const MultiHeadAttention& m, const Tensor3& x, const MultiHeadSteps& s,
+                 const Tensor3& d_output, MultiHeadAttention& grad) {
+  check_input(m, x, nullptr);
+  if (grad.variant != m.variant || grad.heads != m.heads || grad.d_model != m.d_model)
+    throw Error("multi_head_backward", "the gradient is not a layer of the same variant and sizes");
+  const std::size_t heads = m.heads;
+  const bool book = m.variant == MultiHeadVariant::book;
+  const bool fused = m.variant == MultiHeadVariant::fused;
+  const Linear& output = book ? m.output_linear : fused ? m.W_O : m.unifyheads;
+  Linear& d_output_linear = book ? grad.output_linear : fused ? grad.W_O : grad.unifyheads;
+  const Tensor3 d_concatenated = backward(output, s.concatenated, d_output, d_output_linear);
+  // Every head at once, folded into the batch: (B*H,T,hs).
+  const AttentionGradients g =
+      attention_backward(fold_heads(s.queries), fold_heads(s.keys), fold_heads(s.values),
+                         fold_heads(s.weights), split_heads(d_concatenated, heads));
+  if (book) {
+    Tensor3 d_x = xt::zeros<float>(x.shape());
+    for (std::size_t h = 0; h < heads; ++h) {
+      const AttentionHead& head = m.head_list[h];
+      AttentionHead& d_head = grad.head_list[h];
+      d_x += backward(head.q, x, one_head(g.queries, heads, h), d_head.q);
+      d_x += backward(head.k, x, one_head(g.keys, heads, h), d_head.k);
+      d_x += backward(head.v, x, one_head(g.values, heads, h), d_head.v);
+    }
+    return d_x;
+  }
+  const auto role = [&](const Linear& fused_role, const Linear& split_role) -> const Linear& {
+    return fused ? fused_role : split_role;
+  };
+  Linear& d_queries = fused ? grad.W_Q : grad.toqueries;
+  Linear& d_keys = fused ? grad.W_K : grad.tokeys;
+  Linear& d_values = fused ? grad.W_V : grad.tovalues;
+  Tensor3 d_x = backward(role(m.W_Q, m.toqueries), x, merge_heads(g.queries, heads), d_queries);
+  d_x += backward(role(m.W_K, m.tokeys), x, merge_heads(g.keys, heads), d_keys);
+  d_x += backward(role(m.W_V, m.tovalues), x, merge_heads(g.values, heads), d_values);
+  return d_x;
+}
+
 Tensor3d forward_float64(const MultiHeadAttention& m, const Tensor3& x, const Tensor3* mask) {
   check_input(m, x, mask);
   const std::size_t heads = m.heads;

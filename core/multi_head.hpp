@@ -60,6 +60,11 @@ ModuleSize multi_head_size(MultiHeadVariant variant, std::size_t d_model, std::s
 void visit_parameters(MultiHeadAttention& layer, const ParameterVisitor& visit);
 // x (B,T,D); mask (B,T,T) additive or null.
 MultiHeadSteps forward(const MultiHeadAttention& layer, const Tensor3& x, const Tensor3* mask);
+// The backward of forward(layer, x, mask) from its steps (the mask is in the weights: a masked
+// key has weight 0 and gets no gradient). Returns dX and adds every parameter's gradient into
+// `grad`, a layer of the same variant and sizes.
+Tensor3 backward(const MultiHeadAttention& layer, const Tensor3& x, const MultiHeadSteps& steps,
+                 const Tensor3& d_output, MultiHeadAttention& grad);
 // The output of forward() computed in float64 from the float32 weights and x: the output without
 // float32's round-off, for checks that compare two float32 results.
 Tensor3d forward_float64(const MultiHeadAttention& layer, const Tensor3& x, const Tensor3* mask);

@@ -155,4 +155,24 @@ Tensor3 apply_mask(const Tensor3& scores, const Tensor2& mask) {
   return out;
 }
 
+Tensor3 softmax_backward(const Tensor3& weights, const Tensor3& d_weights) {
+  if (weights.shape() != d_weights.shape()) {
+    throw Error("softmax_backward",
+                fmt::format("weights {} and their gradient {} differ in shape",
+                            shape_string_of(weights), shape_string_of(d_weights)));
+  }
+  const std::size_t n = weights.shape(2), rows = weights.size() / std::max<std::size_t>(n, 1);
+  Tensor3 d_scores(weights.shape());
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* p = weights.data() + r * n;
+    const float* dp = d_weights.data() + r * n;
+    double dot = 0.0;
+    for (std::size_t j = 0; j < n; ++j)
+      dot += static_cast<double>(p[j]) * dp[j];
+    for (std::size_t j = 0; j < n; ++j)
+      d_scores.data()[r * n + j] = static_cast<float>(p[j] * (dp[j] - dot));
+  }
+  return d_scores;
+}
+
 }  // namespace attn

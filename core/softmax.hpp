@@ -17,6 +17,10 @@ Tensor2 softmax(const Tensor2& scores);
 Tensor3 softmax(const Tensor3& scores);
 Tensor4 softmax(const Tensor4& scores);
 
+// The backward of softmax over the last axis, from its output p and the gradient dP:
+// dS = p ⊙ (dP - Σ_j p_j dP_j) per row, the Jacobian diag(p) - p pᵀ applied to dP. Masked
+// entries (p = 0) and fully masked rows get 0. The row sums are taken in double.
+Tensor3 softmax_backward(const Tensor3& weights, const Tensor3& d_weights);
 // exp as PyTorch's vectorised CPU kernels compute it: SLEEF's expf_u10 (AVX2 with FMA), within
 // 1 ulp of the true value, and not always equal to std::exp.
 float torch_exp(float x);

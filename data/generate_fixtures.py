@@ -16,8 +16,8 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from generator import (attention, encoder, exercises, feed_forward, layer_norm, lessons, npy_files,  # noqa: E402
-                       positional_encoding, printing, tokens, weights_files)
+from generator import (attention, encoder, exercises, feed_forward, gradients, layer_norm, lessons,  # noqa: E402
+                       npy_files, positional_encoding, printing, tokens, weights_files)
 
 FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures"
 
@@ -41,6 +41,7 @@ def main() -> None:
             "feed-forward": feed_forward.generate(FIXTURES),
             "encoder": encoder.generate(FIXTURES),
             "exercises": exercises.generate(FIXTURES),
+            "gradients": gradients.generate(FIXTURES),
         },
     }
     (FIXTURES / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")

@@ -1,0 +1,368 @@
+// Every backward() against torch autograd: the fixtures in data/fixtures/gradients/ hold each
+// case's inputs, weights, the gradient fed to backward and every .grad PyTorch computed
+// (data/generator/gradients.py). attn loads the same weights, runs forward and backward, and must
+// give dX and each parameter's gradient within the stated tolerances: autograd sums in its own
+// order, so the last bits differ, never more.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "allclose.hpp"
+#include "attention.hpp"
+#include "embedding.hpp"
+#include "encoder.hpp"
+#include "feed_forward.hpp"
+#include "fixtures.hpp"
+#include "gradients.hpp"
+#include "layer_norm.hpp"
+#include "loss.hpp"
+#include "multi_head.hpp"
+#include "random.hpp"
+#include "scratch.hpp"
+#include "softmax.hpp"
+#include "state_dict.hpp"
+
+using attn::Array;
+using attn::Tensor3;
+using attn::testing::Tolerance;
+
+namespace {
+
+// Gradients are sums over up to B·T rows of products; float32 round-off in two summation orders.
+constexpr Tolerance kGradient{2e-5, 1e-4};
+
+struct Case {
+  std::string name;
+  attn::StateDict arrays;  // everything in the .npz
+  nlohmann::json meta;
+
+  const Array& at(const std::string& key) const {
+    const auto it = arrays.find(key);
+    if (it == arrays.end()) FAIL(name << ": the fixture has no " << key);
+    return it->second;
+  }
+  Tensor3 tensor(const std::string& key) const { return attn::to_tensor<3>(at(key), key); }
+  bool has(const std::string& key) const { return arrays.count(key) > 0; }
+};
+
+Case load(const std::string& name) {
+  const auto cases = nlohmann::json::parse(
+      attn::testing::read_text(attn::testing::fixture_path("gradients/cases.json")));
+  Case c{name, attn::read_weights(attn::testing::fixture_path("gradients/" + name + ".npz")),
+         cases.at(name)};
+  return c;
+}
+
+// The fixture's param.<key> arrays copied into the layer.
+template <class Layer>
+void load_parameters(Layer& layer, const Case& c) {
+  attn::visit_parameters(layer, [&](const std::string& key, float* data, const attn::Shape& shape) {
+    const Array& a = c.at("param." + key);
+    REQUIRE(a.shape == shape);
+    const std::vector<float> values = attn::to_float_vector(a);
+    std::copy(values.begin(), values.end(), data);
+  });
+}
+
+// Each parameter's gradient against the fixture's grad.<key>.
+template <class Layer>
+void check_parameter_gradients(Layer& grad, const Case& c, Tolerance tolerance = kGradient) {
+  std::size_t checked = 0;
+  attn::visit_parameters(grad, [&](const std::string& key, float* data, const attn::Shape& shape) {
+    INFO(c.name << ": grad." << key);
+    const std::vector<float> values(data, data + attn::element_count(shape));
+    CHECK_ALLCLOSE(attn::make_float32(shape, values), c.at("grad." + key), tolerance);
+    ++checked;
+  });
+  CHECK(checked > 0);
+}
+
+void check_input_gradient(const Tensor3& got, const Case& c, const std::string& name = "x",
+                          Tolerance tolerance = kGradient) {
+  INFO(c.name << ": grad." << name);
+  CHECK_ALLCLOSE(attn::to_array(got), c.at("grad." + name), tolerance);
+}
+
+// The fixture's 0/1 mask as attn's additive one: -inf where a query may not look.
+Tensor3 additive_mask(const Case& c) {
+  Tensor3 mask = c.tensor("mask");
+  for (float& v : mask)
+    v = v == 0.0f ? -std::numeric_limits<float>::infinity() : 0.0f;
+  return mask;
+}
+
+// An int64 (B,T) array as ids.
+attn::Ids ids_of(const Array& a) {
+  REQUIRE(a.dtype == attn::Dtype::int64);
+  REQUIRE(a.rank() == 2);
+  attn::Ids ids({a.shape[0], a.shape[1]});
+  std::memcpy(ids.data(), a.bytes.data(), ids.size() * sizeof(std::int64_t));
+  return ids;
+}
+
+void check_output(const Tensor3& got, const Case& c) {
+  INFO(c.name << ": output");
+  CHECK_ALLCLOSE(attn::to_array(got), c.at("output"));
+}
+
+// Loads the case's weights into `layer`, then checks what `run(layer, x, G, grad)` gives: the
+// forward's output and dX (a pair), and every parameter's gradient left in `grad`.
+template <class Layer, class Run>
+void check_layer(Layer layer, const Case& c, Run run) {
+  load_parameters(layer, c);
+  Layer grad = attn::zeros_like(layer);
+  const auto [output, d_x] = run(layer, c.tensor("input.x"), c.tensor("grad_output"), grad);
+  check_output(output, c);
+  check_input_gradient(d_x, c);
+  check_parameter_gradients(grad, c);
+}
+
+}  // namespace
+
+TEST_CASE("Linear backward equals autograd, with and without a bias", "[gradients][linear]") {
+  for (const std::string name : {"linear_bias", "linear_no_bias"}) {
+    const Case c = load(name);
+    attn::Rng rng(1);
+    check_layer(attn::init_linear(rng, c.meta["in"], c.meta["out"], c.meta["bias"]), c,
+                [](const auto& layer, const Tensor3& x, const Tensor3& g, auto& grad) {
+                  return std::pair{attn::forward(layer, x), attn::backward(layer, x, g, grad)};
+                });
+  }
+}
+
+// forward(layer, x) and backward(layer, x, steps, G, grad), for the layers whose steps hold output.
+const auto steps_and_back = [](const auto& layer, const Tensor3& x, const Tensor3& g, auto& grad) {
+  const auto steps = attn::forward(layer, x);
+  return std::pair{steps.output, attn::backward(layer, x, steps, g, grad)};
+};
+
+TEST_CASE("LayerNorm backward equals autograd: nn.LayerNorm and seed 001's LayerNormalization",
+          "[gradients][layer-norm]") {
+  const Case c = load("layer_norm");
+  check_layer(attn::init_layer_norm(c.meta["d"]), c, steps_and_back);
+  check_layer(attn::init_layer_normalization(), load("layer_norm_seed001"), steps_and_back);
+}
+
+TEST_CASE("softmax backward equals autograd, masked entries getting no gradient",
+          "[gradients][softmax]") {
+  for (const std::string name : {"softmax_causal_lengths", "softmax_plain"}) {
+    const Case c = load(name);
+    const Tensor3 weights = attn::softmax(Tensor3(c.tensor("input.x") + additive_mask(c)));
+    check_output(weights, c);
+    const Tensor3 d_scores = attn::softmax_backward(weights, c.tensor("grad_output"));
+    check_input_gradient(d_scores, c);
+    // A masked score has exactly no gradient.
+    const Tensor3 mask = c.tensor("mask");
+    for (std::size_t i = 0; i < mask.size(); ++i)
+      if (mask.data()[i] == 0.0f) REQUIRE(d_scores.data()[i] == 0.0f);
+  }
+}
+
+TEST_CASE("scaled dot-product attention backward equals autograd with T != S and padding",
+          "[gradients][attention]") {
+  const Case c = load("sdpa_t5_s7_padding");
+  const Tensor3 mask = additive_mask(c);
+  const attn::AttentionSteps s = attn::scaled_dot_product_attention(
+      c.tensor("input.query"), c.tensor("input.key"), c.tensor("input.value"), &mask);
+  check_output(s.output, c);
+  const attn::AttentionGradients g =
+      attn::scaled_dot_product_attention_backward(s, c.tensor("grad_output"));
+  check_input_gradient(g.queries, c, "query");
+  check_input_gradient(g.keys, c, "key");
+  check_input_gradient(g.values, c, "value");
+}
+
+// forward(layer, x, &mask) and its backward, for the attention layers.
+const auto masked_steps_and_back = [](const Case& c) {
+  return
+      [mask = additive_mask(c)](const auto& layer, const Tensor3& x, const Tensor3& g, auto& grad) {
+        const auto steps = attn::forward(layer, x, &mask);
+        return std::pair{steps.output, attn::backward(layer, x, steps, g, grad)};
+      };
+};
+
+TEST_CASE("SelfAttention and AttentionHead backward equal autograd", "[gradients][attention]") {
+  attn::Rng rng(2);
+  const Case self = load("self_attention_causal");
+  check_layer(attn::init_self_attention(rng, self.meta["d"]), self, masked_steps_and_back(self));
+  const Case head = load("head_hs4_padding");
+  check_layer(attn::init_attention_head(rng, head.meta["d"], head.meta["head_size"]), head,
+              masked_steps_and_back(head));
+}
+
+TEST_CASE("multi-head backward equals autograd in all four forms, with a causal and padding mask",
+          "[gradients][multi-head]") {
+  for (const std::string variant : {"narrow", "wide", "book", "fused"}) {
+    const Case c = load("multi_head_" + variant);
+    attn::Rng rng(4);
+    check_layer(attn::init_multi_head(rng, *attn::multi_head_variant(variant), c.meta["d"],
+                                      c.meta["heads"]),
+                c, masked_steps_and_back(c));
+  }
+}
+
+TEST_CASE("GELU (erf and tanh) and ReLU backward equal autograd", "[gradients][feed-forward]") {
+  for (const std::string name : {"gelu_erf", "gelu_tanh", "relu"}) {
+    const Case c = load(name);
+    const Tensor3 x = c.tensor("input.x"), g = c.tensor("grad_output");
+    const std::string kind = c.meta["kind"];
+    const Tensor3 d_x = kind == "relu"
+                            ? attn::relu_backward(x, g)
+                            : attn::gelu_backward(x, g,
+                                                  kind == "gelu" ? attn::GeluApproximation::none
+                                                                 : attn::GeluApproximation::tanh);
+    check_input_gradient(d_x, c);
+  }
+}
+
+TEST_CASE("Embedding backward equals autograd: repeated ids add up, positions too",
+          "[gradients][embedding]") {
+  for (const std::string name : {"embedding_repeated_ids", "position_embedding"}) {
+    const Case c = load(name);
+    attn::Rng rng(5);
+    attn::Embedding table = attn::init_embedding(rng, c.meta["rows"], c.meta["d"]);
+    load_parameters(table, c);
+    const attn::Ids ids = ids_of(c.at("ids"));
+    check_output(attn::forward(table, ids), c);
+    attn::Embedding grad = attn::zeros_like(table);
+    attn::backward(table, ids, c.tensor("grad_output"), grad);
+    check_parameter_gradients(grad, c);
+  }
+}
+
+TEST_CASE("FeedForward backward equals autograd in the book, relu and gelu-last forms",
+          "[gradients][feed-forward]") {
+  for (const std::string name : {"feed_forward_book", "feed_forward_book_tanh", "feed_forward_relu",
+                                 "feed_forward_gelu_last"}) {
+    const Case c = load(name);
+    attn::Rng rng(6);
+    check_layer(attn::init_feed_forward(
+                    rng, *attn::feed_forward_variant(c.meta["variant"].get<std::string>()),
+                    c.meta["d"], c.meta["d_ff"],
+                    c.meta["gelu"] == "tanh" ? attn::GeluApproximation::tanh
+                                             : attn::GeluApproximation::none),
+                c, steps_and_back);
+  }
+}
+
+namespace {
+attn::EncoderConfig config_of(const nlohmann::json& c) {
+  attn::EncoderConfig config;
+  config.hidden_size = c["hidden_size"];
+  config.num_attention_heads = c["num_attention_heads"];
+  config.intermediate_size = c["intermediate_size"];
+  config.num_hidden_layers = c["num_hidden_layers"];
+  config.vocab_size = c["vocab_size"];
+  config.max_position_embeddings = c["max_position_embeddings"];
+  return config;
+}
+
+attn::NormPlacement placement_of(const nlohmann::json& meta) {
+  return meta["norm"] == "post" ? attn::NormPlacement::post : attn::NormPlacement::pre;
+}
+}  // namespace
+
+TEST_CASE("the encoder layer's backward equals autograd, pre-LN and post-LN",
+          "[gradients][encoder]") {
+  for (const std::string name : {"encoder_layer_pre", "encoder_layer_post"}) {
+    const Case c = load(name);
+    attn::Rng rng(7);
+    check_layer(attn::init_encoder_layer(rng, config_of(c.meta["config"]), placement_of(c.meta)), c,
+                [](const auto& layer, const Tensor3& x, const Tensor3& g, auto& grad) {
+                  const attn::EncoderLayerTape tape = attn::forward_tape(layer, x);
+                  // The tape's forward is the lesson's forward.
+                  CHECK(attn::max_difference(tape.output, attn::forward(layer, x).output) == 0.0f);
+                  return std::pair{tape.output, attn::backward(layer, tape, g, grad)};
+                });
+  }
+}
+
+TEST_CASE("Embeddings and the whole encoder from ids: backward equals autograd",
+          "[gradients][encoder]") {
+  {
+    const Case c = load("embeddings");
+    attn::Rng rng(8);
+    attn::Embeddings embeddings = attn::init_embeddings(rng, config_of(c.meta["config"]));
+    load_parameters(embeddings, c);
+    const attn::Ids ids = ids_of(c.at("ids"));
+    const attn::EmbeddingsSteps s = attn::forward(embeddings, ids);
+    check_output(s.output, c);
+    attn::Embeddings grad = attn::zeros_like(embeddings);
+    attn::backward(embeddings, ids, s, c.tensor("grad_output"), grad);
+    check_parameter_gradients(grad, c);
+  }
+  for (const std::string name : {"encoder_pre", "encoder_post"}) {
+    const Case c = load(name);
+    attn::Rng rng(9);
+    attn::Encoder encoder =
+        attn::init_encoder(rng, config_of(c.meta["config"]), placement_of(c.meta), true);
+    load_parameters(encoder, c);
+    const attn::EncoderTape tape = attn::forward_tape(encoder, ids_of(c.at("ids")));
+    check_output(tape.output(), c);
+    attn::Encoder grad = attn::zeros_like(encoder);
+    CHECK(attn::backward(encoder, tape, c.tensor("grad_output"), grad).size() == 0);
+    check_parameter_gradients(grad, c);
+  }
+}
+
+TEST_CASE("a per-token classifier's cross-entropy and its backward equal autograd",
+          "[gradients][loss]") {
+  const Case c = load("cross_entropy_head");
+  attn::Rng rng(10);
+  attn::Linear head = attn::init_linear(rng, c.meta["d"], c.meta["classes"], true);
+  attn::visit_parameters(
+      head, "linear.", [&](const std::string& key, float* data, const attn::Shape& shape) {
+        const std::vector<float> values = attn::to_float_vector(c.at("param." + key));
+        REQUIRE(values.size() == attn::element_count(shape));
+        std::copy(values.begin(), values.end(), data);
+      });
+  const Tensor3 x = c.tensor("input.x");
+  const attn::Ids labels = ids_of(c.at("labels"));
+  const Tensor3 logits = attn::forward(head, x);
+  const attn::CrossEntropySteps s = attn::cross_entropy(logits, labels);
+  CHECK(s.loss == Approx(attn::to_float_vector(c.at("output")).front()).epsilon(1e-6));
+  attn::Linear grad = attn::zeros_like(head);
+  check_input_gradient(attn::backward(head, x, attn::cross_entropy_backward(s, labels), grad), c);
+  attn::visit_parameters(
+      grad, "linear.", [&](const std::string& key, float* data, const attn::Shape& shape) {
+        INFO("grad." << key);
+        CHECK_ALLCLOSE(
+            attn::make_float32(shape, std::vector<float>(data, data + attn::element_count(shape))),
+            c.at("grad." + key), kGradient);
+      });
+}
+
+TEST_CASE("a BERT-base encoder layer's backward equals autograd", "[gradients][encoder][bert]") {
+  const Case c = load("encoder_layer_bert_base");
+  const attn::EncoderConfig config = config_of(c.meta["config"]);
+  attn::Rng rng(11);
+  attn::EncoderLayer layer = attn::init_encoder_layer(rng, config, attn::NormPlacement::pre);
+  const attn::StateDict weights =
+      attn::testing::formula_weights(attn::describe_encoder_layer(config));
+  attn::visit_parameters(layer, [&](const std::string& key, float* data, const attn::Shape&) {
+    const std::vector<float> values = attn::to_float_vector(weights.at(key));
+    std::copy(values.begin(), values.end(), data);
+  });
+  const Tensor3 x = c.tensor("input.x");
+  const attn::EncoderLayerTape tape = attn::forward_tape(layer, x);
+  {
+    INFO("output");
+    CHECK_ALLCLOSE(attn::to_array(tape.output), c.at("output"), (Tolerance{1e-4, 1e-4}));
+  }
+  attn::EncoderLayer grad = attn::zeros_like(layer);
+  // Each dX sums 768-wide products through every sublayer.
+  constexpr Tolerance kBert{1e-4, 1e-3};
+  check_input_gradient(attn::backward(layer, tape, c.tensor("grad_output"), grad), c, "x", kBert);
+  const std::size_t every = c.meta["sample_every"];
+  attn::visit_parameters(grad, [&](const std::string& key, float* data, const attn::Shape& shape) {
+    INFO("grad." << key << ", every " << every << "th element");
+    std::vector<float> sample;
+    for (std::size_t i = 0; i < attn::element_count(shape); i += every)
+      sample.push_back(data[i]);
+    CHECK_ALLCLOSE(attn::make_float32({sample.size()}, sample), c.at("grad_sample." + key), kBert);
+  });
+}
