@@ -1,0 +1,36 @@
+#include "classifier.hpp"
+
+namespace attn {
+
+TokenClassifier init_token_classifier(Rng& rng, const EncoderConfig& config,
+                                      NormPlacement placement, std::size_t classes) {
+  TokenClassifier model;
+  model.encoder = init_encoder(rng, config, placement, true);
+  model.head = init_linear(rng, config.hidden_size, classes, true);
+  return model;
+}
+
+void visit_parameters(TokenClassifier& model, const ParameterVisitor& visit) {
+  visit_parameters(model.encoder, [&](const std::string& key, float* data, const Shape& shape) {
+    visit("encoder." + key, data, shape);
+  });
+  visit_parameters(model.head, "head.", visit);
+}
+
+TokenClassifierTape forward(const TokenClassifier& model, const Ids& ids, const Ids& labels,
+                            const Tensor3* mask) {
+  TokenClassifierTape tape;
+  tape.encoder = forward_tape(model.encoder, ids, mask);
+  tape.logits = forward(model.head, tape.encoder.output());
+  tape.loss = cross_entropy(tape.logits, labels);
+  return tape;
+}
+
+void backward(const TokenClassifier& model, const TokenClassifierTape& tape, const Ids& labels,
+              TokenClassifier& grad) {
+  const Tensor3 d_hidden = backward(model.head, tape.encoder.output(),
+                                    cross_entropy_backward(tape.loss, labels), grad.head);
+  backward(model.encoder, tape.encoder, d_hidden, grad.encoder);
+}
+
+}  // namespace attn

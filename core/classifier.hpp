@@ -1,0 +1,44 @@
+// What `attn train` trains: the book's TransformerEncoder with a Linear(D, C) head on every
+// token, and cross-entropy against one label per token. Its state_dict keys are those of
+//
+//   class TokenClassifier(nn.Module):
+//       def __init__(self, config, classes):
+//           super().__init__()
+//           self.encoder = TransformerEncoder(config)     # the book's classes
+//           self.head = nn.Linear(config.hidden_size, classes)
+//       def forward(self, ids):
+//           return self.head(self.encoder(ids))
+//
+// Legend: B batch, T tokens, D model width, C classes.
+#pragma once
+
+#include "encoder.hpp"
+#include "loss.hpp"
+
+namespace attn {
+
+struct TokenClassifier {
+  Encoder encoder;  // with embeddings
+  Linear head;      // Linear(D, C)
+};
+
+// PyTorch's default initialisation: the encoder's modules in registration order, then the head.
+TokenClassifier init_token_classifier(Rng& rng, const EncoderConfig& config,
+                                      NormPlacement placement, std::size_t classes);
+// Keys "encoder.<TransformerEncoder key>", then "head.weight" and "head.bias".
+void visit_parameters(TokenClassifier& model, const ParameterVisitor& visit);
+
+struct TokenClassifierTape {
+  EncoderTape encoder;
+  Tensor3 logits;  // (B,T,C)
+  CrossEntropySteps loss;
+};
+
+// ids (B,T), labels (B,T); `mask` (B,T,T) additive or null.
+TokenClassifierTape forward(const TokenClassifier& model, const Ids& ids, const Ids& labels,
+                            const Tensor3* mask = nullptr);
+// The gradient of the mean loss, added into `grad`.
+void backward(const TokenClassifier& model, const TokenClassifierTape& tape, const Ids& labels,
+              TokenClassifier& grad);
+
+}  // namespace attn
