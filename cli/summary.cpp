@@ -206,8 +206,9 @@ void setup(CLI::App& app, Context& context) {
   sub->add_option("--verbose", o->verbose, "0, 1 (default) or 2: also a row per parameter")
       ->check(whole_number_validator(0, 2))
       ->option_text("0|1|2");
-  sub->add_option("--torchinfo-format", o->torchinfo_format,
-                  "current (torchinfo 1.8, default) or 0.1 (torchinfo 0.1.0, seed 004's tables)")
+  sub->add_option(
+         "--torchinfo-format", o->torchinfo_format,
+         "current (torchinfo's main branch, default) or 0.1 (torchinfo 0.1.0, seed 004's tables)")
       ->check(choice_validator("a torchinfo format", {"current", "0.1"}))
       ->option_text("current|0.1");
   sub->add_option("--format", o->format, "text (default) or json")

@@ -45,7 +45,8 @@ struct SelfAttentionPeak {
   double projected_self = 0;
 };
 
-// `sequences` sequences of `tokens` tokens each, one pair of projections per call.
+// `sequences` sequences of `tokens` tokens each; the projections are drawn in pairs (up to one
+// per sequence, fewer at large D) and the sequences share them in turn.
 SelfAttentionPeak measure_self_attention_peak(Rng& rng, std::size_t d_model, std::size_t tokens,
                                               std::size_t sequences);
 

@@ -1,5 +1,7 @@
 #include "lesson.hpp"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "error.hpp"
@@ -84,7 +86,13 @@ bool LessonRun::all_checks_passed() const {
 }
 
 std::string roundoff_evidence(std::string_view measured, double value, double allowed) {
-  return fmt::format("{} = {:.3g} (round-off allows {:.2g})", measured, value, allowed);
+  // The allowance rounded up to two digits, so that it never prints below a value it allows.
+  double shown = allowed;
+  if (allowed > 0.0 && std::isfinite(allowed)) {
+    const double unit = std::pow(10.0, std::floor(std::log10(allowed)) - 1.0);
+    shown = std::ceil(allowed / unit * (1.0 - 1e-12)) * unit;
+  }
+  return fmt::format("{} = {:.3g} (round-off allows {:.2g})", measured, value, shown);
 }
 
 void check_same_up_to_roundoff(LessonRun& run, std::string name, std::string_view measured,

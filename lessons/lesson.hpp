@@ -50,6 +50,7 @@ struct Heatmap {
   Array values;  // (rows, cols) float32
   std::vector<std::string> row_labels, col_labels;
   HeatmapKind kind = HeatmapKind::weights;
+  bool masked = false;  // a mask was applied: an exact 0 is a masked key, else an underflow
 };
 
 // Heatmaps are drawn for at most this many rows and columns; past it a line says so instead

@@ -285,7 +285,7 @@ class Renderer {
         ascii_(options.palette == Palette::ascii),
         colour_(options.palette == Palette::truecolor || options.palette == Palette::color256),
         ellipsis_(ascii_ ? "~" : "…"),
-        zero_mark_(ascii_ ? "." : "·"),
+        zero_mark_(ascii_ ? "o" : "·"),  // ASCII's shades start with '.'
         row_labels_(make_labels(row_labels, rows, ascii_, "row")),
         col_labels_(make_labels(col_labels, cols, ascii_, "column")),
         scale_(make_scale(values, rows * cols, options)),

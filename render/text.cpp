@@ -57,6 +57,30 @@ std::string pad(std::string_view s, std::size_t width, bool right) {
   return right ? fill + std::string(s) : std::string(s) + fill;
 }
 
+// `text` broken at spaces into lines of at most `width` columns, every line after the first
+// starting with `indent`; a word longer than the width stays whole.
+std::string wrapped(std::string_view text, std::size_t width, std::string_view indent) {
+  std::string out, line;
+  std::size_t line_width = 0;
+  while (!text.empty()) {
+    const std::size_t space = text.find(' ');
+    const std::string_view word = text.substr(0, space);
+    text = space == std::string_view::npos ? std::string_view() : text.substr(space + 1);
+    const std::size_t word_width = column_width(word);
+    if (line_width > 0 && line_width + 1 + word_width > width) {
+      out += line + "\n";
+      line = std::string(indent);
+      line_width = column_width(indent);
+    } else if (line_width > 0) {
+      line += ' ';
+      ++line_width;
+    }
+    line += word;
+    line_width += word_width;
+  }
+  return out + line;
+}
+
 // Markdown headings lose their #'s (bold in colour); everything else prints as written.
 std::string render_prose(const Prose& prose, const Style& style) {
   std::string out;
@@ -139,8 +163,10 @@ HeatmapOptions heatmap_options(const Heatmap& map, bool per_row, bool color) {
   } else if (per_row) {
     h.scale = HeatmapScale::per_row;
   } else {
-    h.low = 0.0f, h.high = 1.0f;  // an exact 0 is a masked key
+    h.low = 0.0f, h.high = 1.0f;
   }
+  if (map.kind == HeatmapKind::weights)
+    h.zero_meaning = map.masked ? "masked" : "below float32's smallest";
   return h;
 }
 
@@ -249,11 +275,16 @@ std::string spelled_out(const std::string& number) {
 
 // Two lines under the first tensor of a run printed in e-notation, on its smallest exponent.
 std::string e_notation_note(const std::vector<std::string>& numbers) {
+  // The smallest exponent down to -8 (0.00000001 still reads), else any other than 0.
   std::string example = numbers.front();
-  int smallest = std::stoi(example.substr(example.find('e') + 1));
+  int best = 1;  // 1: nothing chosen yet
   for (const std::string& n : numbers) {
     const int exponent = std::stoi(n.substr(n.find('e') + 1));
-    if (exponent < smallest && exponent >= -8) example = n, smallest = exponent;
+    const bool readable = exponent < 0 && exponent >= -8;
+    const bool best_readable = best < 0 && best >= -8;
+    if ((readable && (!best_readable || exponent < best)) ||
+        (!readable && !best_readable && exponent != 0 && best == 1))
+      example = n, best = exponent;
   }
   return fmt::format(
       "(e-notation: {}. Torch prints a whole tensor this way\n"
@@ -290,8 +321,8 @@ std::string render_text(const LessonRun& run, const OutputOptions& options, bool
                        step.title, tensor, note);
   };
   auto check_text = [&](const Check& check) {
-    return fmt::format("{} {}: {}\n", check.passed ? style.green("✓") : style.red("✗ FAILED"),
-                       check.name, check.detail);
+    return fmt::format("{} {}\n", check.passed ? style.green("✓") : style.red("✗ FAILED"),
+                       wrapped(fmt::format("{}: {}", check.name, check.detail), 98, "  "));
   };
   const std::string parameters = fmt::format("Parameters: {}\n", with_commas(run.parameters));
 

@@ -74,7 +74,7 @@ LessonRun run_dot_product(const LessonOptions& options) {
   run.heatmap({"W of sequence 0 (rows: queries, columns: keys)", first_matrix(s.weights),
                token_labels(tokens), token_labels(tokens)});
   // How much of each row the token itself takes, for sequence 0.
-  Table self{"Sequence 0, each token against itself and its best other match",
+  Table self{"Sequence 0: each token against itself and its best other match",
              {"token", "‖x_i‖² = w'_ii", "largest w'_ij, j ≠ i", "w_ii", "largest w_ij, j ≠ i"},
              {}};
   std::size_t self_wins = 0;
@@ -91,8 +91,7 @@ LessonRun run_dot_product(const LessonOptions& options) {
                          fmt::format("{:.4f}", s.weights(0, i, i)),
                          tokens > 1 ? fmt::format("{:.4f}", other_weight) : "-"});
   }
-  self.title +=
-      fmt::format(" (a token's largest weight is on itself in {} of {} rows)", self_wins, tokens);
+  self.title += fmt::format(" (itself largest in {} of {} rows)", self_wins, tokens);
   run.section("self");
   run.table(std::move(self));
   run.section("output");

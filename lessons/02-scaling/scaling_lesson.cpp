@@ -152,10 +152,11 @@ LessonRun run_scaling(const LessonOptions& options) {
   run.table(std::move(self));
   run.check("scaled X Xᵀ still turns one-hot on the diagonal as D grows", same_self_at_512 > 0.95,
             fmt::format("mean weight on itself {:.3f} at D = 512", same_self_at_512));
-  // Closer to uniform than to one-hot, at every D.
+  // Within twice uniform at every D: a token's score with itself is an ordinary score again (a
+  // little wider spread than the others, so a little above uniform, most at many tokens).
   const double uniform = 1.0 / static_cast<double>(self_tokens);
   run.check("separate projections W_q ≠ W_k take the self-preference away",
-            most_projected_self < uniform + 0.5 * (1.0 - uniform),
+            most_projected_self < 2.0 * uniform,
             fmt::format("mean weight on itself at most {:.3f} at any D (uniform: {})",
                         most_projected_self, self_uniform));
 

@@ -201,7 +201,8 @@ LessonRun run_softmax_lesson(const SoftmaxLessonOptions& options) {
   run.heatmap({options.causal ? "the weights of sequence 0 with the causal mask (rows: queries, "
                                 "columns: keys)"
                               : "the weights of sequence 0 (rows: queries, columns: keys)",
-               first_matrix(weights), token_labels(tokens), token_labels(keys)});
+               first_matrix(weights), token_labels(tokens), token_labels(keys),
+               HeatmapKind::weights, options.causal});
 
   run.section("checks");
   Tensor2 row_totals({batch, tokens});

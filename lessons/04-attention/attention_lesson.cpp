@@ -169,7 +169,7 @@ LessonRun run_attention(const AttentionLessonOptions& options) {
   run.section("weights");
   run.step("weights", "softmax over the keys (last axis)", to_array(s.weights));
   run.heatmap({"weights of sequence 0 (rows: queries, columns: keys)", first_matrix(s.weights),
-               token_labels(tokens), token_labels(tokens)});
+               token_labels(tokens), token_labels(tokens), HeatmapKind::weights, masked});
   run.section("output");
   run.step("output", "weights @ V: each token's mix of the values", to_array(s.output));
 

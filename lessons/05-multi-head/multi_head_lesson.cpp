@@ -89,8 +89,8 @@ MultiHeadAttention fused_from_narrow(const MultiHeadAttention& narrow) {
 Table cost_table(std::size_t batch, std::size_t width, std::size_t heads, std::size_t tokens) {
   const std::size_t hs = width / heads;
   Table table{
-      fmt::format("Attention's cost as T grows, B = {}, D = {}, H = {}, hs = {}: the weights' "
-                  "size, and the multiply-adds of each product",
+      fmt::format("Attention's cost as T grows (B = {}, D = {}, H = {}, hs = {}): sizes and "
+                  "multiply-adds",
                   batch, width, heads, hs),
       {"T", "weights B·H·T²", "bytes", "Q Kᵀ", "P V", "4 projections"},
       {}};
@@ -338,7 +338,7 @@ void run_variant(LessonRun& run, const MultiHeadLessonOptions& o, MultiHeadVaria
                 {}};
   for (std::size_t h = 0; h < std::min(heads, kHeatmapHeads); ++h) {
     maps.maps.push_back({fmt::format("head {}", h), head_matrix(s.weights, h), token_labels(tokens),
-                         token_labels(tokens)});
+                         token_labels(tokens), HeatmapKind::weights, mask != nullptr});
   }
   run.heatmaps(std::move(maps));
   run.section("concatenated");

@@ -298,7 +298,8 @@ LessonRun run_positional_encoding(const PositionalEncodingLessonOptions& options
         "PE[p]·PE[q] depends only on q - p", spread <= allowed,
         fmt::format("largest diagonal spread {:.3g}, rounding allows {:.3g}", spread, allowed));
 
-    if (paired > 0) {
+    // Both need two positions at least: the rotation an offset, the scores a distance.
+    if (paired > 0 && table.pe.shape(0) >= 2) {
       // The rotation, over the whole table: R_k is the same map for every position p.
       const std::size_t rows = table.pe.shape(0);
       Table rotations{
@@ -325,6 +326,8 @@ LessonRun run_positional_encoding(const PositionalEncodingLessonOptions& options
                 worst_rotation <= rotation_allowed,
                 fmt::format("largest error {:.2g}, float32 rounding of the angles allows {:.2g}",
                             worst_rotation, rotation_allowed));
+    }
+    if (paired > 0 && tokens >= 2) {
       double identity = 0.0, random = 0.0, rotating = 0.0;
       Table projected = projected_offsets(pe, std::min(tokens, kProjectedPositions),
                                           options.common.seed, identity, random, rotating);

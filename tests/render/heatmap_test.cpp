@@ -76,10 +76,10 @@ TEST_CASE("ascii: the exact text of a 3x3 causal map", "[heatmap]") {
   const std::string expected =
       "weights\n"
       "       time   flies  like\n"
-      "time   @ 1.00     .      .\n"
-      "flies  = 0.45 + 0.55     .\n"
+      "time   @ 1.00     o      o\n"
+      "flies  = 0.45 + 0.55     o\n"
       "like   . 0.12 : 0.26 * 0.62\n"
-      "scale 0.00 [ .:-=+*#%@] 1.00 (steps of 0.10)   . exactly 0 (masked)\n";
+      "scale 0.00 [ .:-=+*#%@] 1.00 (steps of 0.10)   o exactly 0 (masked)\n";
   const std::string out =
       render_heatmap(kCausal.data(), 3, 3, kTokens, kTokens, weights_options(Palette::ascii));
   CHECK(out == expected);
