@@ -603,7 +603,8 @@ std::string lower_extension(const std::string& path) {
 
 // ---------------------------------------------------------------------------------------------
 
-StateDict parse_safetensors(std::span<const unsigned char> bytes, std::string_view name) {
+StateDict parse_safetensors(std::span<const unsigned char> bytes, std::string_view name,
+                            Metadata* metadata) {
   if (bytes.size() < 8) {
     st_corrupt(name, fmt::format("the file has {} bytes, fewer than the 8-byte header size that "
                                  "starts a safetensors file",
@@ -640,6 +641,9 @@ StateDict parse_safetensors(std::span<const unsigned char> bytes, std::string_vi
   for (const auto& [key, value] : header.items()) {
     if (key == "__metadata__") {
       check_metadata(value, name);
+      if (metadata != nullptr)
+        for (const auto& [k, v] : value.items())
+          (*metadata)[k] = v.get<std::string>();
     } else {
       entries.push_back(parse_entry(key, value, name));
     }
@@ -703,7 +707,8 @@ StateDict parse_safetensors(std::span<const unsigned char> bytes, std::string_vi
   return out;
 }
 
-std::vector<unsigned char> serialize_safetensors(const StateDict& tensors) {
+std::vector<unsigned char> serialize_safetensors(const StateDict& tensors,
+                                                 const Metadata& metadata) {
   std::vector<const StateDict::value_type*> order;
   for (const auto& item : tensors) {
     if (utf8_error(item.first) != std::string_view::npos) {
@@ -723,6 +728,12 @@ std::vector<unsigned char> serialize_safetensors(const StateDict& tensors) {
   });
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   header["__metadata__"] = {{"format", "pt"}};
+  for (const auto& [key, value] : metadata) {
+    if (utf8_error(key) != std::string_view::npos || utf8_error(value) != std::string_view::npos)
+      throw Error("serialize_safetensors",
+                  fmt::format("metadata '{}' is not valid UTF-8", printable(key)));
+    header["__metadata__"][key] = value;
+  }
   std::uint64_t offset = 0;
   for (const auto* item : order) {
     const Array& array = item->second;
@@ -888,7 +899,7 @@ std::vector<unsigned char> serialize_npz(const StateDict& tensors) {
   return out;
 }
 
-StateDict read_weights(const std::string& path) {
+StateDict read_weights(const std::string& path, Metadata* metadata) {
   InputFile file(path, "a .safetensors or .npz file");
   const std::string ext = lower_extension(path);
   if (ext == ".pt" || ext == ".pth" || ext == ".bin" || ext == ".ckpt") {
@@ -903,7 +914,7 @@ StateDict read_weights(const std::string& path) {
   if (!safetensors && b.size() >= 2 && b[0] == 0x80 && b[1] >= 2 && b[1] <= 5) {
     refuse_pickle("read_weights", path, "it is a Python pickle (torch.save)");
   }
-  if (safetensors || ext == ".safetensors") return parse_safetensors(b, path);
+  if (safetensors || ext == ".safetensors") return parse_safetensors(b, path, metadata);
   if (ext == ".npz") return parse_npz(b, path);
   throw Error(ErrorKind::bad_file, "read_weights",
               fmt::format("{}: neither safetensors nor npz; attn reads .safetensors and .npz "
@@ -912,9 +923,14 @@ StateDict read_weights(const std::string& path) {
                           printable(path, 200)));
 }
 
-void write_weights(const std::string& path, const StateDict& tensors) {
+void write_weights(const std::string& path, const StateDict& tensors, const Metadata& metadata) {
   const std::string ext = lower_extension(path);
-  if (ext == ".safetensors") return write_file_atomic(path, serialize_safetensors(tensors));
+  if (ext == ".safetensors")
+    return write_file_atomic(path, serialize_safetensors(tensors, metadata));
+  if (!metadata.empty())
+    throw Error("write_weights",
+                fmt::format("{}: only .safetensors keeps metadata; name the file *.safetensors",
+                            printable(path, 200)));
   if (ext == ".npz") return write_file_atomic(path, serialize_npz(tensors));
   throw Error("write_weights",
               fmt::format("{}: cannot tell the format from the extension '{}'; name the file "

@@ -1,0 +1,233 @@
+// attn train: trains the book's encoder with a per-token head on a toy task (core/tasks.hpp),
+// shows the progress on a terminal, draws the loss curve, measures the held-out accuracy and
+// saves the checkpoint as .safetensors with the task and the config in its metadata.
+#include <unistd.h>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "command.hpp"
+#include "heatmap.hpp"
+#include "options.hpp"
+#include "output.hpp"
+#include "plot.hpp"
+#include "save.hpp"
+#include "state_dict.hpp"
+#include "training.hpp"
+#include "weights.hpp"
+
+namespace attn::cli {
+
+namespace {
+
+struct TrainCliOptions {
+  TrainConfig config;
+  std::string task = "reverse";
+  std::string norm = "pre";
+  std::string checkpoint;
+  render::OutputOptions output;
+};
+
+// "reverse, sort, histogram or previous-token"
+std::string task_words() {
+  std::string words;
+  const auto& tasks = task_list();
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    if (i > 0) words += i + 1 == tasks.size() ? " or " : ", ";
+    words += tasks[i].name;
+  }
+  return words;
+}
+
+// The checkpoint's metadata: everything needed to rebuild the model and read its tokens.
+Metadata checkpoint_metadata(const TrainConfig& c, const Evaluation& e) {
+  nlohmann::ordered_json config = {{"task", std::string(task_info(c.task).name)},
+                                   {"vocab", c.sizes.vocab},
+                                   {"tokens", c.sizes.tokens},
+                                   {"classes", task_classes(c.task, c.sizes)},
+                                   {"layers", c.layers},
+                                   {"d_model", c.d_model},
+                                   {"heads", c.heads},
+                                   {"d_ff", c.d_ff},
+                                   {"norm", c.norm == NormPlacement::pre ? "pre" : "post"}};
+  nlohmann::ordered_json training = {{"steps", c.steps},
+                                     {"batch", c.batch},
+                                     {"lr", c.lr},
+                                     {"weight_decay", c.weight_decay},
+                                     {"seed", c.seed},
+                                     {"held_out", c.held_out},
+                                     {"optimizer", "AdamW"},
+                                     {"schedule", "5% warm-up, cosine"},
+                                     {"token_accuracy", e.token_accuracy},
+                                     {"sequence_accuracy", e.sequence_accuracy}};
+  return {{"attn_model", config.dump()}, {"attn_training", training.dump()}};
+}
+
+// On a terminal, one line rewritten in place: step, loss, accuracy, speed and time left.
+class Progress {
+ public:
+  explicit Progress(std::size_t steps, bool shown) : steps_(steps), shown_(shown) {}
+  void update(const TrainStep& s) {
+    if (!shown_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (s.step != steps_ && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    const double seconds = std::chrono::duration<double>(now - start_).count();
+    const double rate = static_cast<double>(s.step) / std::max(seconds, 1e-9);
+    const std::string line = fmt::format(
+        "\r  step {:>{}}/{}  loss {:.4f}  accuracy {:5.1f}%  {:.0f} steps/s  {:.1f} s left ",
+        s.step, std::to_string(steps_).size(), steps_, s.loss, 100.0 * s.accuracy, rate,
+        static_cast<double>(steps_ - s.step) / std::max(rate, 1e-9));
+    std::fputs(line.c_str(), stderr);
+    if (s.step == steps_) std::fputs("\n", stderr);
+    std::fflush(stderr);
+  }
+  double seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  std::size_t steps_;
+  bool shown_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_{};
+};
+
+int run_train(TrainCliOptions& o) {
+  TrainConfig& c = o.config;
+  const auto task = task_named(o.task);
+  if (!task)
+    throw Error(ErrorKind::bad_value, "train",
+                fmt::format("'{}' is not a task: use {}", o.task, task_words()))
+        .about("task");
+  c.task = *task;
+  c.norm = o.norm == "post" ? NormPlacement::post : NormPlacement::pre;
+  check_train_config(c);
+  check_budget("train", plan_training(c));
+  if (!o.checkpoint.empty()) {
+    if (!o.checkpoint.ends_with(".safetensors"))
+      throw Error(ErrorKind::bad_value, "train",
+                  fmt::format("'{}': checkpoints are .safetensors files; name it *.safetensors",
+                              o.checkpoint))
+          .about("save_checkpoint");
+    render::check_outputs(o.output);
+  }
+  const bool json = o.output.format == render::Format::json;
+  Progress progress(c.steps, !json && !o.output.quiet && isatty(STDERR_FILENO) != 0);
+  std::vector<double> losses, accuracies;
+  const TokenClassifier model = train(c, [&](const TrainStep& s) {
+    losses.push_back(s.loss);
+    accuracies.push_back(s.accuracy);
+    progress.update(s);
+  });
+  const double seconds = progress.seconds();
+  const TaskBatch held_out = held_out_set(c);
+  const Evaluation e = evaluate(model, c, held_out);
+  if (!o.checkpoint.empty()) {
+    TokenClassifier copy = model;
+    write_weights(o.checkpoint, collect_state_dict(copy), checkpoint_metadata(c, e));
+  }
+
+  const TaskInfo& info = task_info(c.task);
+  if (json) {
+    nlohmann::ordered_json doc;
+    doc["task"] = std::string(info.name);
+    doc["config"] = nlohmann::ordered_json::parse(checkpoint_metadata(c, e).at("attn_model"));
+    nlohmann::ordered_json log = nlohmann::ordered_json::array();
+    for (std::size_t i = 0; i < losses.size(); ++i)
+      log.push_back({{"step", i + 1}, {"loss", losses[i]}, {"accuracy", accuracies[i]}});
+    doc["log"] = log;
+    doc["held_out"] = {{"sequences", e.sequences},
+                       {"token_accuracy", e.token_accuracy},
+                       {"sequence_accuracy", e.sequence_accuracy}};
+    doc["seconds"] = seconds;
+    doc["checkpoint"] =
+        o.checkpoint.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(o.checkpoint);
+    std::fputs((doc.dump(2) + "\n").c_str(), stdout);
+    return kExitOk;
+  }
+  const bool ascii = render::choose_palette(false) == render::Palette::ascii;
+  std::string text;
+  if (!o.output.quiet) {
+    text += fmt::format(
+        "attn train  (task {}, tokens {}, vocab {}, layers {}, d-model {}, heads {}, d-ff {}, "
+        "norm {}, steps {}, batch {}, lr {:g}, seed {})\n\n",
+        info.name, c.sizes.tokens, c.sizes.vocab, c.layers, c.d_model, c.heads, c.d_ff, o.norm,
+        c.steps, c.batch, c.lr, c.seed);
+    text += fmt::format("The task: {}.\nA head that solves it attends to {}.\n\n", info.description,
+                        info.pattern);
+    render::CurveOptions curve;
+    curve.title = "Loss on each step's batch (cross-entropy, mean over its tokens)";
+    curve.ascii = ascii;
+    text += render::render_curve(losses, curve) + "\n";
+  }
+  text += fmt::format("Trained {} steps in {:.1f} s ({:.0f} steps/s).\n", c.steps, seconds,
+                      static_cast<double>(c.steps) / std::max(seconds, 1e-9));
+  text += fmt::format(
+      "Held-out set ({} sequences from a stream of their own): {:.2f}% of tokens right,\n"
+      "{:.2f}% of sequences entirely right.\n",
+      e.sequences, 100.0 * e.token_accuracy, 100.0 * e.sequence_accuracy);
+  if (!o.checkpoint.empty())
+    text += fmt::format(
+        "Checkpoint: {} (the book's TransformerEncoder as `encoder`, plus a "
+        "Linear `head`).\n",
+        o.checkpoint);
+  std::fputs(text.c_str(), stdout);
+  return kExitOk;
+}
+
+void setup(CLI::App& app, Context& context) {
+  auto o = std::make_shared<TrainCliOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "train", "train a small encoder on a toy task and watch attention learn (lesson 11)");
+  sub->add_option("--task", o->task, fmt::format("{} (default reverse)", task_words()))
+      ->check(not_empty_validator("--task", "reverse"))
+      ->option_text("NAME");
+  // A whole-number option from `min` to `max`.
+  const auto size = [sub](const char* name, std::size_t& value, const char* help, long long min,
+                          long long max, const char* text) {
+    sub->add_option(name, value, help)->check(whole_number_validator(min, max))->option_text(text);
+  };
+  size("--tokens", o->config.sizes.tokens, "T, tokens per sequence (default 8)", 2, 64, "T");
+  size("--vocab", o->config.sizes.vocab, "V, the letters a.. the task uses (default 8)", 2, 26,
+       "V");
+  size("--layers", o->config.layers, "encoder layers (default 2)", 1, 64, "L");
+  size("--d-model", o->config.d_model, "D, the model width (default 32)", 1, 4096, "D");
+  size("--heads", o->config.heads, "H, heads per layer (default 2)", 1, 256, "H");
+  size("--d-ff", o->config.d_ff, "F, the feed-forward width (default 64)", 1, 16384, "F");
+  sub->add_option("--norm", o->norm, "pre (default, the book) or post (the paper, BERT)")
+      ->check(choice_validator("a norm placement", {"pre", "post"}))
+      ->option_text("pre|post");
+  size("--steps", o->config.steps, "training steps (default 1000)", 1, 10'000'000, "N");
+  size("--batch", o->config.batch, "B, sequences per step (default 32)", 1, 65536, "B");
+  sub->add_option("--lr", o->config.lr, "AdamW's peak learning rate (default 0.003)")
+      ->check(real_validator("a learning rate", 1e-8, 10.0, "0.003"))
+      ->option_text("LR");
+  sub->add_option("--seed", o->config.seed, "the seed of the weights and batches (default 0)")
+      ->check(seed_validator())
+      ->option_text("N");
+  sub->add_option("--save-checkpoint", o->checkpoint,
+                  "write the trained model as FILE.safetensors, its task and sizes in the metadata")
+      ->check(not_empty_validator("--save-checkpoint", "reverse.safetensors"))
+      ->option_text("FILE");
+  add_memory_option(*sub);
+  add_threads_option(*sub);
+  sub->add_option("--format", o->output.format, "text (default) or json: the log and the accuracy")
+      ->transform(enum_validator<render::Format>(
+          "a format", {{"text", render::Format::text}, {"json", render::Format::json}}))
+      ->option_text("text|json");
+  sub->add_flag("--quiet", o->output.quiet, "only the time and the held-out accuracy");
+  sub->callback([o, &context] {
+    o->output.save_weights = o->checkpoint;
+    context.exit_code = run_train(*o);
+  });
+}
+
+const Registration kRegistration{"train", setup};
+
+}  // namespace
+
+}  // namespace attn::cli

@@ -1,0 +1,133 @@
+#include "training.hpp"
+
+#include <cmath>
+
+#include "gradients.hpp"
+#include "optimizer.hpp"
+
+namespace attn {
+
+namespace {
+constexpr std::uint64_t kHeldOutStream = 0x4e1d0ULL;
+constexpr std::uint64_t kBatchStream = 0xba7c4ULL;
+constexpr std::size_t kEvaluationBatch = 256;
+}  // namespace
+
+void check_train_config(const TrainConfig& c) {
+  const auto refuse = [](const char* subject, const std::string& message) {
+    throw Error(ErrorKind::bad_value, "train", message).about(subject);
+  };
+  if (c.sizes.vocab < 2 || c.sizes.vocab > 26)
+    refuse("vocab",
+           fmt::format("{} tokens: the tasks' tokens are letters, give 2 to 26", c.sizes.vocab));
+  if (c.sizes.tokens < 2)
+    refuse("tokens", fmt::format("{} tokens per sequence: give at least 2", c.sizes.tokens));
+  if (c.heads == 0 || c.d_model % c.heads != 0)
+    refuse("heads", fmt::format("{} heads do not divide the width {}: give a divisor of {}",
+                                c.heads, c.d_model, c.d_model));
+  if (!(c.lr > 0.0f) || !std::isfinite(c.lr))
+    refuse("lr",
+           fmt::format("{} is not a learning rate: give a positive number such as 0.003", c.lr));
+  if (!(c.weight_decay >= 0.0f) || !std::isfinite(c.weight_decay))
+    refuse("weight_decay", "the weight decay must be 0 or more, such as 0.01");
+}
+
+MemoryPlan plan_training(const TrainConfig& c) {
+  const EncoderConfig e = model_config(c);
+  const std::size_t parameters =
+      static_cast<std::size_t>(encoder_size(e, true).parameters.value()) +
+      (c.d_model + 1) * task_classes(c.task, c.sizes);
+  MemoryPlan plan = {{"the weights, gradients and AdamW's moments", {4, parameters}, "  D/L"}};
+  for (std::size_t i = 0; i < c.layers; ++i)
+    append(plan, plan_encoder_layer_tape(e, c.batch, c.sizes.tokens));
+  append(plan, plan_embeddings(e, c.batch, c.sizes.tokens));
+  plan.push_back({"the logits and their gradient",
+                  {2, c.batch, c.sizes.tokens, task_classes(c.task, c.sizes)},
+                  " B T"});
+  plan.push_back({"the held-out set", {2, c.held_out, c.sizes.tokens}, "  T", 8});
+  return plan;
+}
+
+EncoderConfig model_config(const TrainConfig& c) {
+  EncoderConfig e;
+  e.hidden_size = c.d_model;
+  e.num_attention_heads = c.heads;
+  e.intermediate_size = c.d_ff;
+  e.num_hidden_layers = c.layers;
+  e.vocab_size = c.sizes.vocab;
+  e.max_position_embeddings = c.sizes.tokens;
+  e.hidden_dropout_prob = 0.0;
+  e.attention_probs_dropout_prob = 0.0;
+  return e;
+}
+
+float learning_rate(const TrainConfig& c, std::size_t step) {
+  const double warm = std::max(1.0, 0.05 * static_cast<double>(c.steps));
+  const double s = static_cast<double>(step);
+  if (s <= warm) return static_cast<float>(c.lr * s / warm);
+  const double progress = (s - warm) / std::max(1.0, static_cast<double>(c.steps) - warm);
+  return static_cast<float>(c.lr * (0.1 + 0.9 * 0.5 * (1.0 + std::cos(M_PI * progress))));
+}
+
+TaskBatch held_out_set(const TrainConfig& c) {
+  Rng rng(c.seed ^ kHeldOutStream);
+  return make_task_batch(c.task, c.sizes, c.held_out, rng);
+}
+
+Evaluation evaluate(const TokenClassifier& model, const TrainConfig& c, const TaskBatch& set) {
+  Evaluation e;
+  e.sequences = set.ids.shape(0);
+  const std::size_t t = set.ids.shape(1);
+  std::size_t right_tokens = 0, right_sequences = 0;
+  for (std::size_t first = 0; first < e.sequences; first += kEvaluationBatch) {
+    const std::size_t n = std::min(kEvaluationBatch, e.sequences - first);
+    Ids ids({n, t}), labels({n, t});
+    std::copy(set.ids.data() + first * t, set.ids.data() + (first + n) * t, ids.data());
+    std::copy(set.labels.data() + first * t, set.labels.data() + (first + n) * t, labels.data());
+    const Tensor3 logits = forward(model.head, forward_tape(model.encoder, ids).output());
+    const std::size_t classes = logits.shape(2);
+    for (std::size_t s = 0; s < n; ++s) {
+      bool all = true;
+      for (std::size_t i = 0; i < t; ++i) {
+        const float* z = logits.data() + (s * t + i) * classes;
+        const auto best = static_cast<std::int64_t>(std::max_element(z, z + classes) - z);
+        const bool right = best == labels(s, i);
+        right_tokens += right;
+        all = all && right;
+      }
+      right_sequences += all;
+    }
+  }
+  e.token_accuracy = static_cast<double>(right_tokens) / static_cast<double>(e.sequences * t);
+  e.sequence_accuracy = static_cast<double>(right_sequences) / static_cast<double>(e.sequences);
+  (void)c;
+  return e;
+}
+
+TokenClassifier train(const TrainConfig& c, const std::function<void(const TrainStep&)>& on_step) {
+  check_train_config(c);
+  check_budget("train", plan_training(c));
+  Rng init(c.seed);
+  TokenClassifier model =
+      init_token_classifier(init, model_config(c), c.norm, task_classes(c.task, c.sizes));
+  TokenClassifier grad = zeros_like(model);
+  const std::vector<ParameterSlot> slots = parameter_slots(model, grad);
+  AdamW adamw;
+  adamw.weight_decay = c.weight_decay;
+  Rng batches(c.seed ^ kBatchStream);
+  for (std::size_t step = 1; step <= c.steps; ++step) {
+    const TaskBatch b = make_task_batch(c.task, c.sizes, c.batch, batches);
+    zero_grad(grad);
+    const TokenClassifierTape tape = forward(model, b.ids, b.labels);
+    backward(model, tape, b.labels, grad);
+    adamw.lr = learning_rate(c, step);
+    adamw.step(slots);
+    if (on_step)
+      on_step({step, tape.loss.loss,
+               static_cast<double>(tape.loss.correct) / static_cast<double>(b.labels.size()),
+               adamw.lr});
+  }
+  return model;
+}
+
+}  // namespace attn

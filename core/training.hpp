@@ -1,0 +1,63 @@
+// `attn train`'s loop: a TokenClassifier on a toy task (core/tasks.hpp), AdamW with a linear
+// warm-up and a cosine decay, a held-out set drawn from its own stream. Everything is seeded:
+// the same options on the same machine and thread count give the same checkpoint bits.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "budget.hpp"
+#include "classifier.hpp"
+#include "tasks.hpp"
+
+namespace attn {
+
+struct TrainConfig {
+  Task task = Task::reverse;
+  TaskSizes sizes;
+  std::size_t layers = 2, d_model = 32, heads = 2, d_ff = 64;
+  NormPlacement norm = NormPlacement::pre;
+  std::size_t steps = 1000, batch = 32;
+  float lr = 3e-3f, weight_decay = 0.01f;
+  std::uint64_t seed = 0;
+  std::size_t held_out = 512;  // sequences in the held-out set
+};
+
+// Throws attn::Error(bad_value) about the option at fault: sizes of 0, H not dividing D, a
+// vocabulary outside 2..26 letters, a learning rate that is not a positive number.
+void check_train_config(const TrainConfig& config);
+// What training holds at its peak, for check_budget: the weights, their gradients and AdamW's two
+// moments; every layer's tape for one batch, and the logits; the held-out set.
+MemoryPlan plan_training(const TrainConfig& config);
+
+// The encoder's config for a TrainConfig: V = the task's tokens, P = T, eps 1e-12 in the
+// embeddings as the book's.
+EncoderConfig model_config(const TrainConfig& config);
+
+struct TrainStep {
+  std::size_t step = 0;   // 1-based
+  double loss = 0.0;      // the batch's mean cross-entropy, before the update
+  double accuracy = 0.0;  // the batch's tokens predicted right, before the update
+  float lr = 0.0f;        // the learning rate the update used
+};
+
+struct Evaluation {
+  double token_accuracy = 0.0;     // every position of every sequence
+  double sequence_accuracy = 0.0;  // sequences with every position right
+  std::size_t sequences = 0;
+};
+
+// The learning rate at `step` (1-based) of `steps`: linear warm-up over the first 5%, then a
+// cosine decay to a tenth.
+float learning_rate(const TrainConfig& config, std::size_t step);
+
+// The held-out set: `config.held_out` sequences from a stream of their own.
+TaskBatch held_out_set(const TrainConfig& config);
+Evaluation evaluate(const TokenClassifier& model, const TrainConfig& config, const TaskBatch& set);
+
+// Trains from PyTorch-style initial weights; `on_step` sees every step (for progress).
+TokenClassifier train(const TrainConfig& config,
+                      const std::function<void(const TrainStep&)>& on_step);
+
+}  // namespace attn
