@@ -15,7 +15,9 @@
 #include "npy.hpp"
 #include "options.hpp"
 #include "shipped.hpp"
+#include "tasks.hpp"
 #include "tokenizer.hpp"
+#include "training.hpp"
 
 namespace attn::cli {
 
@@ -25,7 +27,7 @@ struct EncoderCliOptions {
   render::OutputOptions output;
   const CLI::Option *batch_option = nullptr, *seq_option = nullptr, *vocab_option = nullptr,
                     *special_option = nullptr;
-  std::string config, norm = "pre", text, ids, ids_file, vocab, input, weights;
+  std::string config, norm = "pre", text, ids, ids_file, vocab, input, weights, checkpoint;
   std::size_t d_model = 0, heads = 0, d_ff = 0, layers = 0, max_positions = 0;
   bool no_embeddings = false, add_special_tokens = false;
 };
@@ -119,8 +121,84 @@ void refuse_unused(const CLI::Option* option, bool used, std::string_view why) {
   throw Error("encoder", std::string(why)).about(option->get_name().substr(2));
 }
 
+// A default example for each task: letters a to h, some repeated (histogram counts them).
+constexpr std::string_view kTaskExample = "cabhbgad";
+
+// --checkpoint: the model, its weights and its task from a checkpoint of attn train; --text is
+// then the task's letters.
+void run_checkpoint(EncoderCliOptions& o, Context& context) {
+  lessons::EncoderLessonOptions& l = o.lesson;
+  const std::string path = resolve_checkpoint(o.checkpoint);
+  Metadata metadata;
+  StateDict all;
+  try {
+    all = read_weights(path, &metadata);
+  } catch (const Error& e) {
+    throw Error(e.kind(), e.function(), e.detail()).about("checkpoint");
+  }
+  const TrainConfig c = train_config_from_metadata(metadata, path);
+  l.config = model_config(c);
+  l.config_name = o.checkpoint;
+  l.placement = c.norm;
+  l.weights_name = o.checkpoint;
+  StateDict encoder;
+  for (const auto& [key, value] : all)
+    if (key.starts_with("encoder.")) encoder[key.substr(8)] = value;
+  l.weights = std::move(encoder);
+  lessons::TrainedHead trained;
+  const TaskInfo& info = task_info(c.task);
+  trained.task = info.name;
+  trained.description = info.description;
+  trained.pattern = info.pattern;
+  trained.checkpoint = o.checkpoint;
+  Rng unused(0);
+  trained.head = init_linear(unused, c.d_model, task_classes(c.task, c.sizes), true);
+  visit_parameters(
+      trained.head, "head.", [&](const std::string& key, float* data, const Shape& shape) {
+        const auto it = all.find(key);
+        if (it == all.end() || it->second.shape != shape)
+          throw Error(ErrorKind::bad_file, "checkpoint",
+                      fmt::format("'{}' has no {} of shape {}", path, key, shape_string(shape)))
+              .about("checkpoint");
+        const std::vector<float> values = to_float_vector(it->second);
+        std::copy(values.begin(), values.end(), data);
+      });
+  for (std::size_t k = 0; k < task_classes(c.task, c.sizes); ++k)
+    trained.class_names.push_back(label_text(c.task, c.sizes, static_cast<std::int64_t>(k)));
+  const std::string text =
+      o.text.empty() ? std::string(kTaskExample.substr(0, c.sizes.tokens)) : o.text;
+  std::vector<std::int64_t> ids = parse_task_text(text, c.sizes);
+  if (ids.empty() || ids.size() > c.sizes.tokens)
+    throw Error(ErrorKind::bad_value, "encoder",
+                fmt::format("this checkpoint reads 1 to {} letters, the text has {}: give e.g. "
+                            "--text {}",
+                            c.sizes.tokens, ids.size(), kTaskExample.substr(0, c.sizes.tokens)))
+        .about("text");
+  for (std::int64_t label : task_labels(c.task, c.sizes, ids))
+    trained.expected.push_back(label_text(c.task, c.sizes, label));
+  for (std::int64_t id : ids)
+    l.tokens.push_back(token_text(id));
+  l.ids = {ids};
+  l.trained = std::move(trained);
+  check_outputs(o.output);
+  context.exit_code = publish(lessons::run_encoder(l), o.output, context);
+}
+
 void run(EncoderCliOptions& o, Context& context) {
   lessons::EncoderLessonOptions& l = o.lesson;
+  if (!o.checkpoint.empty()) {
+    const bool other_model = !o.config.empty() || o.d_model != 0 || o.heads != 0 || o.d_ff != 0 ||
+                             o.layers != 0 || o.max_positions != 0 || !o.weights.empty() ||
+                             o.no_embeddings || !o.ids.empty() || !o.ids_file.empty() ||
+                             !o.vocab.empty();
+    if (other_model)
+      throw Error("encoder",
+                  "a checkpoint brings its own model, weights and letters: drop --config, the "
+                  "sizes, --weights, --ids, --ids-file, --vocab and --no-embeddings, and give "
+                  "--text in the task's letters")
+          .about("checkpoint");
+    return run_checkpoint(o, context);
+  }
   if (!o.config.empty()) {
     l.config = resolve_config(o.config);
     l.config_name = o.config;
@@ -297,6 +375,11 @@ void setup(CLI::App& app, Context& context) {
           "N"))
       ->option_text("N");
   add_weights_options(*sub, o->weights, o->output);
+  sub->add_option("--checkpoint", o->checkpoint,
+                  "a trained model from attn train (a .safetensors, or a shipped one: reverse, "
+                  "sort, histogram, previous-token); --text is then its letters")
+      ->check(not_empty_validator("--checkpoint", "reverse"))
+      ->option_text("NAME|FILE");
   add_output_options(*sub, o->output);
   add_heatmap_option(*sub, o->output);
   sub->callback([o, &context] { run(*o, context); });

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -140,6 +141,44 @@ int publish(const lessons::LessonRun& run, const render::OutputOptions& output,
     std::fwrite(line.data(), 1, line.size(), stderr);
   }
   return run.all_checks_passed() ? kExitOk : kExitCheckFailed;
+}
+
+}  // namespace attn::cli
+
+namespace attn::cli {
+
+namespace {
+std::filesystem::path executable_folder() {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::path() : exe.parent_path();
+}
+}  // namespace
+
+std::string resolve_checkpoint(const std::string& name) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(name, ec)) return name;
+  const fs::path dir = executable_folder();
+  std::vector<std::string> shipped;
+  for (const fs::path& folder : {dir / "share" / "attn" / "checkpoints",
+                                 dir.parent_path() / "share" / "attn" / "checkpoints"}) {
+    if (!fs::is_directory(folder, ec)) continue;
+    const fs::path candidate = folder / (name + ".safetensors");
+    if (name.find('/') == std::string::npos && fs::is_regular_file(candidate, ec))
+      return candidate.string();
+    for (const auto& entry : fs::directory_iterator(folder, ec))
+      if (entry.path().extension() == ".safetensors") shipped.push_back(entry.path().stem());
+    break;
+  }
+  std::sort(shipped.begin(), shipped.end());
+  throw Error(ErrorKind::bad_file, "checkpoint",
+              fmt::format("'{}' is neither a file nor a shipped checkpoint: give a .safetensors "
+                          "from attn train, or one of {}",
+                          printable(name),
+                          shipped.empty() ? "(none installed)"
+                                          : fmt::format("{}", fmt::join(shipped, ", "))))
+      .about("checkpoint");
 }
 
 }  // namespace attn::cli

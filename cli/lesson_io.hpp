@@ -34,6 +34,11 @@ void load_weights_option(LessonOptions& lesson, const std::string& path, Context
 // no such file exists. Errors are about "config".
 EncoderConfig resolve_config(const std::string& path);
 
+// --checkpoint: a file, or the name of a shipped checkpoint (reverse, sort, ...: the files in
+// share/attn/checkpoints beside the executable, from data/checkpoints). Errors are about
+// "checkpoint" and list the shipped names.
+std::string resolve_checkpoint(const std::string& name);
+
 // Refuses the outputs that cannot be written (render::check_outputs), before a lesson computes.
 void check_outputs(const render::OutputOptions& output);
 

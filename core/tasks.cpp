@@ -101,11 +101,16 @@ std::vector<std::int64_t> parse_task_text(std::string_view text, const TaskSizes
   for (char c : text) {
     if (c == ' ') continue;
     const int id = c - 'a';
-    if (id < 0 || static_cast<std::size_t>(id) >= sizes.vocab)
-      throw Error(ErrorKind::bad_value, "task_text",
-                  fmt::format("'{}' is not one of the task's {} tokens: use the letters a to {}", c,
-                              sizes.vocab, token_text(static_cast<std::int64_t>(sizes.vocab) - 1)))
+    if (id < 0 || static_cast<std::size_t>(id) >= sizes.vocab) {
+      const auto byte = static_cast<unsigned char>(c);
+      const std::string shown = byte >= 0x20 && byte < 0x7f ? fmt::format("'{}'", c)
+                                                            : fmt::format("the byte {:#04x}", byte);
+      throw Error(
+          ErrorKind::bad_value, "task_text",
+          fmt::format("{} is not one of the task's {} tokens: use the letters a to {}", shown,
+                      sizes.vocab, token_text(static_cast<std::int64_t>(sizes.vocab) - 1)))
           .about("text");
+    }
     ids.push_back(id);
   }
   return ids;

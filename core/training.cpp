@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include <nlohmann/json.hpp>
+
 #include "gradients.hpp"
 #include "optimizer.hpp"
 
@@ -67,6 +69,43 @@ float learning_rate(const TrainConfig& c, std::size_t step) {
   if (s <= warm) return static_cast<float>(c.lr * s / warm);
   const double progress = (s - warm) / std::max(1.0, static_cast<double>(c.steps) - warm);
   return static_cast<float>(c.lr * (0.1 + 0.9 * 0.5 * (1.0 + std::cos(M_PI * progress))));
+}
+
+TrainConfig train_config_from_metadata(const Metadata& metadata, std::string_view name) {
+  const auto damaged = [&](const std::string& why) {
+    return Error(ErrorKind::bad_file, "checkpoint",
+                 fmt::format("'{}' is not a checkpoint of attn train: {}; make one with "
+                             "`attn train --save-checkpoint FILE.safetensors`",
+                             name, why))
+        .about("checkpoint");
+  };
+  const auto it = metadata.find("attn_model");
+  if (it == metadata.end()) throw damaged("its metadata has no attn_model");
+  const nlohmann::json m = nlohmann::json::parse(it->second, nullptr, false);
+  const auto size = [&](const char* key) -> std::size_t {
+    if (!m.is_object() || !m.contains(key) || !m[key].is_number_unsigned())
+      throw damaged(fmt::format("attn_model has no whole number \"{}\"", key));
+    return m[key].get<std::size_t>();
+  };
+  TrainConfig c;
+  const std::string task = m.is_object() ? m.value("task", std::string()) : std::string();
+  const auto known = task_named(task);
+  if (!known) throw damaged(fmt::format("its task '{}' is not one attn knows", task));
+  c.task = *known;
+  c.sizes = {size("vocab"), size("tokens")};
+  c.layers = size("layers");
+  c.d_model = size("d_model");
+  c.heads = size("heads");
+  c.d_ff = size("d_ff");
+  c.norm = m.value("norm", std::string("pre")) == "post" ? NormPlacement::post : NormPlacement::pre;
+  try {
+    check_train_config(c);
+  } catch (const Error& e) {
+    throw damaged(e.detail());
+  }
+  if (size("classes") != task_classes(c.task, c.sizes))
+    throw damaged("its classes do not fit its task");
+  return c;
 }
 
 TaskBatch held_out_set(const TrainConfig& c) {

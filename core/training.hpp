@@ -10,6 +10,7 @@
 #include "budget.hpp"
 #include "classifier.hpp"
 #include "tasks.hpp"
+#include "weights.hpp"
 
 namespace attn {
 
@@ -55,6 +56,10 @@ float learning_rate(const TrainConfig& config, std::size_t step);
 // The held-out set: `config.held_out` sequences from a stream of their own.
 TaskBatch held_out_set(const TrainConfig& config);
 Evaluation evaluate(const TokenClassifier& model, const TrainConfig& config, const TaskBatch& set);
+
+// The model and task a checkpoint's metadata describes (what `attn train --save-checkpoint`
+// writes); throws attn::Error(bad_file) about "checkpoint" when it is missing or damaged.
+TrainConfig train_config_from_metadata(const Metadata& metadata, std::string_view name);
 
 // Trains from PyTorch-style initial weights; `on_step` sees every step (for progress).
 TokenClassifier train(const TrainConfig& config,

@@ -21,6 +21,10 @@ void LessonRun::section(std::string_view name) {
   throw Error("LessonRun::section", fmt::format("lesson {} has no section '{}'", lesson_, name));
 }
 
+void LessonRun::prose(std::string text) {
+  items_.emplace_back(Prose{std::move(text)});
+}
+
 void LessonRun::step(std::string name, std::string title, Array value) {
   items_.emplace_back(Step{std::move(name), std::move(title), std::move(value)});
 }

@@ -76,6 +76,8 @@ class LessonRun {
 
   // The Markdown section `<!-- step: name -->` of the lesson's text.
   void section(std::string_view name);
+  // Prose made by the run itself (Markdown), for text that depends on its inputs.
+  void prose(std::string text);
   void step(std::string name, std::string title, Array value);
   void check(std::string name, bool passed, std::string detail);
   void table(Table table);

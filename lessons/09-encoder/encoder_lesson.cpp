@@ -1,6 +1,7 @@
 // Lesson 09, the encoder. Legend: B batch, T tokens, D model width, H heads, F feed-forward width.
 #include "09-encoder/encoder_lesson.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -185,6 +186,14 @@ LessonRun run_encoder(const EncoderLessonOptions& o) {
   });
 
   run.section(o.placement == NormPlacement::pre ? "intro" : "intro_post");
+  if (o.trained) {
+    run.setting("checkpoint", o.trained->checkpoint);
+    run.section("intro_trained");
+    run.prose(
+        fmt::format("This checkpoint learned the task `{}`: {}. A head that solves it "
+                    "attends to {}.\n",
+                    o.trained->task, o.trained->description, o.trained->pattern));
+  }
   Table norms{"The residual stream: the size of each token's vector (L2 norm)",
               {"after", "mean", "largest"},
               {}};
@@ -261,7 +270,8 @@ LessonRun run_encoder(const EncoderLessonOptions& o) {
     x = s.output;
     add_norm(fmt::format("layer {}", i), x);
   }
-  run.section(c.num_hidden_layers > kMapLayers || c.num_attention_heads > kMapHeads
+  run.section(o.trained ? "attention_maps_trained"
+              : c.num_hidden_layers > kMapLayers || c.num_attention_heads > kMapHeads
                   ? "attention_maps_some"
                   : "attention_maps");
   for (Heatmaps& layer_maps : maps)
@@ -270,6 +280,29 @@ LessonRun run_encoder(const EncoderLessonOptions& o) {
   run.table(std::move(norms));
   run.section("output");
   run.step("output", "the encoder's output: one contextual vector per token", to_array(x));
+  if (o.trained) {
+    // The head on every token of sequence 0: the class with the largest logit.
+    const Tensor3 logits = forward(o.trained->head, x);  // (B,T,C)
+    const std::size_t classes = logits.shape(2);
+    Table t{fmt::format("What the trained model outputs for sequence 0 (its head, Linear({}, {}), "
+                        "on each token)",
+                        d, classes),
+            {"position", "token", "output", "expected"},
+            {}};
+    std::size_t right = 0;
+    for (std::size_t i = 0; i < tokens; ++i) {
+      const float* z = logits.data() + i * classes;
+      const auto best = static_cast<std::size_t>(std::max_element(z, z + classes) - z);
+      const std::string& output = o.trained->class_names.at(best);
+      const std::string& expected = o.trained->expected.at(i);
+      right += output == expected;
+      t.rows.push_back({fmt::format("{}", i), map_labels[i], output,
+                        expected + (output == expected ? "" : "  ✗")});
+    }
+    run.section("trained_output");
+    run.table(std::move(t));
+    run.prose(fmt::format("{} of {} positions right.\n", right, tokens));
+  }
 
   run.section("checks");
   run.check("every hidden state is finite", all_finite(x), "no inf or nan in the output");

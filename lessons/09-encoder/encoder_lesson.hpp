@@ -8,8 +8,18 @@
 #include "config.hpp"
 #include "layer_norm.hpp"
 #include "lesson.hpp"
+#include "linear.hpp"
 
 namespace attn::lessons {
+
+// A checkpoint of `attn train`: its per-token head and what its task asks, to show what the
+// trained encoder outputs beside what it should.
+struct TrainedHead {
+  Linear head;                           // Linear(D, C)
+  std::vector<std::string> class_names;  // C: how each output class prints
+  std::vector<std::string> expected;     // sequence 0's right answer, one per token
+  std::string task, description, pattern, checkpoint;
+};
 
 struct EncoderLessonOptions {
   LessonOptions common;  // seed; batch, seq and --input for hidden-state input (--no-embeddings)
@@ -23,6 +33,7 @@ struct EncoderLessonOptions {
   std::size_t show_layer = 0;
   std::optional<StateDict> weights;
   std::string weights_name;
+  std::optional<TrainedHead> trained;  // --checkpoint
 };
 
 // Lesson 09: the book's encoder, embeddings and a stack of layers, one layer shown step by step.

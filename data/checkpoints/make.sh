@@ -1,0 +1,31 @@
+#!/bin/sh
+# Trains the shipped checkpoints with attn itself and writes manifest.json: the command, the seed,
+# the steps and the held-out accuracy of each. Run from the repository root after building:
+#
+#     data/checkpoints/make.sh build/attn
+#
+# Same machine, same thread count: the same bits (training is seeded and single-threaded here).
+set -eu
+attn=${1:-build/attn}
+out=data/checkpoints
+manifest="$out/manifest.json"
+tmp=$(mktemp)
+trap 'rm -f "$tmp"' EXIT
+printf '{\n  "checkpoints": [\n' > "$tmp"
+first=1
+for task in reverse sort histogram previous-token; do
+  command="attn train --task $task --steps 2000 --seed 0 --threads 1 --save-checkpoint $out/$task.safetensors"
+  # shellcheck disable=SC2086
+  json=$("$attn" ${command#attn } --format json)
+  accuracy=$(printf '%s' "$json" | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["held_out"]["token_accuracy"], d["held_out"]["sequence_accuracy"], round(d["seconds"], 1))')
+  set -- $accuracy
+  [ $first -eq 1 ] || printf ',\n' >> "$tmp"
+  first=0
+  printf '    {"name": "%s", "command": "%s", "seed": 0, "steps": 2000,\n     "held_out_token_accuracy": %s, "held_out_sequence_accuracy": %s, "seconds": %s}' \
+    "$task" "$command" "$1" "$2" "$3" >> "$tmp"
+done
+printf '\n  ]\n}\n' >> "$tmp"
+chmod 644 "$tmp"
+mv "$tmp" "$manifest"
+trap - EXIT
+cat "$manifest"
