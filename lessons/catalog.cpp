@@ -262,6 +262,11 @@ const std::vector<LessonInfo>& catalog() {
          {"config", "d_model", "heads", "d_ff", "layers", "max_positions", "vocab_size",
           "no_embeddings", "norm"},
          encoder_model}}},
+      {10,
+       "backward",
+       "backpropagation through one head, checked; gradients of scaling, LN and residuals",
+       {{"--seed", "12", "--seq", "7", "--d-model", "12"}},
+       {}},
   };
   return lessons;
 }

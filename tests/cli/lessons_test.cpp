@@ -90,7 +90,11 @@ TEST_CASE("json output is one document with every step, check and the parameter 
       CHECK(doc["settings"]["seed"] == 5);
       CHECK(doc["settings"]["batch"] == 2);
       const std::map<std::string, int> parameters = {
-          {"attention", 108}, {"multi-head", 168}, {"layer-norm", 12}, {"feed-forward", 318}};
+          {"attention", 108},
+          {"multi-head", 168},
+          {"layer-norm", 12},
+          {"feed-forward", 318},
+          {"backward", 126}};  // backward: the head's three Linear(6, 6)
       CHECK(doc["parameters"] == (parameters.count(lesson) ? parameters.at(lesson) : 0));
       const auto& steps = doc["steps"];
       REQUIRE(steps.size() >= 3);
