@@ -162,7 +162,9 @@ Table compare_widths(std::uint64_t seed) {
 }  // namespace
 
 LessonRun run_layer_norm(const LayerNormLessonOptions& options) {
-  const auto [batch, tokens, width] = lesson_sizes(options.common);
+  // Plain variables, not a structured binding: clang 14 cannot capture bindings in lambdas.
+  const Sizes3 sizes = lesson_sizes(options.common);
+  const std::size_t batch = sizes.batch, tokens = sizes.seq, width = sizes.d_model;
   const bool seed001 = options.variant == "seed001";
   if (!seed001 && options.variant != "torch") {
     throw Error(
