@@ -585,8 +585,12 @@ class LessonGrader {
                  evidence;
     } else if (!entry.is_object()) {
       outcome.status = TestStatus::error;
-      evidence = fmt::format("the grader's check did not report ({}): tell your instructor\n",
-                             checked.status(check.timeout_seconds));
+      // The check is the instructor's program: its last words help them, never the student.
+      std::string said =
+          checked.err.size() > 600 ? checked.err.substr(checked.err.size() - 600) : checked.err;
+      evidence = fmt::format("the grader's check did not report ({}): tell your instructor\n{}",
+                             checked.status(check.timeout_seconds),
+                             said.empty() ? "" : escape_controls(said) + "\n");
     } else {
       outcome.status = check_passed ? TestStatus::passed : TestStatus::failed;
     }

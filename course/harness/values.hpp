@@ -38,6 +38,7 @@ class Writer {
     bytes_.append(p, sizeof v);
   }
   void append(const void* data, std::size_t size) {
+    if (size == 0) return;  // an empty tensor's data() may be null
     bytes_.append(static_cast<const char*>(data), size);
   }
   const std::string& bytes() const { return bytes_; }
@@ -65,6 +66,7 @@ class Reader {
   }
   void copy(void* out, std::size_t size) {
     need(size);
+    if (size == 0) return;  // an empty tensor's data() may be null, and memcpy may not take it
     std::memcpy(out, data_ + at_, size);
     at_ += size;
   }
