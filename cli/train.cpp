@@ -113,7 +113,11 @@ int run_train(TrainCliOptions& o) {
                   fmt::format("'{}': checkpoints are .safetensors files; name it *.safetensors",
                               o.checkpoint))
           .about("save_checkpoint");
-    render::check_outputs(o.output);
+    try {
+      render::check_outputs(o.output);
+    } catch (const Error& e) {  // the checkpoint is this command's --save-weights
+      throw Error(e.kind(), e.function(), e.detail()).about("save_checkpoint");
+    }
   }
   const bool json = o.output.format == render::Format::json;
   Progress progress(c.steps, !json && !o.output.quiet && isatty(STDERR_FILENO) != 0);
