@@ -151,8 +151,10 @@ void run_checkpoint(EncoderCliOptions& o, Context& context) {
   trained.description = info.description;
   trained.pattern = info.pattern;
   trained.checkpoint = o.checkpoint;
-  Rng unused(0);
-  trained.head = init_linear(unused, c.d_model, task_classes(c.task, c.sizes), true);
+  const std::size_t classes = task_classes(c.task, c.sizes);
+  trained.head.weight = Tensor2::from_shape({classes, c.d_model});  // filled below
+  trained.head.bias = Tensor1::from_shape({classes});
+  trained.head.has_bias = true;
   visit_parameters(
       trained.head, "head.", [&](const std::string& key, float* data, const Shape& shape) {
         const auto it = all.find(key);
@@ -163,7 +165,7 @@ void run_checkpoint(EncoderCliOptions& o, Context& context) {
         const std::vector<float> values = to_float_vector(it->second);
         std::copy(values.begin(), values.end(), data);
       });
-  for (std::size_t k = 0; k < task_classes(c.task, c.sizes); ++k)
+  for (std::size_t k = 0; k < classes; ++k)
     trained.class_names.push_back(label_text(c.task, c.sizes, static_cast<std::int64_t>(k)));
   const std::string text =
       o.text.empty() ? std::string(kTaskExample.substr(0, c.sizes.tokens)) : o.text;

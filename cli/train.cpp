@@ -129,7 +129,7 @@ int run_train(TrainCliOptions& o) {
   });
   const double seconds = progress.seconds();
   const TaskBatch held_out = held_out_set(c);
-  const Evaluation e = evaluate(model, c, held_out);
+  const Evaluation e = evaluate(model, held_out);
   if (!o.checkpoint.empty()) {
     TokenClassifier copy = model;
     write_weights(o.checkpoint, collect_state_dict(copy), checkpoint_metadata(c, e));

@@ -66,27 +66,17 @@ void visit_parameters(EncoderLayer& layer, const std::string& prefix,
 }
 
 EncoderLayerSteps forward(const EncoderLayer& layer, const Tensor3& x) {
+  // The lesson's view of the tape: each sublayer's output.
+  EncoderLayerTape t = forward_tape(layer, x);
   EncoderLayerSteps s;
-  s.input = x;
-  if (layer.placement == NormPlacement::pre) {
-    s.norm_1 = forward(layer.layer_norm_1, x).output;  // (B,T,D)
-    MultiHeadSteps attention = forward(layer.attention, s.norm_1, nullptr);
-    s.attention = std::move(attention.output);
-    s.weights = std::move(attention.weights);
-    s.residual_1 = add(x, s.attention);
-    s.norm_2 = forward(layer.layer_norm_2, s.residual_1).output;
-    s.feed_forward = forward(layer.feed_forward, s.norm_2).output;
-    s.output = add(s.residual_1, s.feed_forward);
-  } else {
-    MultiHeadSteps attention = forward(layer.attention, x, nullptr);
-    s.attention = std::move(attention.output);
-    s.weights = std::move(attention.weights);
-    s.norm_1 = forward(layer.layer_norm_1, add(x, s.attention)).output;
-    s.residual_1 = s.norm_1;
-    s.feed_forward = forward(layer.feed_forward, s.residual_1).output;
-    s.norm_2 = forward(layer.layer_norm_2, add(s.residual_1, s.feed_forward)).output;
-    s.output = s.norm_2;
-  }
+  s.input = std::move(t.input);
+  s.norm_1 = std::move(t.norm_1.output);
+  s.attention = std::move(t.attention.output);
+  s.weights = std::move(t.attention.weights);
+  s.residual_1 = layer.placement == NormPlacement::pre ? std::move(t.sum_1) : s.norm_1;
+  s.norm_2 = std::move(t.norm_2.output);
+  s.feed_forward = std::move(t.feed_forward.output);
+  s.output = std::move(t.output);
   return s;
 }
 
@@ -155,13 +145,9 @@ MemoryPlan plan_encoder_layer(const EncoderConfig& config, std::size_t batch, st
 
 MemoryPlan plan_encoder_layer_temporaries(const EncoderConfig& config, std::size_t batch,
                                           std::size_t tokens) {
-  const std::size_t d = config.hidden_size, heads = config.num_attention_heads;
-  MemoryPlan attention = plan_multi_head(MultiHeadVariant::book, batch, tokens, d, heads);
-  append(attention,
-         plan_multi_head_temporaries(MultiHeadVariant::book, batch, tokens, d, heads, false));
-  MemoryPlan plan = plan_layer_norm(batch, tokens, d);
-  append(plan, larger_of(std::move(attention),
-                         plan_feed_forward(batch, tokens, d, config.intermediate_size)));
+  MemoryPlan plan = plan_encoder_layer_tape(config, batch, tokens);
+  append(plan, plan_multi_head_temporaries(MultiHeadVariant::book, batch, tokens,
+                                           config.hidden_size, config.num_attention_heads, false));
   return plan;
 }
 

@@ -113,7 +113,7 @@ TaskBatch held_out_set(const TrainConfig& c) {
   return make_task_batch(c.task, c.sizes, c.held_out, rng);
 }
 
-Evaluation evaluate(const TokenClassifier& model, const TrainConfig& c, const TaskBatch& set) {
+Evaluation evaluate(const TokenClassifier& model, const TaskBatch& set) {
   Evaluation e;
   e.sequences = set.ids.shape(0);
   const std::size_t t = set.ids.shape(1);
@@ -139,7 +139,6 @@ Evaluation evaluate(const TokenClassifier& model, const TrainConfig& c, const Ta
   }
   e.token_accuracy = static_cast<double>(right_tokens) / static_cast<double>(e.sequences * t);
   e.sequence_accuracy = static_cast<double>(right_sequences) / static_cast<double>(e.sequences);
-  (void)c;
   return e;
 }
 

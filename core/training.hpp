@@ -55,7 +55,7 @@ float learning_rate(const TrainConfig& config, std::size_t step);
 
 // The held-out set: `config.held_out` sequences from a stream of their own.
 TaskBatch held_out_set(const TrainConfig& config);
-Evaluation evaluate(const TokenClassifier& model, const TrainConfig& config, const TaskBatch& set);
+Evaluation evaluate(const TokenClassifier& model, const TaskBatch& set);
 
 // The model and task a checkpoint's metadata describes (what `attn train --save-checkpoint`
 // writes); throws attn::Error(bad_file) about "checkpoint" when it is missing or damaged.

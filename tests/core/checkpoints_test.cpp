@@ -50,7 +50,7 @@ TEST_CASE("every shipped checkpoint gets at least 99% of its held-out tokens rig
     Loaded l = load(name);
     CHECK(std::string(attn::task_info(l.config.task).name) == name);
     l.config.seed = entry["seed"];  // the held-out set's stream
-    const attn::Evaluation e = attn::evaluate(l.model, l.config, attn::held_out_set(l.config));
+    const attn::Evaluation e = attn::evaluate(l.model, attn::held_out_set(l.config));
     CHECK(e.token_accuracy >= 0.99);
     CHECK(e.token_accuracy == Approx(entry["held_out_token_accuracy"].get<double>()).margin(1e-3));
   }
