@@ -21,8 +21,7 @@ EncoderLayer init_encoder_layer(Rng& rng, const EncoderConfig& config, NormPlace
   layer.placement = placement;
   layer.layer_norm_1 = init_layer_norm(config.hidden_size);
   layer.layer_norm_2 = init_layer_norm(config.hidden_size);
-  layer.attention =
-      init_multi_head(rng, MultiHeadVariant::book, config.hidden_size, config.num_attention_heads);
+  layer.attention = init_book_multi_head(rng, config.hidden_size, config.num_attention_heads);
   layer.feed_forward = init_feed_forward(rng, FeedForwardVariant::book, config.hidden_size,
                                          config.intermediate_size, gelu_of(config));
   return layer;

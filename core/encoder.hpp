@@ -27,8 +27,8 @@ inline constexpr float kEmbeddingsLayerNormEps = 1e-12f;  // the book's Embeddin
 struct EncoderLayer {
   NormPlacement placement = NormPlacement::pre;
   LayerNorm layer_norm_1, layer_norm_2;
-  MultiHeadAttention attention;  // the book variant: heads.N.{q,k,v}, output_linear
-  FeedForward feed_forward;      // the book variant: linear_1, gelu, linear_2, dropout
+  BookMultiHead attention;   // heads.N.{q,k,v}, output_linear
+  FeedForward feed_forward;  // the book variant: linear_1, gelu, linear_2, dropout
 };
 
 struct EncoderLayerSteps {

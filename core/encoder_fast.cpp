@@ -597,19 +597,16 @@ std::string_view kernels_name(FastKernels kernels) {
 }
 
 PackedEncoderLayer pack(const EncoderLayer& layer) {
-  const MultiHeadAttention& m = layer.attention;
+  const BookMultiHead& m = layer.attention;
   const FeedForward& ff = layer.feed_forward;
-  if (m.variant != MultiHeadVariant::book || ff.variant != FeedForwardVariant::book) {
-    throw Error(
-        "pack",
-        fmt::format("the fast path runs the book's layer: attention is {}, feed-forward is {}",
-                    variant_name(m.variant), variant_name(ff.variant)));
-  }
-  const std::size_t d = m.d_model, heads = m.heads;
-  if (d == 0 || heads == 0 || m.head_list.size() != heads || d % heads != 0) {
+  if (ff.variant != FeedForwardVariant::book) {
     throw Error("pack",
-                fmt::format("d_model={} with {} heads ({} in the list): expected H heads of D/H", d,
-                            heads, m.head_list.size()));
+                fmt::format("the fast path runs the book's layer: feed-forward is {}, not book",
+                            variant_name(ff.variant)));
+  }
+  const std::size_t d = m.output_linear.weight.shape(0), heads = m.heads.size();
+  if (d == 0 || heads == 0 || d % heads != 0) {
+    throw Error("pack", fmt::format("d_model={} with {} heads: expected H heads of D/H", d, heads));
   }
   const std::size_t hs = d / heads, f = ff.linear_1.weight.shape(0);
   PackedEncoderLayer p;
@@ -621,7 +618,7 @@ PackedEncoderLayer pack(const EncoderLayer& layer) {
   p.qkv_weight.resize(3 * d * d);
   p.qkv_bias.resize(3 * d);
   for (std::size_t h = 0; h < heads; ++h) {
-    const AttentionHead& head = m.head_list[h];
+    const AttentionHead& head = m.heads[h];
     const Linear* parts[3] = {&head.q, &head.k, &head.v};
     for (std::size_t part = 0; part < 3; ++part) {
       check_linear(*parts[part], hs, d, "an attention head's q, k or v");

@@ -1,6 +1,7 @@
 #include "multi_head.hpp"
 
 #include <cmath>
+#include <variant>
 
 #include <xtensor/xview.hpp>
 
@@ -55,23 +56,32 @@ Tensor3 repeat_mask(const Tensor3& mask, std::size_t heads) {
   return out;
 }
 
-struct Projected {
-  Tensor3 queries, keys, values;  // (B,T,H*hs)
-  const Linear* output = nullptr;
+// The forms that project every head at once (seed 004's, fused): one Linear per role.
+struct Roles {
+  const Linear &queries, &keys, &values, &output;
+  std::size_t heads;
+};
+struct GradRoles {
+  Linear &queries, &keys, &values, &output;
 };
 
-// Projections for the variants that compute all heads at once (wide, narrow, fused).
-Projected project(const MultiHeadAttention& m, const Tensor3& x) {
-  if (m.variant == MultiHeadVariant::fused) {
-    return {forward(m.W_Q, x), forward(m.W_K, x), forward(m.W_V, x), &m.W_O};
-  }
-  return {forward(m.toqueries, x), forward(m.tokeys, x), forward(m.tovalues, x), &m.unifyheads};
+Roles roles(const Seed004MultiHead& m) {
+  return {m.toqueries, m.tokeys, m.tovalues, m.unifyheads, m.heads};
+}
+GradRoles roles(Seed004MultiHead& m) {
+  return {m.toqueries, m.tokeys, m.tovalues, m.unifyheads};
+}
+Roles roles(const FusedMultiHead& m) {
+  return {m.W_Q, m.W_K, m.W_V, m.W_O, m.heads};
+}
+GradRoles roles(FusedMultiHead& m) {
+  return {m.W_Q, m.W_K, m.W_V, m.W_O};
 }
 
-void check_input(const MultiHeadAttention& m, const Tensor3& x, const Tensor3* mask) {
-  if (x.shape(2) != m.d_model) {
+void check_input(std::size_t d_model, const Tensor3& x, const Tensor3* mask) {
+  if (x.shape(2) != d_model) {
     throw Error("multi_head", fmt::format("x {} does not fit a layer of width D = {}",
-                                          shape_string_of(x), m.d_model));
+                                          shape_string_of(x), d_model));
   }
   if (mask != nullptr && (mask->shape(0) != x.shape(0) || mask->shape(1) != x.shape(1) ||
                           mask->shape(2) != x.shape(1))) {
@@ -79,6 +89,11 @@ void check_input(const MultiHeadAttention& m, const Tensor3& x, const Tensor3* m
                                           shape_string_of(*mask), shape_string_of(x), x.shape(0),
                                           x.shape(1), x.shape(1)));
   }
+}
+
+void check_grad(std::size_t heads, std::size_t grad_heads) {
+  if (heads != grad_heads)
+    throw Error("multi_head_backward", "the gradient is not a layer of the same form and sizes");
 }
 }  // namespace
 
@@ -121,34 +136,82 @@ std::size_t head_size(MultiHeadVariant variant, std::size_t d_model, std::size_t
   return d_model / heads;
 }
 
+namespace {
+Seed004MultiHead init_seed004(Rng& rng, std::size_t d_model, std::size_t heads, std::size_t hs) {
+  Seed004MultiHead m;
+  m.heads = heads;
+  m.tokeys = init_linear(rng, d_model, hs * heads, false);
+  m.toqueries = init_linear(rng, d_model, hs * heads, false);
+  m.tovalues = init_linear(rng, d_model, hs * heads, false);
+  m.unifyheads = init_linear(rng, hs * heads, d_model, true);
+  return m;
+}
+}  // namespace
+
+BookMultiHead init_book_multi_head(Rng& rng, std::size_t d_model, std::size_t heads) {
+  const std::size_t hs = head_size(MultiHeadVariant::book, d_model, heads);
+  BookMultiHead m;
+  for (std::size_t h = 0; h < heads; ++h)
+    m.heads.push_back(init_attention_head(rng, d_model, hs));
+  m.output_linear = init_linear(rng, d_model, d_model, true);
+  return m;
+}
+
 MultiHeadAttention init_multi_head(Rng& rng, MultiHeadVariant variant, std::size_t d_model,
                                    std::size_t heads) {
   const std::size_t hs = head_size(variant, d_model, heads);
-  MultiHeadAttention m;
-  m.variant = variant;
-  m.d_model = d_model;
-  m.heads = heads;
   switch (variant) {
-    case MultiHeadVariant::wide:
     case MultiHeadVariant::narrow:
-      m.tokeys = init_linear(rng, d_model, hs * heads, false);
-      m.toqueries = init_linear(rng, d_model, hs * heads, false);
-      m.tovalues = init_linear(rng, d_model, hs * heads, false);
-      m.unifyheads = init_linear(rng, hs * heads, d_model, true);
-      break;
+      return NarrowMultiHead{init_seed004(rng, d_model, heads, hs)};
+    case MultiHeadVariant::wide:
+      return WideMultiHead{init_seed004(rng, d_model, heads, hs)};
     case MultiHeadVariant::book:
-      for (std::size_t h = 0; h < heads; ++h)
-        m.head_list.push_back(init_attention_head(rng, d_model, hs));
-      m.output_linear = init_linear(rng, d_model, d_model, true);
-      break;
+      return init_book_multi_head(rng, d_model, heads);
     case MultiHeadVariant::fused:
-      m.W_Q = init_linear(rng, d_model, d_model, false);
-      m.W_K = init_linear(rng, d_model, d_model, false);
-      m.W_V = init_linear(rng, d_model, d_model, false);
-      m.W_O = init_linear(rng, d_model, d_model, false);
       break;
   }
+  FusedMultiHead m;
+  m.heads = heads;
+  m.W_Q = init_linear(rng, d_model, d_model, false);
+  m.W_K = init_linear(rng, d_model, d_model, false);
+  m.W_V = init_linear(rng, d_model, d_model, false);
+  m.W_O = init_linear(rng, d_model, d_model, false);
   return m;
+}
+
+MultiHeadVariant variant_of(const MultiHeadAttention& layer) {
+  constexpr MultiHeadVariant order[] = {MultiHeadVariant::narrow, MultiHeadVariant::wide,
+                                        MultiHeadVariant::book, MultiHeadVariant::fused};
+  return order[layer.index()];
+}
+
+namespace {
+const Linear& output_projection(const Seed004MultiHead& m) {
+  return m.unifyheads;
+}
+const Linear& output_projection(const BookMultiHead& m) {
+  return m.output_linear;
+}
+const Linear& output_projection(const FusedMultiHead& m) {
+  return m.W_O;
+}
+std::size_t heads_of(const Seed004MultiHead& m) {
+  return m.heads;
+}
+std::size_t heads_of(const BookMultiHead& m) {
+  return m.heads.size();
+}
+std::size_t heads_of(const FusedMultiHead& m) {
+  return m.heads;
+}
+}  // namespace
+
+std::size_t model_width(const MultiHeadAttention& layer) {
+  return std::visit([](const auto& m) { return output_projection(m).weight.shape(0); }, layer);
+}
+
+std::size_t head_count(const MultiHeadAttention& layer) {
+  return std::visit([](const auto& m) { return heads_of(m); }, layer);
 }
 
 namespace {
@@ -214,79 +277,47 @@ ModuleSize multi_head_size(MultiHeadVariant variant, std::size_t d_model, std::s
              Count(heads);
 }
 
-void visit_parameters(MultiHeadAttention& m, const ParameterVisitor& visit) {
-  switch (m.variant) {
-    case MultiHeadVariant::wide:
-    case MultiHeadVariant::narrow:
-      visit_parameters(m.tokeys, "tokeys.", visit);
-      visit_parameters(m.toqueries, "toqueries.", visit);
-      visit_parameters(m.tovalues, "tovalues.", visit);
-      visit_parameters(m.unifyheads, "unifyheads.", visit);
-      break;
-    case MultiHeadVariant::book:
-      for (std::size_t h = 0; h < m.head_list.size(); ++h) {
-        visit_parameters(m.head_list[h], fmt::format("heads.{}.", h), visit);
-      }
-      visit_parameters(m.output_linear, "output_linear.", visit);
-      break;
-    case MultiHeadVariant::fused:
-      visit_parameters(m.W_Q, "W_Q.", visit);
-      visit_parameters(m.W_K, "W_K.", visit);
-      visit_parameters(m.W_V, "W_V.", visit);
-      visit_parameters(m.W_O, "W_O.", visit);
-      break;
-  }
+void visit_parameters(Seed004MultiHead& m, const ParameterVisitor& visit) {
+  visit_parameters(m.tokeys, "tokeys.", visit);
+  visit_parameters(m.toqueries, "toqueries.", visit);
+  visit_parameters(m.tovalues, "tovalues.", visit);
+  visit_parameters(m.unifyheads, "unifyheads.", visit);
 }
 
-MultiHeadSteps forward(const MultiHeadAttention& m, const Tensor3& x, const Tensor3* mask) {
-  check_input(m, x, mask);
-  const std::size_t heads = m.heads;
-  MultiHeadSteps s;
-  if (m.variant == MultiHeadVariant::book) {
-    // Each head is its own module on the whole input; torch.cat puts their outputs side by side.
-    std::vector<AttentionSteps> per_head;
-    for (const AttentionHead& head : m.head_list)
-      per_head.push_back(forward(head, x, mask));
-    const std::size_t batch = x.shape(0), tokens = x.shape(1),
-                      hs = per_head.front().output.shape(2);
-    s.queries = Tensor4({batch, heads, tokens, hs});
-    s.keys = s.values = s.queries;
-    s.scores = s.weights = Tensor4({batch, heads, tokens, tokens});
-    s.concatenated = Tensor3({batch, tokens, heads * hs});
-    for (std::size_t h = 0; h < heads; ++h)
-      for (std::size_t b = 0; b < batch; ++b)
-        for (std::size_t t = 0; t < tokens; ++t) {
-          for (std::size_t i = 0; i < hs; ++i) {
-            s.queries(b, h, t, i) = per_head[h].queries(b, t, i);
-            s.keys(b, h, t, i) = per_head[h].keys(b, t, i);
-            s.values(b, h, t, i) = per_head[h].values(b, t, i);
-            s.concatenated(b, t, h * hs + i) = per_head[h].output(b, t, i);
-          }
-          for (std::size_t j = 0; j < tokens; ++j) {
-            s.scores(b, h, t, j) = per_head[h].scaled_scores(b, t, j);
-            s.weights(b, h, t, j) = per_head[h].weights(b, t, j);
-          }
-        }
-    s.output = forward(m.output_linear, s.concatenated);  // (B,T,D)
-    return s;
-  }
-  // wide, narrow, fused: one projection per role, viewed as H heads folded into the batch.
-  const Projected p = project(m, x);
+void visit_parameters(BookMultiHead& m, const ParameterVisitor& visit) {
+  for (std::size_t h = 0; h < m.heads.size(); ++h)
+    visit_parameters(m.heads[h], fmt::format("heads.{}.", h), visit);
+  visit_parameters(m.output_linear, "output_linear.", visit);
+}
+
+void visit_parameters(FusedMultiHead& m, const ParameterVisitor& visit) {
+  visit_parameters(m.W_Q, "W_Q.", visit);
+  visit_parameters(m.W_K, "W_K.", visit);
+  visit_parameters(m.W_V, "W_V.", visit);
+  visit_parameters(m.W_O, "W_O.", visit);
+}
+
+namespace {
+// Seed 004's and the fused form: every role projected once, viewed as H heads folded into the
+// batch.
+MultiHeadSteps forward_all_heads(const Roles& r, const Tensor3& x, const Tensor3* mask) {
+  check_input(r.output.weight.shape(0), x, mask);
+  const std::size_t heads = r.heads;
   const Tensor3 mask_per_head = mask != nullptr ? repeat_mask(*mask, heads) : Tensor3();
   const AttentionSteps a = scaled_dot_product_attention(
-      split_heads(p.queries, heads), split_heads(p.keys, heads), split_heads(p.values, heads),
-      mask != nullptr ? &mask_per_head : nullptr);
+      split_heads(forward(r.queries, x), heads), split_heads(forward(r.keys, x), heads),
+      split_heads(forward(r.values, x), heads), mask != nullptr ? &mask_per_head : nullptr);
+  MultiHeadSteps s;
   s.queries = as_4d(a.queries, heads);
   s.keys = as_4d(a.keys, heads);
   s.values = as_4d(a.values, heads);
   s.scores = as_4d(a.scaled_scores, heads);
   s.weights = as_4d(a.weights, heads);
   s.concatenated = merge_heads(a.output, heads);  // (B*H,T,hs) -> (B,T,H*hs)
-  s.output = forward(*p.output, s.concatenated);  // (B,T,H*hs) -> (B,T,D)
+  s.output = forward(r.output, s.concatenated);   // (B,T,H*hs) -> (B,T,D)
   return s;
 }
 
-namespace {
 // (B,H,T,X) as (B*H,T,X).
 Tensor3 fold_heads(const Tensor4& x) {
   Tensor3 out({x.shape(0) * x.shape(1), x.shape(2), x.shape(3)});
@@ -303,86 +334,166 @@ Tensor3 one_head(const Tensor3& folded, std::size_t heads, std::size_t h) {
               out.data() + b * rows);
   return out;
 }
+
+// The heads' attention backward, every head at once: dQ, dK, dV (B*H,T,hs) from dY through the
+// output projection.
+AttentionGradients backward_heads(const Linear& output, const MultiHeadSteps& s,
+                                  const Tensor3& d_output, Linear& d_output_linear,
+                                  std::size_t heads) {
+  const Tensor3 d_concatenated = backward(output, s.concatenated, d_output, d_output_linear);
+  return attention_backward(fold_heads(s.queries), fold_heads(s.keys), fold_heads(s.values),
+                            fold_heads(s.weights), split_heads(d_concatenated, heads));
+}
+
+Tensor3 backward_all_heads(const Roles& r, const Tensor3& x, const MultiHeadSteps& s,
+                           const Tensor3& d_output, const GradRoles& d) {
+  check_input(r.output.weight.shape(0), x, nullptr);
+  const AttentionGradients g = backward_heads(r.output, s, d_output, d.output, r.heads);
+  Tensor3 d_x = backward(r.queries, x, merge_heads(g.queries, r.heads), d.queries);
+  d_x += backward(r.keys, x, merge_heads(g.keys, r.heads), d.keys);
+  d_x += backward(r.values, x, merge_heads(g.values, r.heads), d.values);
+  return d_x;
+}
 }  // namespace
 
-Tensor3 backward(const MultiHeadAttention& m, const Tensor3& x, const MultiHeadSteps& s,
-                 const Tensor3& d_output, MultiHeadAttention& grad) {
-  check_input(m, x, nullptr);
-  if (grad.variant != m.variant || grad.heads != m.heads || grad.d_model != m.d_model)
-    throw Error("multi_head_backward", "the gradient is not a layer of the same variant and sizes");
-  const std::size_t heads = m.heads;
-  const bool book = m.variant == MultiHeadVariant::book;
-  const bool fused = m.variant == MultiHeadVariant::fused;
-  const Linear& output = book ? m.output_linear : fused ? m.W_O : m.unifyheads;
-  Linear& d_output_linear = book ? grad.output_linear : fused ? grad.W_O : grad.unifyheads;
-  const Tensor3 d_concatenated = backward(output, s.concatenated, d_output, d_output_linear);
-  // Every head at once, folded into the batch: (B*H,T,hs).
+MultiHeadSteps forward(const Seed004MultiHead& m, const Tensor3& x, const Tensor3* mask) {
+  return forward_all_heads(roles(m), x, mask);
+}
+
+MultiHeadSteps forward(const FusedMultiHead& m, const Tensor3& x, const Tensor3* mask) {
+  return forward_all_heads(roles(m), x, mask);
+}
+
+MultiHeadSteps forward(const BookMultiHead& m, const Tensor3& x, const Tensor3* mask) {
+  check_input(m.output_linear.weight.shape(0), x, mask);
+  if (m.heads.empty()) throw Error("multi_head", "the book's layer has no heads");
+  // Each head is its own module on the whole input; torch.cat puts their outputs side by side.
+  const std::size_t heads = m.heads.size();
+  std::vector<AttentionSteps> per_head;
+  for (const AttentionHead& head : m.heads)
+    per_head.push_back(forward(head, x, mask));
+  const std::size_t batch = x.shape(0), tokens = x.shape(1), hs = per_head.front().output.shape(2);
+  MultiHeadSteps s;
+  s.queries = Tensor4({batch, heads, tokens, hs});
+  s.keys = s.values = s.queries;
+  s.scores = s.weights = Tensor4({batch, heads, tokens, tokens});
+  s.concatenated = Tensor3({batch, tokens, heads * hs});
+  for (std::size_t h = 0; h < heads; ++h)
+    for (std::size_t b = 0; b < batch; ++b)
+      for (std::size_t t = 0; t < tokens; ++t) {
+        for (std::size_t i = 0; i < hs; ++i) {
+          s.queries(b, h, t, i) = per_head[h].queries(b, t, i);
+          s.keys(b, h, t, i) = per_head[h].keys(b, t, i);
+          s.values(b, h, t, i) = per_head[h].values(b, t, i);
+          s.concatenated(b, t, h * hs + i) = per_head[h].output(b, t, i);
+        }
+        for (std::size_t j = 0; j < tokens; ++j) {
+          s.scores(b, h, t, j) = per_head[h].scaled_scores(b, t, j);
+          s.weights(b, h, t, j) = per_head[h].weights(b, t, j);
+        }
+      }
+  s.output = forward(m.output_linear, s.concatenated);  // (B,T,D)
+  return s;
+}
+
+Tensor3 backward(const Seed004MultiHead& m, const Tensor3& x, const MultiHeadSteps& s,
+                 const Tensor3& d_output, Seed004MultiHead& grad) {
+  check_grad(m.heads, grad.heads);
+  return backward_all_heads(roles(m), x, s, d_output, roles(grad));
+}
+
+Tensor3 backward(const FusedMultiHead& m, const Tensor3& x, const MultiHeadSteps& s,
+                 const Tensor3& d_output, FusedMultiHead& grad) {
+  check_grad(m.heads, grad.heads);
+  return backward_all_heads(roles(m), x, s, d_output, roles(grad));
+}
+
+Tensor3 backward(const BookMultiHead& m, const Tensor3& x, const MultiHeadSteps& s,
+                 const Tensor3& d_output, BookMultiHead& grad) {
+  check_input(m.output_linear.weight.shape(0), x, nullptr);
+  const std::size_t heads = m.heads.size();
+  check_grad(heads, grad.heads.size());
   const AttentionGradients g =
-      attention_backward(fold_heads(s.queries), fold_heads(s.keys), fold_heads(s.values),
-                         fold_heads(s.weights), split_heads(d_concatenated, heads));
-  if (book) {
-    Tensor3 d_x = xt::zeros<float>(x.shape());
-    for (std::size_t h = 0; h < heads; ++h) {
-      const AttentionHead& head = m.head_list[h];
-      AttentionHead& d_head = grad.head_list[h];
-      d_x += backward(head.q, x, one_head(g.queries, heads, h), d_head.q);
-      d_x += backward(head.k, x, one_head(g.keys, heads, h), d_head.k);
-      d_x += backward(head.v, x, one_head(g.values, heads, h), d_head.v);
-    }
-    return d_x;
+      backward_heads(m.output_linear, s, d_output, grad.output_linear, heads);
+  // Each head's q, k, v saw the whole input: their input gradients add up.
+  Tensor3 d_x = xt::zeros<float>(x.shape());
+  for (std::size_t h = 0; h < heads; ++h) {
+    const AttentionHead& head = m.heads[h];
+    AttentionHead& d_head = grad.heads[h];
+    d_x += backward(head.q, x, one_head(g.queries, heads, h), d_head.q);
+    d_x += backward(head.k, x, one_head(g.keys, heads, h), d_head.k);
+    d_x += backward(head.v, x, one_head(g.values, heads, h), d_head.v);
   }
-  const auto role = [&](const Linear& fused_role, const Linear& split_role) -> const Linear& {
-    return fused ? fused_role : split_role;
-  };
-  Linear& d_queries = fused ? grad.W_Q : grad.toqueries;
-  Linear& d_keys = fused ? grad.W_K : grad.tokeys;
-  Linear& d_values = fused ? grad.W_V : grad.tovalues;
-  Tensor3 d_x = backward(role(m.W_Q, m.toqueries), x, merge_heads(g.queries, heads), d_queries);
-  d_x += backward(role(m.W_K, m.tokeys), x, merge_heads(g.keys, heads), d_keys);
-  d_x += backward(role(m.W_V, m.tovalues), x, merge_heads(g.values, heads), d_values);
   return d_x;
 }
 
-Tensor3d forward_float64(const MultiHeadAttention& m, const Tensor3& x, const Tensor3* mask) {
-  check_input(m, x, mask);
-  const std::size_t heads = m.heads;
-  if (m.variant == MultiHeadVariant::book) {
-    const std::size_t hs = m.head_list.front().k.weight.shape(0);
-    Tensor3d concatenated({x.shape(0), x.shape(1), heads * hs});  // torch.cat of the heads
-    for (std::size_t h = 0; h < heads; ++h) {
-      const Tensor3d y = forward_float64(m.head_list[h], x, mask);  // (B,T,hs)
-      xt::view(concatenated, xt::all(), xt::all(), xt::range(h * hs, (h + 1) * hs)) = y;
-    }
-    return forward_float64(m.output_linear, concatenated);
-  }
+void visit_parameters(MultiHeadAttention& layer, const ParameterVisitor& visit) {
+  std::visit([&](auto& m) { visit_parameters(m, visit); }, layer);
+}
+
+MultiHeadSteps forward(const MultiHeadAttention& layer, const Tensor3& x, const Tensor3* mask) {
+  return std::visit([&](const auto& m) { return forward(m, x, mask); }, layer);
+}
+
+Tensor3 backward(const MultiHeadAttention& layer, const Tensor3& x, const MultiHeadSteps& steps,
+                 const Tensor3& d_output, MultiHeadAttention& grad) {
+  if (grad.index() != layer.index())
+    throw Error("multi_head_backward", "the gradient is not a layer of the same form and sizes");
+  return std::visit(
+      [&](const auto& m) {
+        using Form = std::decay_t<decltype(m)>;
+        return backward(m, x, steps, d_output, std::get<Form>(grad));
+      },
+      layer);
+}
+
+namespace {
+Tensor3d forward_float64_all_heads(const Roles& r, const Tensor3& x, const Tensor3* mask) {
+  const std::size_t heads = r.heads;
   const Tensor3d x64 = xt::cast<double>(x);
-  const bool fused = m.variant == MultiHeadVariant::fused;
-  const Tensor3d queries = forward_float64(fused ? m.W_Q : m.toqueries, x64);  // (B,T,H*hs)
-  const Tensor3d keys = forward_float64(fused ? m.W_K : m.tokeys, x64);
-  const Tensor3d values = forward_float64(fused ? m.W_V : m.tovalues, x64);
+  const Tensor3d queries = forward_float64(r.queries, x64);  // (B,T,H*hs)
+  const Tensor3d keys = forward_float64(r.keys, x64);
+  const Tensor3d values = forward_float64(r.values, x64);
   const Tensor3 mask_per_head = mask != nullptr ? repeat_mask(*mask, heads) : Tensor3();
   const double divisor = std::sqrt(static_cast<double>(queries.shape(2) / heads));  // √hs
   const Tensor3d y = attention_float64(split_heads(queries, heads), split_heads(keys, heads),
                                        split_heads(values, heads), divisor,
                                        mask != nullptr ? &mask_per_head : nullptr);
-  return forward_float64(fused ? m.W_O : m.unifyheads,
-                         merge_heads(y, heads));  // (B,T,H*hs) -> (B,T,D)
+  return forward_float64(r.output, merge_heads(y, heads));  // (B,T,H*hs) -> (B,T,D)
 }
 
-Tensor3 forward_with_seed001_bug(const MultiHeadAttention& m, const Tensor3& x,
-                                 const Tensor3* mask) {
-  if (m.variant != MultiHeadVariant::fused) {
-    throw Error("forward_with_seed001_bug",
-                fmt::format("the bug is seed 001's, in the fused variant, not {}",
-                            variant_name(m.variant)));
+Tensor3d forward_float64_form(const Seed004MultiHead& m, const Tensor3& x, const Tensor3* mask) {
+  return forward_float64_all_heads(roles(m), x, mask);
+}
+
+Tensor3d forward_float64_form(const FusedMultiHead& m, const Tensor3& x, const Tensor3* mask) {
+  return forward_float64_all_heads(roles(m), x, mask);
+}
+
+Tensor3d forward_float64_form(const BookMultiHead& m, const Tensor3& x, const Tensor3* mask) {
+  const std::size_t heads = m.heads.size(), hs = m.heads.front().k.weight.shape(0);
+  Tensor3d concatenated({x.shape(0), x.shape(1), heads * hs});  // torch.cat of the heads
+  for (std::size_t h = 0; h < heads; ++h) {
+    const Tensor3d y = forward_float64(m.heads[h], x, mask);  // (B,T,hs)
+    xt::view(concatenated, xt::all(), xt::all(), xt::range(h * hs, (h + 1) * hs)) = y;
   }
-  check_input(m, x, mask);
-  const Projected p = project(m, x);
+  return forward_float64(m.output_linear, concatenated);
+}
+}  // namespace
+
+Tensor3d forward_float64(const MultiHeadAttention& layer, const Tensor3& x, const Tensor3* mask) {
+  check_input(model_width(layer), x, mask);
+  return std::visit([&](const auto& m) { return forward_float64_form(m, x, mask); }, layer);
+}
+
+Tensor3 forward_with_seed001_bug(const FusedMultiHead& m, const Tensor3& x, const Tensor3* mask) {
+  check_input(m.W_O.weight.shape(0), x, mask);
   const Tensor3 mask_per_head = mask != nullptr ? repeat_mask(*mask, m.heads) : Tensor3();
-  const Tensor3 keys = split_heads(p.keys, m.heads);
-  const AttentionSteps a = scaled_dot_product_attention(split_heads(p.queries, m.heads), keys, keys,
-                                                        mask != nullptr ? &mask_per_head : nullptr);
-  return forward(*p.output, merge_heads(a.output, m.heads));  // attention_weights @ key
+  const Tensor3 keys = split_heads(forward(m.W_K, x), m.heads);
+  const AttentionSteps a =
+      scaled_dot_product_attention(split_heads(forward(m.W_Q, x), m.heads), keys, keys,
+                                   mask != nullptr ? &mask_per_head : nullptr);
+  return forward(m.W_O, merge_heads(a.output, m.heads));  // attention_weights @ key
 }
 
 MemoryPlan plan_multi_head(MultiHeadVariant variant, std::size_t batch, std::size_t tokens,
@@ -475,22 +586,17 @@ std::vector<LayerInfo> trace_multi_head(MultiHeadVariant variant, std::size_t d_
   return trace.layers();
 }
 
-MultiHeadAttention stack_book_heads(const MultiHeadAttention& book) {
-  if (book.variant != MultiHeadVariant::book) {
-    throw Error("stack_book_heads",
-                fmt::format("expected the book variant, got {}", variant_name(book.variant)));
-  }
-  const std::size_t d = book.d_model, hs = d / book.heads;
-  MultiHeadAttention fused;
-  fused.variant = MultiHeadVariant::fused;
-  fused.d_model = d;
-  fused.heads = book.heads;
+FusedMultiHead stack_book_heads(const BookMultiHead& book) {
+  const std::size_t d = book.output_linear.weight.shape(0), heads = book.heads.size(),
+                    hs = d / heads;
+  FusedMultiHead fused;
+  fused.heads = heads;
   auto stack = [&](auto member) {
     Linear l{Tensor2({d, d}), Tensor1({0}), false};
-    for (std::size_t h = 0; h < book.heads; ++h)
+    for (std::size_t h = 0; h < heads; ++h)
       for (std::size_t r = 0; r < hs; ++r)
         for (std::size_t c = 0; c < d; ++c)
-          l.weight(h * hs + r, c) = (book.head_list[h].*member).weight(r, c);
+          l.weight(h * hs + r, c) = (book.heads[h].*member).weight(r, c);
     return l;
   };
   fused.W_Q = stack(&AttentionHead::q);

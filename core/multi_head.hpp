@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "attention.hpp"
@@ -37,15 +38,34 @@ struct MultiHeadSteps {
   Tensor3 output;        // (B,T,D) after the output projection
 };
 
-// Every variant's weights in one struct; which members are used depends on `variant`.
-struct MultiHeadAttention {
-  MultiHeadVariant variant = MultiHeadVariant::book;
-  std::size_t d_model = 0, heads = 0;
-  Linear tokeys, toqueries, tovalues, unifyheads;  // wide, narrow
-  std::vector<AttentionHead> head_list;            // book: heads.N
-  Linear output_linear;                            // book
-  Linear W_Q, W_K, W_V, W_O;                       // fused
+// Seed 004's class: one projection per role, H*hs wide, cut into H heads; unifyheads joins them.
+// Narrow and wide are this class at two sizes, kept as two types so that a layer says which it is.
+struct Seed004MultiHead {
+  std::size_t heads = 0;
+  Linear tokeys, toqueries, tovalues, unifyheads;
 };
+struct NarrowMultiHead : Seed004MultiHead {};  // hs = D / H
+struct WideMultiHead : Seed004MultiHead {};    // hs = D
+
+// The book's class: a module per head, each with its own q, k, v (with biases), on the whole input.
+struct BookMultiHead {
+  std::vector<AttentionHead> heads;  // heads.N
+  Linear output_linear;
+};
+
+// Seed 001's class: W_Q, W_K, W_V, W_O, all D x D without bias; one projection viewed as H heads.
+struct FusedMultiHead {
+  std::size_t heads = 0;
+  Linear W_Q, W_K, W_V, W_O;
+};
+
+using MultiHeadAttention =
+    std::variant<NarrowMultiHead, WideMultiHead, BookMultiHead, FusedMultiHead>;
+
+MultiHeadVariant variant_of(const MultiHeadAttention& layer);
+// D, H of a layer, read off its weights.
+std::size_t model_width(const MultiHeadAttention& layer);
+std::size_t head_count(const MultiHeadAttention& layer);
 
 // hs for a variant: D for wide, D / H otherwise. Throws attn::Error when H does not divide D
 // (narrow, book, fused) or a size is 0.
@@ -53,23 +73,42 @@ std::size_t head_size(MultiHeadVariant variant, std::size_t d_model, std::size_t
 
 MultiHeadAttention init_multi_head(Rng& rng, MultiHeadVariant variant, std::size_t d_model,
                                    std::size_t heads);
+BookMultiHead init_book_multi_head(Rng& rng, std::size_t d_model, std::size_t heads);
 Module describe_multi_head(MultiHeadVariant variant, std::size_t d_model, std::size_t heads);
 // describe_multi_head's size, from one head for the book variant (whose tree has a module per
 // head): for a memory budget without building the tree.
 ModuleSize multi_head_size(MultiHeadVariant variant, std::size_t d_model, std::size_t heads);
+
+// Each form's parameters, forward and backward. x (B,T,D); mask (B,T,T) additive or null.
+// backward(layer, x, steps, dY, grad) is the backward of forward(layer, x, mask) from its steps
+// (the mask is in the weights: a masked key has weight 0 and gets no gradient). It returns dX and
+// adds every parameter's gradient into `grad`, a layer of the same form and sizes.
+void visit_parameters(Seed004MultiHead& layer, const ParameterVisitor& visit);
+MultiHeadSteps forward(const Seed004MultiHead& layer, const Tensor3& x, const Tensor3* mask);
+Tensor3 backward(const Seed004MultiHead& layer, const Tensor3& x, const MultiHeadSteps& steps,
+                 const Tensor3& d_output, Seed004MultiHead& grad);
+
+void visit_parameters(BookMultiHead& layer, const ParameterVisitor& visit);
+MultiHeadSteps forward(const BookMultiHead& layer, const Tensor3& x, const Tensor3* mask);
+Tensor3 backward(const BookMultiHead& layer, const Tensor3& x, const MultiHeadSteps& steps,
+                 const Tensor3& d_output, BookMultiHead& grad);
+
+void visit_parameters(FusedMultiHead& layer, const ParameterVisitor& visit);
+MultiHeadSteps forward(const FusedMultiHead& layer, const Tensor3& x, const Tensor3* mask);
+Tensor3 backward(const FusedMultiHead& layer, const Tensor3& x, const MultiHeadSteps& steps,
+                 const Tensor3& d_output, FusedMultiHead& grad);
+
+// Any form: the calls above for the form the layer holds (`grad` must hold the same form).
 void visit_parameters(MultiHeadAttention& layer, const ParameterVisitor& visit);
-// x (B,T,D); mask (B,T,T) additive or null.
 MultiHeadSteps forward(const MultiHeadAttention& layer, const Tensor3& x, const Tensor3* mask);
-// The backward of forward(layer, x, mask) from its steps (the mask is in the weights: a masked
-// key has weight 0 and gets no gradient). Returns dX and adds every parameter's gradient into
-// `grad`, a layer of the same variant and sizes.
 Tensor3 backward(const MultiHeadAttention& layer, const Tensor3& x, const MultiHeadSteps& steps,
                  const Tensor3& d_output, MultiHeadAttention& grad);
+
 // The output of forward() computed in float64 from the float32 weights and x: the output without
 // float32's round-off, for checks that compare two float32 results.
 Tensor3d forward_float64(const MultiHeadAttention& layer, const Tensor3& x, const Tensor3* mask);
-// Seed 001's bug: `attention_weights @ key` instead of `@ value` (fused variant only).
-Tensor3 forward_with_seed001_bug(const MultiHeadAttention& layer, const Tensor3& x,
+// Seed 001's bug: `attention_weights @ key` instead of `@ value`.
+Tensor3 forward_with_seed001_bug(const FusedMultiHead& layer, const Tensor3& x,
                                  const Tensor3* mask);
 // For a memory budget (core/budget.hpp) on x (B,T,D): MultiHeadSteps' tensors; what forward()
 // holds beside them at its peak (the heads' own steps it gathers them from, the projections, the
@@ -88,6 +127,6 @@ std::vector<LayerInfo> trace_multi_head(MultiHeadVariant variant, std::size_t d_
 
 // The fused layer that computes the same function as a book layer whose biases are zero: each
 // W_Q/W_K/W_V stacks the heads' weights, W_O is output_linear's weight.
-MultiHeadAttention stack_book_heads(const MultiHeadAttention& book);
+FusedMultiHead stack_book_heads(const BookMultiHead& book);
 
 }  // namespace attn

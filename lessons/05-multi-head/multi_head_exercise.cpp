@@ -82,66 +82,22 @@ Tensor3 merge_heads(const Tensor4& y) {
   // END SOLUTION
 }
 
-MultiHeadSteps forward(const MultiHeadAttention& layer, const Tensor3& x, const Tensor3* mask) {
-  // TODO(lesson 05): multi-head attention for any of the four variants, every member of
-  // MultiHeadSteps filled: Q, K, V are x's projections cut into H heads (toqueries, tokeys,
-  // tovalues for wide and narrow, W_Q, W_K, W_V for fused; book: head h's own q, k, v give head h),
-  // each head attends on its own with softmax(Q Kᵀ / sqrt(hs) + mask), and the heads' outputs,
-  // side by side, go through the variant's output Linear (unifyheads, W_O or output_linear).
-  // x (B,T,D), mask (B,T,T) additive or null, the same for every head -> Q, K, V (B,H,T,hs),
-  // scores and weights (B,H,T,T), concatenated (B,T,H*hs), output (B,T,D). Throws
-  // std::invalid_argument when x is not D wide, the mask is not (B,T,T), or book's head_list does
-  // not hold H heads. PyTorch: weights = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(hs)
-  // + mask[:, None], dim=-1); output = W_O((weights @ V).transpose(1, 2).reshape(B, T, H * hs))
+void attend(MultiHeadSteps& steps, const Tensor3* mask, const Linear& output) {
+  // TODO(lesson 05): what every form shares once steps.queries, keys and values (B,H,T,hs) are
+  // filled: each head attends on its own with softmax(Q Kᵀ / sqrt(hs) + mask), the heads' outputs
+  // go side by side and through `output`, the form's output Linear. Fills steps.scores and
+  // steps.weights (B,H,T,T), steps.concatenated (B,T,H*hs) and steps.output (B,T,D). The mask
+  // (B,T,T), additive or null, is the same for every head. PyTorch: weights = torch.softmax(
+  // Q @ K.transpose(-2, -1) / math.sqrt(hs) + mask[:, None], dim=-1);
+  // output = W_O((weights @ V).transpose(1, 2).reshape(B, T, H * hs))
   // BEGIN SOLUTION
-  const std::size_t batch = x.shape(0), tokens = x.shape(1), heads = layer.heads;
-  if (x.shape(2) != layer.d_model) {
-    throw std::invalid_argument(fmt::format("forward: x {} does not fit a layer of width D = {}",
-                                            shape_string_of(x), layer.d_model));
-  }
+  const std::size_t batch = steps.keys.shape(0), heads = steps.keys.shape(1),
+                    tokens = steps.keys.shape(2), size = steps.keys.shape(3);
   if (mask != nullptr &&
       (mask->shape(0) != batch || mask->shape(1) != tokens || mask->shape(2) != tokens)) {
-    throw std::invalid_argument(
-        fmt::format("forward: mask {} does not fit x {}: expected ({}, {}, {})",
-                    shape_string_of(*mask), shape_string_of(x), batch, tokens, tokens));
+    throw std::invalid_argument(fmt::format("attend: mask {} does not fit ({}, {}, {})",
+                                            shape_string_of(*mask), batch, tokens, tokens));
   }
-  MultiHeadSteps steps;
-  const Linear* output_projection = nullptr;
-  if (layer.variant == MultiHeadVariant::book) {
-    if (layer.head_list.size() != heads) {
-      throw std::invalid_argument(fmt::format("forward: {} heads in head_list, expected {}",
-                                              layer.head_list.size(), heads));
-    }
-    // Head h's own q, k, v Linears fill slice h of the (B,H,T,hs) tensors.
-    const std::size_t size = layer.head_list.front().q.weight.shape(0);
-    steps.queries = Tensor4({batch, heads, tokens, size});
-    steps.keys = steps.values = steps.queries;
-    for (std::size_t h = 0; h < heads; ++h) {
-      const AttentionHead& head = layer.head_list[h];
-      const Tensor3 q = attn::forward(head.q, x), k = attn::forward(head.k, x),
-                    v = attn::forward(head.v, x);
-      for (std::size_t b = 0; b < batch; ++b) {
-        for (std::size_t t = 0; t < tokens; ++t) {
-          for (std::size_t i = 0; i < size; ++i) {
-            steps.queries(b, h, t, i) = q(b, t, i);
-            steps.keys(b, h, t, i) = k(b, t, i);
-            steps.values(b, h, t, i) = v(b, t, i);
-          }
-        }
-      }
-    }
-    output_projection = &layer.output_linear;
-  } else {
-    const bool fused = layer.variant == MultiHeadVariant::fused;
-    steps.queries =
-        split_heads(attn::forward(fused ? layer.W_Q : layer.toqueries, x), heads);  // (B,H,T,hs)
-    steps.keys =
-        split_heads(attn::forward(fused ? layer.W_K : layer.tokeys, x), heads);  // (B,H,T,hs)
-    steps.values =
-        split_heads(attn::forward(fused ? layer.W_V : layer.tovalues, x), heads);  // (B,H,T,hs)
-    output_projection = fused ? &layer.W_O : &layer.unifyheads;
-  }
-  const std::size_t size = steps.keys.shape(3);
   const float root = std::sqrt(static_cast<float>(size));
   steps.scores = Tensor4({batch, heads, tokens, tokens});  // (B,H,T,hs) @ (B,H,hs,T) -> (B,H,T,T)
   for (std::size_t b = 0; b < batch; ++b) {
@@ -170,8 +126,82 @@ MultiHeadSteps forward(const MultiHeadAttention& layer, const Tensor3& x, const 
       }
     }
   }
-  steps.concatenated = merge_heads(per_head);                            // (B,T,H*hs)
-  steps.output = attn::forward(*output_projection, steps.concatenated);  // (B,T,H*hs) -> (B,T,D)
+  steps.concatenated = merge_heads(per_head);                // (B,T,H*hs)
+  steps.output = attn::forward(output, steps.concatenated);  // (B,T,H*hs) -> (B,T,D)
+  // END SOLUTION
+}
+
+MultiHeadSteps forward(const Seed004MultiHead& layer, const Tensor3& x, const Tensor3* mask) {
+  // TODO(lesson 05): seed 004's class (narrow and wide): Q, K, V are x's projections by
+  // toqueries, tokeys and tovalues, each cut into layer.heads heads; then attend() with
+  // unifyheads. Throws std::invalid_argument when x is not D wide (D = unifyheads' output size)
+  // or the mask is not (B,T,T). PyTorch: queries = self.toqueries(x).view(B, T, H, hs)
+  // .transpose(1, 2)
+  // BEGIN SOLUTION
+  if (x.shape(2) != layer.unifyheads.weight.shape(0)) {
+    throw std::invalid_argument(fmt::format("forward: x {} does not fit a layer of width D = {}",
+                                            shape_string_of(x), layer.unifyheads.weight.shape(0)));
+  }
+  MultiHeadSteps steps;
+  steps.queries = split_heads(attn::forward(layer.toqueries, x), layer.heads);  // (B,H,T,hs)
+  steps.keys = split_heads(attn::forward(layer.tokeys, x), layer.heads);
+  steps.values = split_heads(attn::forward(layer.tovalues, x), layer.heads);
+  attend(steps, mask, layer.unifyheads);
+  return steps;
+  // END SOLUTION
+}
+
+MultiHeadSteps forward(const FusedMultiHead& layer, const Tensor3& x, const Tensor3* mask) {
+  // TODO(lesson 05): seed 001's class: Q, K, V are x's projections by W_Q, W_K and W_V, each cut
+  // into layer.heads heads; then attend() with W_O. Throws std::invalid_argument when x is not D
+  // wide or the mask is not (B,T,T). PyTorch: query = self.W_Q(q).view(B, -1, self.h, self.d_k)
+  // .transpose(1, 2)
+  // BEGIN SOLUTION
+  if (x.shape(2) != layer.W_O.weight.shape(0)) {
+    throw std::invalid_argument(fmt::format("forward: x {} does not fit a layer of width D = {}",
+                                            shape_string_of(x), layer.W_O.weight.shape(0)));
+  }
+  MultiHeadSteps steps;
+  steps.queries = split_heads(attn::forward(layer.W_Q, x), layer.heads);  // (B,H,T,hs)
+  steps.keys = split_heads(attn::forward(layer.W_K, x), layer.heads);
+  steps.values = split_heads(attn::forward(layer.W_V, x), layer.heads);
+  attend(steps, mask, layer.W_O);
+  return steps;
+  // END SOLUTION
+}
+
+MultiHeadSteps forward(const BookMultiHead& layer, const Tensor3& x, const Tensor3* mask) {
+  // TODO(lesson 05): the book's class: head h's own q, k, v Linears give slice h of Q, K, V
+  // (B,H,T,hs); then attend() with output_linear. Throws std::invalid_argument when the layer has
+  // no heads, x is not D wide (D = output_linear's output size) or the mask is not (B,T,T).
+  // PyTorch: torch.cat([h(x) for h in self.heads], dim=-1), each head h(x) attending on its own
+  // BEGIN SOLUTION
+  if (layer.heads.empty()) throw std::invalid_argument("forward: the layer has no heads");
+  if (x.shape(2) != layer.output_linear.weight.shape(0)) {
+    throw std::invalid_argument(fmt::format("forward: x {} does not fit a layer of width D = {}",
+                                            shape_string_of(x),
+                                            layer.output_linear.weight.shape(0)));
+  }
+  const std::size_t batch = x.shape(0), tokens = x.shape(1), heads = layer.heads.size();
+  const std::size_t size = layer.heads.front().q.weight.shape(0);
+  MultiHeadSteps steps;
+  steps.queries = Tensor4({batch, heads, tokens, size});
+  steps.keys = steps.values = steps.queries;
+  for (std::size_t h = 0; h < heads; ++h) {
+    const AttentionHead& head = layer.heads[h];
+    const Tensor3 q = attn::forward(head.q, x), k = attn::forward(head.k, x),
+                  v = attn::forward(head.v, x);
+    for (std::size_t b = 0; b < batch; ++b) {
+      for (std::size_t t = 0; t < tokens; ++t) {
+        for (std::size_t i = 0; i < size; ++i) {
+          steps.queries(b, h, t, i) = q(b, t, i);
+          steps.keys(b, h, t, i) = k(b, t, i);
+          steps.values(b, h, t, i) = v(b, t, i);
+        }
+      }
+    }
+  }
+  attend(steps, mask, layer.output_linear);
   return steps;
   // END SOLUTION
 }

@@ -24,8 +24,15 @@ Tensor4 split_heads(const Tensor3& x, std::size_t heads);
 // (B,H,T,hs) -> (B,T,H*hs), torch's y.transpose(1,2).reshape(B,T,H*hs): the heads side by side.
 Tensor3 merge_heads(const Tensor4& y);
 
-// x (B,T,D), mask (B,T,T) additive or null, for any of the four variants. Fills every member of
-// MultiHeadSteps: per head Q Kᵀ / sqrt(hs) + mask, softmax, @ V, then merged and projected.
-MultiHeadSteps forward(const MultiHeadAttention& layer, const Tensor3& x, const Tensor3* mask);
+// What every form shares once Q, K, V (B,H,T,hs) are in `steps`: per head Q Kᵀ / sqrt(hs) + mask,
+// softmax, @ V, the heads merged and projected by `output`. Fills steps.scores, weights,
+// concatenated and output. mask (B,T,T) additive or null, the same for every head.
+void attend(MultiHeadSteps& steps, const Tensor3* mask, const Linear& output);
+
+// x (B,T,D), mask (B,T,T) additive or null, for each form: Q, K, V from the form's projections,
+// then attend(). Seed 004's class covers narrow and wide, the same code at two sizes.
+MultiHeadSteps forward(const Seed004MultiHead& layer, const Tensor3& x, const Tensor3* mask);
+MultiHeadSteps forward(const BookMultiHead& layer, const Tensor3& x, const Tensor3* mask);
+MultiHeadSteps forward(const FusedMultiHead& layer, const Tensor3& x, const Tensor3* mask);
 
 }  // namespace attn::exercise

@@ -43,38 +43,39 @@ attn::Linear linear(const std::string& name, const std::string& which, bool bias
                       bias ? given<1>(name, which + "_bias") : attn::Tensor1(), bias};
 }
 
-// The fixture's weights in the variant's members: W_Q..W_O, toqueries..unifyheads, or heads + output_linear.
-MultiHeadAttention layer_of(const std::string& name, MultiHeadVariant variant, std::size_t d_model,
-                            std::size_t heads) {
-  MultiHeadAttention layer;
-  layer.variant = variant;
-  layer.d_model = d_model;
-  layer.heads = heads;
+// The fixture's weights in the form's members: W_Q..W_O, toqueries..unifyheads, or heads +
+// output_linear.
+MultiHeadAttention layer_of(const std::string& name, MultiHeadVariant variant, std::size_t heads) {
   switch (variant) {
     case MultiHeadVariant::fused:
-      layer.W_Q = linear(name, "W_Q", false);
-      layer.W_K = linear(name, "W_K", false);
-      layer.W_V = linear(name, "W_V", false);
-      layer.W_O = linear(name, "W_O", false);
-      break;
+      return attn::FusedMultiHead{heads, linear(name, "W_Q", false), linear(name, "W_K", false),
+                                  linear(name, "W_V", false), linear(name, "W_O", false)};
     case MultiHeadVariant::wide:
-    case MultiHeadVariant::narrow:
-      layer.toqueries = linear(name, "toqueries", false);
-      layer.tokeys = linear(name, "tokeys", false);
-      layer.tovalues = linear(name, "tovalues", false);
-      layer.unifyheads = linear(name, "unifyheads", true);
-      break;
+    case MultiHeadVariant::narrow: {
+      const attn::Seed004MultiHead layer{
+          heads, linear(name, "tokeys", false), linear(name, "toqueries", false),
+          linear(name, "tovalues", false), linear(name, "unifyheads", true)};
+      if (variant == MultiHeadVariant::wide) return attn::WideMultiHead{layer};
+      return attn::NarrowMultiHead{layer};
+    }
     case MultiHeadVariant::book:
-      for (std::size_t h = 0; h < heads; ++h) {
-        const std::string head = "head" + std::to_string(h);
-        layer.head_list.push_back(attn::AttentionHead{linear(name, head + "_q", true),
-                                                      linear(name, head + "_k", true),
-                                                      linear(name, head + "_v", true)});
-      }
-      layer.output_linear = linear(name, "output_linear", true);
       break;
   }
+  attn::BookMultiHead layer;
+  for (std::size_t h = 0; h < heads; ++h) {
+    const std::string head = "head" + std::to_string(h);
+    layer.heads.push_back(attn::AttentionHead{linear(name, head + "_q", true),
+                                              linear(name, head + "_k", true),
+                                              linear(name, head + "_v", true)});
+  }
+  layer.output_linear = linear(name, "output_linear", true);
   return layer;
+}
+
+// The student's forward for the form the layer holds.
+MultiHeadSteps forward_of(const MultiHeadAttention& layer, const Tensor3& x, const Tensor3* mask) {
+  return std::visit([&](const auto& form) { return attn::exercise::forward(form, x, mask); },
+                    layer);
 }
 
 // forward(layer, x, mask) against every step PyTorch computed for the case.
@@ -83,11 +84,11 @@ MultiHeadSteps check_forward(const std::string& name, MultiHeadVariant variant, 
   const Tensor3 x = given<3>(name, "x");
   const Tensor3 mask = masked ? given<3>(name, "mask") : Tensor3();
   const Tensor3* mask_or_null = masked ? &mask : nullptr;
-  const MultiHeadAttention layer = layer_of(name, variant, d_model, heads);
+  const MultiHeadAttention layer = layer_of(name, variant, heads);
   const std::string call =
       fmt::format("forward({} layer D={} H={}, x {}{})", attn::variant_name(variant), d_model,
                   heads, attn::shape_string_of(x), masked ? ", mask" : "");
-  const MultiHeadSteps got = STUDENT(attn::exercise::forward(layer, x, mask_or_null));
+  const MultiHeadSteps got = STUDENT(forward_of(layer, x, mask_or_null));
   check_close(call + ".queries", got.queries, computed<4>(name, "queries"), kTolerance);
   check_close(call + ".keys", got.keys, computed<4>(name, "keys"), kTolerance);
   check_close(call + ".values", got.values, computed<4>(name, "values"), kTolerance);
@@ -208,8 +209,8 @@ TEST_CASE("fused forward commutes with shuffling the tokens", "[multi-head][poin
     for (std::size_t t = 0; t < 5; ++t)
       for (std::size_t d = 0; d < 12; ++d)
         shuffled(b, t, d) = x(b, order[t], d);
-  const MultiHeadAttention layer = layer_of("fused_b2_t5_d12_h3", MultiHeadVariant::fused, 12, 3);
-  const MultiHeadSteps got = STUDENT(attn::exercise::forward(layer, shuffled, nullptr));
+  const MultiHeadAttention layer = layer_of("fused_b2_t5_d12_h3", MultiHeadVariant::fused, 3);
+  const MultiHeadSteps got = STUDENT(forward_of(layer, shuffled, nullptr));
   // PyTorch's output (2,5,12) with its rows, and weights (2,3,5,5) with rows and columns, in that
   // order
   check_close("forward(fused D=12 H=3, x (2,5,12) with tokens in order 4 2 0 3 1).output",

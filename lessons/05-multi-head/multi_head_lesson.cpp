@@ -72,16 +72,20 @@ MultiHeadAttention seeded_layer(std::uint64_t seed, MultiHeadVariant v, std::siz
 
 // The fused layer with narrow's four matrices: toqueries, tokeys and tovalues are W_Q, W_K and
 // W_V, unifyheads (without its bias) is W_O. Both cut the projections into the same H blocks.
-MultiHeadAttention fused_from_narrow(const MultiHeadAttention& narrow) {
-  MultiHeadAttention fused;
-  fused.variant = MultiHeadVariant::fused;
-  fused.d_model = narrow.d_model;
+FusedMultiHead fused_from_narrow(const NarrowMultiHead& narrow) {
+  FusedMultiHead fused;
   fused.heads = narrow.heads;
   fused.W_Q = narrow.toqueries;
   fused.W_K = narrow.tokeys;
   fused.W_V = narrow.tovalues;
   fused.W_O = Linear{narrow.unifyheads.weight, Tensor1({0}), false};
   return fused;
+}
+
+// One form's layer from the seed, as seeded_layer draws it.
+template <class Form>
+Form seeded(std::uint64_t seed, MultiHeadVariant v, std::size_t width, std::size_t heads) {
+  return std::get<Form>(seeded_layer(seed, v, width, heads));
 }
 
 // What attention costs as T grows, at this run's B, D and H (hs = D/H): the weights' size and
@@ -254,20 +258,23 @@ void run_compare(LessonRun& run, const MultiHeadLessonOptions& o, const Tensor3&
             "H = 1, 2, 4, 8, 16");
 
   run.section("book_fused");
-  MultiHeadAttention book = seeded_layer(o.common.seed, MultiHeadVariant::book, width, heads);
-  for (AttentionHead& h : book.head_list)
+  BookMultiHead book = seeded<BookMultiHead>(o.common.seed, MultiHeadVariant::book, width, heads);
+  for (AttentionHead& h : book.heads)
     h.q.bias.fill(0.0f), h.k.bias.fill(0.0f), h.v.bias.fill(0.0f);
   book.output_linear.bias.fill(0.0f);
   const MultiHeadAttention stacked = stack_book_heads(book);
+  const MultiHeadAttention book_layer = book;
   const Tensor3 book_y = forward(book, x, mask).output, fused_y = forward(stacked, x, mask).output;
   check_same_up_to_roundoff(run, "book with zero biases = fused with the heads' weights stacked",
                             "max |book - fused|", max_difference(book_y, fused_y),
-                            max_difference(book_y, forward_float64(book, x, mask)),
+                            max_difference(book_y, forward_float64(book_layer, x, mask)),
                             max_difference(fused_y, forward_float64(stacked, x, mask)));
 
-  MultiHeadAttention narrow = seeded_layer(o.common.seed, MultiHeadVariant::narrow, width, heads);
-  narrow.unifyheads.bias.fill(0.0f);
-  const MultiHeadAttention narrow_as_fused = fused_from_narrow(narrow);
+  NarrowMultiHead narrow_form =
+      seeded<NarrowMultiHead>(o.common.seed, MultiHeadVariant::narrow, width, heads);
+  narrow_form.unifyheads.bias.fill(0.0f);
+  const MultiHeadAttention narrow = narrow_form;
+  const MultiHeadAttention narrow_as_fused = fused_from_narrow(narrow_form);
   const Tensor3 narrow_y = forward(narrow, x, mask).output,
                 narrow_fused_y = forward(narrow_as_fused, x, mask).output;
   check_same_up_to_roundoff(
@@ -277,7 +284,8 @@ void run_compare(LessonRun& run, const MultiHeadLessonOptions& o, const Tensor3&
       max_difference(narrow_fused_y, forward_float64(narrow_as_fused, x, mask)));
 
   run.section("seed001_bug");
-  MultiHeadAttention fused = seeded_layer(o.common.seed, MultiHeadVariant::fused, width, heads);
+  FusedMultiHead fused =
+      seeded<FusedMultiHead>(o.common.seed, MultiHeadVariant::fused, width, heads);
   const Tensor3 right = forward(fused, x, mask).output;
   const Tensor3 wrong = forward_with_seed001_bug(fused, x, mask);
   const float bug = max_difference(right, wrong);
@@ -343,8 +351,8 @@ void run_variant(LessonRun& run, const MultiHeadLessonOptions& o, MultiHeadVaria
   run.heatmaps(std::move(maps));
   run.section("concatenated");
   run.step("concatenated", "the heads' outputs side by side", to_array(s.concatenated));
-  if (v == MultiHeadVariant::fused) {
-    const Tensor3 wrong = forward_with_seed001_bug(layer, x, mask);
+  if (const auto* fused = std::get_if<FusedMultiHead>(&layer)) {
+    const Tensor3 wrong = forward_with_seed001_bug(*fused, x, mask);
     run.section("seed001_bug");
     run.step("output_seed001_bug", "seed 001's version: attention_weights @ key", to_array(wrong));
     const float diff = max_difference(wrong, s.output);

@@ -89,7 +89,7 @@ struct Compared {
 Compared run_both(const attn::EncoderLayer& layer, std::size_t tokens, std::uint64_t seed,
                   FastKernels kernels = attn::best_fast_kernels()) {
   attn::Rng rng(seed + 1000);
-  const std::size_t d = layer.attention.d_model;
+  const std::size_t d = layer.attention.output_linear.weight.shape(0);
   const Tensor3 x = attn::randn(rng, 1, tokens, d);
   const attn::PackedEncoderLayer packed = attn::pack(layer);
   attn::Workspace workspace = attn::make_workspace(packed, tokens, kernels);
@@ -276,9 +276,9 @@ TEST_CASE("pack stacks the heads' q, k, v as column blocks of one (T, 3D) produc
   REQUIRE(p.qkv_weight.size() == 3 * 12 * 12);
   REQUIRE(p.head_size == 4);
   // Row 12 + 2*4 + 1 is head 2's k, output 1; its bias likewise.
-  CHECK(p.qkv_weight[(12 + 8 + 1) * 12 + 5] == layer.attention.head_list[2].k.weight(1, 5));
-  CHECK(p.qkv_bias[2 * 12 + 4 + 3] == layer.attention.head_list[1].v.bias(3));
-  CHECK(p.qkv_weight[(0 + 4 * 0 + 2) * 12 + 11] == layer.attention.head_list[0].q.weight(2, 11));
+  CHECK(p.qkv_weight[(12 + 8 + 1) * 12 + 5] == layer.attention.heads[2].k.weight(1, 5));
+  CHECK(p.qkv_bias[2 * 12 + 4 + 3] == layer.attention.heads[1].v.bias(3));
+  CHECK(p.qkv_weight[(0 + 4 * 0 + 2) * 12 + 11] == layer.attention.heads[0].q.weight(2, 11));
 }
 
 TEST_CASE("gemm_calls lists the layer's products and their flops", "[encoder_fast]") {

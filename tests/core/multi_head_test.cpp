@@ -145,8 +145,8 @@ TEST_CASE("weights of another model are refused, listing the keys", "[multi-head
 TEST_CASE("book with zero biases computes the same function as fused with stacked weights",
           "[multi-head]") {
   attn::Rng rng(5);
-  attn::MultiHeadAttention book = attn::init_multi_head(rng, MultiHeadVariant::book, 12, 3);
-  for (attn::AttentionHead& h : book.head_list)
+  attn::BookMultiHead book = attn::init_book_multi_head(rng, 12, 3);
+  for (attn::AttentionHead& h : book.heads)
     h.q.bias.fill(0), h.k.bias.fill(0), h.v.bias.fill(0);
   book.output_linear.bias.fill(0);
   const Tensor3 x = attn::randn(rng, 2, 5, 12);
