@@ -202,6 +202,10 @@ def case_list():
         return m, {"x": randn(1, 8, 768)}, {}, {"module": "encoder_layer", "norm": "pre", "config": BERT_LAYER,
                                                 "weights": "formula", "sample_every": SAMPLE_EVERY}
 
+    def dropout():
+        m = nn.Dropout(0.3)  # train mode: the kept elements are the output's nonzeros, scaled 1/0.7
+        return m, {"x": randn(B, T, D)}, {}, {"module": "dropout", "p": 0.3}
+
     return [
         ("linear_bias", linear(True)),
         ("linear_no_bias", linear(False)),
@@ -232,6 +236,7 @@ def case_list():
         ("encoder_post", encoder("post")),
         ("cross_entropy_head", head),
         ("encoder_layer_bert_base", bert_layer),
+        ("dropout_train", dropout),
     ]
 
 

@@ -13,6 +13,7 @@
 
 #include "allclose.hpp"
 #include "attention.hpp"
+#include "dropout.hpp"
 #include "embedding.hpp"
 #include "encoder.hpp"
 #include "feed_forward.hpp"
@@ -217,6 +218,50 @@ TEST_CASE("GELU (erf and tanh) and ReLU backward equal autograd", "[gradients][f
                                                                  : attn::GeluApproximation::tanh);
     check_input_gradient(d_x, c);
   }
+}
+
+TEST_CASE("dropout in train mode: with PyTorch's choices, its output and its gradient",
+          "[gradients][dropout]") {
+  const Case c = load("dropout_train");
+  const Tensor3 x = c.tensor("input.x"), torch_output = c.tensor("output");
+  const float p = c.meta["p"];
+  // PyTorch's choices, read off its output: a kept element is x / (1 - p), a dropped one 0.
+  Tensor3 scale(x.shape());
+  std::size_t dropped = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const bool kept = torch_output.data()[i] != 0.0f;
+    scale.data()[i] = kept ? 1.0f / (1.0f - p) : 0.0f;
+    dropped += kept ? 0 : 1;
+  }
+  REQUIRE(dropped > 0);
+  REQUIRE(dropped < x.size());
+  const attn::DropoutSteps steps = attn::dropout(x, scale);
+  check_output(steps.output, c);
+  check_input_gradient(attn::dropout_backward(steps, c.tensor("grad_output")), c);
+}
+
+TEST_CASE("dropout draws a seeded mask: the same seed the same mask, about p of it dropped",
+          "[gradients][dropout]") {
+  attn::Rng data(3);
+  const Tensor3 x = attn::randn(data, 4, 50, 100);
+  attn::Rng a(11), b(11), other(12);
+  const attn::DropoutSteps first = attn::dropout(a, x, 0.25f);
+  const attn::DropoutSteps again = attn::dropout(b, x, 0.25f);
+  const attn::DropoutSteps different = attn::dropout(other, x, 0.25f);
+  CHECK((first.scale == again.scale));
+  CHECK((first.scale != different.scale));
+  std::size_t dropped = 0;
+  for (float s : first.scale) {
+    CHECK((s == 0.0f || s == 1.0f / 0.75f));
+    dropped += s == 0.0f ? 1 : 0;
+  }
+  // 20,000 draws: the fraction dropped is 0.25 +- 5 standard deviations (0.0153).
+  const double fraction = static_cast<double>(dropped) / static_cast<double>(x.size());
+  CHECK(std::abs(fraction - 0.25) < 0.0153);
+  attn::Rng none(1);
+  CHECK((attn::dropout(none, x, 0.0f).output == x));
+  attn::Rng bad(1);
+  CHECK_THROWS_WITH(attn::dropout(bad, x, 1.0f), Catch::Contains("[0, 1)"));
 }
 
 TEST_CASE("Embedding backward equals autograd: repeated ids add up, positions too",
