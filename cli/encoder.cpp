@@ -121,9 +121,6 @@ void refuse_unused(const CLI::Option* option, bool used, std::string_view why) {
   throw Error("encoder", std::string(why)).about(option->get_name().substr(2));
 }
 
-// A default example for each task: letters a to h, some repeated (histogram counts them).
-constexpr std::string_view kTaskExample = "cabhbgad";
-
 // --checkpoint: the model, its weights and its task from a checkpoint of attn train; --text is
 // then the task's letters.
 void run_checkpoint(EncoderCliOptions& o, Context& context) {
@@ -167,19 +164,20 @@ void run_checkpoint(EncoderCliOptions& o, Context& context) {
       });
   for (std::size_t k = 0; k < classes; ++k)
     trained.class_names.push_back(label_text(c.task, c.sizes, static_cast<std::int64_t>(k)));
-  const std::string text =
-      o.text.empty() ? std::string(kTaskExample.substr(0, c.sizes.tokens)) : o.text;
-  std::vector<std::int64_t> ids = parse_task_text(text, c.sizes);
+  const std::string text = o.text.empty() ? task_example(c.task, c.sizes) : o.text;
+  std::vector<std::int64_t> ids = parse_task_text(c.task, text, c.sizes);
   if (ids.empty() || ids.size() > c.sizes.tokens)
     throw Error(ErrorKind::bad_value, "encoder",
                 fmt::format("this checkpoint reads 1 to {} letters, the text has {}: give e.g. "
-                            "--text {}",
-                            c.sizes.tokens, ids.size(), kTaskExample.substr(0, c.sizes.tokens)))
+                            "--text '{}'",
+                            c.sizes.tokens, ids.size(), task_example(c.task, c.sizes)))
         .about("text");
   for (std::int64_t label : task_labels(c.task, c.sizes, ids))
     trained.expected.push_back(label_text(c.task, c.sizes, label));
-  for (std::int64_t id : ids)
+  for (std::int64_t id : ids) {
     l.tokens.push_back(token_text(id));
+    if (c.task == Task::masked) trained.asked.push_back(id == kTextMask);
+  }
   l.ids = {ids};
   l.trained = std::move(trained);
   check_outputs(o.output);

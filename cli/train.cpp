@@ -29,6 +29,7 @@ struct TrainCliOptions {
   std::string task = "reverse";
   std::string norm = "pre";
   std::string checkpoint;
+  bool vocab_given = false;
   render::OutputOptions output;
 };
 
@@ -104,6 +105,15 @@ int run_train(TrainCliOptions& o) {
                 fmt::format("'{}' is not a task: use {}", o.task, task_words()))
         .about("task");
   c.task = *task;
+  if (c.task == Task::masked) {
+    if (o.vocab_given)
+      throw Error(ErrorKind::bad_value, "train",
+                  fmt::format("the masked task's {} tokens are fixed (a to z, the space and the "
+                              "mask '?'): drop --vocab",
+                              kTextTokens))
+          .about("vocab");
+    c.sizes.vocab = kTextTokens;
+  }
   c.norm = o.norm == "post" ? NormPlacement::post : NormPlacement::pre;
   check_train_config(c);
   check_budget("train", plan_training(c));
@@ -164,16 +174,25 @@ int run_train(TrainCliOptions& o) {
     text += fmt::format("The task: {}.\nA head that solves it attends to {}.\n\n", info.description,
                         info.pattern);
     render::CurveOptions curve;
-    curve.title = "Loss on each step's batch (cross-entropy, mean over its tokens)";
+    curve.title = c.task == Task::masked
+                      ? "Loss on each step's batch (cross-entropy, mean over its '?' positions)"
+                      : "Loss on each step's batch (cross-entropy, mean over its tokens)";
     curve.ascii = ascii;
     text += render::render_curve(losses, curve) + "\n";
   }
   text += fmt::format("Trained {} steps in {:.1f} s ({:.0f} steps/s).\n", c.steps, seconds,
                       static_cast<double>(c.steps) / std::max(seconds, 1e-9));
-  text += fmt::format(
-      "Held-out set ({} sequences from a stream of their own): {:.2f}% of tokens right,\n"
-      "{:.2f}% of sequences entirely right.\n",
-      e.sequences, 100.0 * e.token_accuracy, 100.0 * e.sequence_accuracy);
+  if (c.task == Task::masked) {
+    text += fmt::format(
+        "Held-out set ({} windows of the text's last paragraph, which training never reads): "
+        "{:.2f}% of\nthe '?'s filled in right, {:.2f}% of windows entirely right.\n",
+        e.sequences, 100.0 * e.token_accuracy, 100.0 * e.sequence_accuracy);
+  } else {
+    text += fmt::format(
+        "Held-out set ({} sequences from a stream of their own): {:.2f}% of tokens right,\n"
+        "{:.2f}% of sequences entirely right.\n",
+        e.sequences, 100.0 * e.token_accuracy, 100.0 * e.sequence_accuracy);
+  }
   if (!o.checkpoint.empty())
     text += fmt::format(
         "Checkpoint: {} (the book's TransformerEncoder as `encoder`, plus a "
@@ -196,8 +215,8 @@ void setup(CLI::App& app, Context& context) {
     sub->add_option(name, value, help)->check(whole_number_validator(min, max))->option_text(text);
   };
   size("--tokens", o->config.sizes.tokens, "T, tokens per sequence (default 8)", 2, 64, "T");
-  size("--vocab", o->config.sizes.vocab, "V, the letters a.. the task uses (default 8)", 2, 26,
-       "V");
+  size("--vocab", o->config.sizes.vocab,
+       "V, the letters a.. the task uses (default 8; masked: fixed)", 2, 26, "V");
   size("--layers", o->config.layers, "encoder layers (default 2)", 1, 64, "L");
   size("--d-model", o->config.d_model, "D, the model width (default 32)", 1, 4096, "D");
   size("--heads", o->config.heads, "H, heads per layer (default 2)", 1, 256, "H");
@@ -224,7 +243,8 @@ void setup(CLI::App& app, Context& context) {
           "a format", {{"text", render::Format::text}, {"json", render::Format::json}}))
       ->option_text("text|json");
   sub->add_flag("--quiet", o->output.quiet, "only the time and the held-out accuracy");
-  sub->callback([o, &context] {
+  sub->callback([o, sub, &context] {
+    o->vocab_given = sub->count("--vocab") > 0;
     o->output.save_weights = o->checkpoint;
     context.exit_code = run_train(*o);
   });

@@ -19,7 +19,11 @@ void check_train_config(const TrainConfig& c) {
   const auto refuse = [](const char* subject, const std::string& message) {
     throw Error(ErrorKind::bad_value, "train", message).about(subject);
   };
-  if (c.sizes.vocab < 2 || c.sizes.vocab > 26)
+  if (c.task == Task::masked && c.sizes.vocab != kTextTokens)
+    refuse("vocab", fmt::format("the masked task's {} tokens are fixed (a to z, the space and the "
+                                "mask): leave the vocabulary out",
+                                kTextTokens));
+  if (c.task != Task::masked && (c.sizes.vocab < 2 || c.sizes.vocab > 26))
     refuse("vocab",
            fmt::format("{} tokens: the tasks' tokens are letters, give 2 to 26", c.sizes.vocab));
   if (c.sizes.tokens < 2)
@@ -56,7 +60,7 @@ EncoderConfig model_config(const TrainConfig& c) {
   e.num_attention_heads = c.heads;
   e.intermediate_size = c.d_ff;
   e.num_hidden_layers = c.layers;
-  e.vocab_size = c.sizes.vocab;
+  e.vocab_size = task_vocabulary(c.task, c.sizes);
   e.max_position_embeddings = c.sizes.tokens;
   e.hidden_dropout_prob = 0.0;
   e.attention_probs_dropout_prob = 0.0;
@@ -110,14 +114,14 @@ TrainConfig train_config_from_metadata(const Metadata& metadata, std::string_vie
 
 TaskBatch held_out_set(const TrainConfig& c) {
   Rng rng(c.seed ^ kHeldOutStream);
-  return make_task_batch(c.task, c.sizes, c.held_out, rng);
+  return make_task_batch(c.task, c.sizes, c.held_out, rng, TaskSplit::held_out);
 }
 
 Evaluation evaluate(const TokenClassifier& model, const TaskBatch& set) {
   Evaluation e;
   e.sequences = set.ids.shape(0);
   const std::size_t t = set.ids.shape(1);
-  std::size_t right_tokens = 0, right_sequences = 0;
+  std::size_t right_tokens = 0, scored_tokens = 0, right_sequences = 0;
   for (std::size_t first = 0; first < e.sequences; first += kEvaluationBatch) {
     const std::size_t n = std::min(kEvaluationBatch, e.sequences - first);
     Ids ids({n, t}), labels({n, t});
@@ -128,16 +132,20 @@ Evaluation evaluate(const TokenClassifier& model, const TaskBatch& set) {
     for (std::size_t s = 0; s < n; ++s) {
       bool all = true;
       for (std::size_t i = 0; i < t; ++i) {
+        if (labels(s, i) == kIgnoredLabel) continue;
         const float* z = logits.data() + (s * t + i) * classes;
         const auto best = static_cast<std::int64_t>(std::max_element(z, z + classes) - z);
         const bool right = best == labels(s, i);
         right_tokens += right;
+        ++scored_tokens;
         all = all && right;
       }
       right_sequences += all;
     }
   }
-  e.token_accuracy = static_cast<double>(right_tokens) / static_cast<double>(e.sequences * t);
+  e.token_accuracy = scored_tokens > 0
+                         ? static_cast<double>(right_tokens) / static_cast<double>(scored_tokens)
+                         : 0.0;
   e.sequence_accuracy = static_cast<double>(right_sequences) / static_cast<double>(e.sequences);
   return e;
 }
@@ -162,7 +170,8 @@ TokenClassifier train(const TrainConfig& c, const std::function<void(const Train
     adamw.step(slots);
     if (on_step)
       on_step({step, tape.loss.loss,
-               static_cast<double>(tape.loss.correct) / static_cast<double>(b.labels.size()),
+               static_cast<double>(tape.loss.correct) /
+                   static_cast<double>(std::max<std::size_t>(1, tape.loss.scored)),
                adamw.lr});
   }
   return model;

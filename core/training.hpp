@@ -39,13 +39,13 @@ EncoderConfig model_config(const TrainConfig& config);
 struct TrainStep {
   std::size_t step = 0;   // 1-based
   double loss = 0.0;      // the batch's mean cross-entropy, before the update
-  double accuracy = 0.0;  // the batch's tokens predicted right, before the update
+  double accuracy = 0.0;  // the batch's labelled tokens predicted right, before the update
   float lr = 0.0f;        // the learning rate the update used
 };
 
 struct Evaluation {
-  double token_accuracy = 0.0;     // every position of every sequence
-  double sequence_accuracy = 0.0;  // sequences with every position right
+  double token_accuracy = 0.0;     // every labelled position of every sequence (masked: the "?"s)
+  double sequence_accuracy = 0.0;  // sequences with every labelled position right
   std::size_t sequences = 0;
 };
 

@@ -195,6 +195,11 @@ def case_list():
         labels = torch.tensor([[0, 3, 1, 1, 2], [2, 2, 0, 3, 1]])
         return m, {"x": randn(B, T, D)}, {"labels": labels}, {"module": "cross_entropy_head", "d": D, "classes": 4}
 
+    def head_ignored():  # a masked-token task's labels: -100 (ignore_index) where nothing is asked
+        m = ClassifierHead(D, 4)
+        labels = torch.tensor([[-100, 3, -100, -100, 2], [-100, -100, 0, -100, -100]])
+        return m, {"x": randn(B, T, D)}, {"labels": labels}, {"module": "cross_entropy_head", "d": D, "classes": 4}
+
     def bert_layer():
         m = TransformerEncoderLayer(BERT_LAYER)
         m.feed_forward.dropout.p = 0.0
@@ -237,6 +242,7 @@ def case_list():
         ("cross_entropy_head", head),
         ("encoder_layer_bert_base", bert_layer),
         ("dropout_train", dropout),
+        ("cross_entropy_ignored", head_ignored),
     ]
 
 

@@ -289,19 +289,28 @@ LessonRun run_encoder(const EncoderLessonOptions& o) {
                         d, classes),
             {"position", "token", "output", "expected"},
             {}};
-    std::size_t right = 0;
+    std::size_t right = 0, known = 0;
     for (std::size_t i = 0; i < tokens; ++i) {
+      if (!o.trained->asked.empty() && !o.trained->asked.at(i)) {
+        t.rows.push_back({fmt::format("{}", i), map_labels[i], "", ""});
+        continue;
+      }
       const float* z = logits.data() + i * classes;
       const auto best = static_cast<std::size_t>(std::max_element(z, z + classes) - z);
       const std::string& output = o.trained->class_names.at(best);
       const std::string& expected = o.trained->expected.at(i);
+      if (expected.empty()) {  // the text does not say (a masked character)
+        t.rows.push_back({fmt::format("{}", i), map_labels[i], output, ""});
+        continue;
+      }
+      ++known;
       right += output == expected;
       t.rows.push_back({fmt::format("{}", i), map_labels[i], output,
                         expected + (output == expected ? "" : "  ✗")});
     }
     run.section("trained_output");
     run.table(std::move(t));
-    run.prose(fmt::format("{} of {} positions right.\n", right, tokens));
+    if (known > 0) run.prose(fmt::format("{} of {} positions right.\n", right, known));
   }
 
   run.section("checks");

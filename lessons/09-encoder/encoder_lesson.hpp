@@ -17,7 +17,8 @@ namespace attn::lessons {
 struct TrainedHead {
   Linear head;                           // Linear(D, C)
   std::vector<std::string> class_names;  // C: how each output class prints
-  std::vector<std::string> expected;     // sequence 0's right answer, one per token
+  std::vector<std::string> expected;     // sequence 0's right answer per token, "" when unknown
+  std::vector<bool> asked;  // per token, whether the task asks for an output there (all if empty)
   std::string task, description, pattern, checkpoint;
 };
 

@@ -356,29 +356,32 @@ TEST_CASE("Embeddings and the whole encoder from ids: backward equals autograd",
 
 TEST_CASE("a per-token classifier's cross-entropy and its backward equal autograd",
           "[gradients][loss]") {
-  const Case c = load("cross_entropy_head");
-  attn::Rng rng(10);
-  attn::Linear head = attn::init_linear(rng, c.meta["d"], c.meta["classes"], true);
-  attn::visit_parameters(
-      head, "linear.", [&](const std::string& key, float* data, const attn::Shape& shape) {
-        const std::vector<float> values = attn::to_float_vector(c.at("param." + key));
-        REQUIRE(values.size() == attn::element_count(shape));
-        std::copy(values.begin(), values.end(), data);
-      });
-  const Tensor3 x = c.tensor("input.x");
-  const attn::Ids labels = ids_of(c.at("labels"));
-  const Tensor3 logits = attn::forward(head, x);
-  const attn::CrossEntropySteps s = attn::cross_entropy(logits, labels);
-  CHECK(s.loss == Approx(attn::to_float_vector(c.at("output")).front()).epsilon(1e-6));
-  attn::Linear grad = attn::zeros_like(head);
-  check_input_gradient(attn::backward(head, x, attn::cross_entropy_backward(s, labels), grad), c);
-  attn::visit_parameters(
-      grad, "linear.", [&](const std::string& key, float* data, const attn::Shape& shape) {
-        INFO("grad." << key);
-        CHECK_ALLCLOSE(
-            attn::make_float32(shape, std::vector<float>(data, data + attn::element_count(shape))),
-            c.at("grad." + key), kGradient);
-      });
+  for (const std::string name : {"cross_entropy_head", "cross_entropy_ignored"}) {
+    const Case c = load(name);
+    INFO(name);
+    attn::Rng rng(10);
+    attn::Linear head = attn::init_linear(rng, c.meta["d"], c.meta["classes"], true);
+    attn::visit_parameters(
+        head, "linear.", [&](const std::string& key, float* data, const attn::Shape& shape) {
+          const std::vector<float> values = attn::to_float_vector(c.at("param." + key));
+          REQUIRE(values.size() == attn::element_count(shape));
+          std::copy(values.begin(), values.end(), data);
+        });
+    const Tensor3 x = c.tensor("input.x");
+    const attn::Ids labels = ids_of(c.at("labels"));
+    const Tensor3 logits = attn::forward(head, x);
+    const attn::CrossEntropySteps s = attn::cross_entropy(logits, labels);
+    CHECK(s.loss == Approx(attn::to_float_vector(c.at("output")).front()).epsilon(1e-6));
+    attn::Linear grad = attn::zeros_like(head);
+    check_input_gradient(attn::backward(head, x, attn::cross_entropy_backward(s, labels), grad), c);
+    attn::visit_parameters(
+        grad, "linear.", [&](const std::string& key, float* data, const attn::Shape& shape) {
+          INFO("grad." << key);
+          CHECK_ALLCLOSE(attn::make_float32(
+                             shape, std::vector<float>(data, data + attn::element_count(shape))),
+                         c.at("grad." + key), kGradient);
+        });
+  }
 }
 
 TEST_CASE("a BERT-base encoder layer's backward equals autograd", "[gradients][encoder][bert]") {
