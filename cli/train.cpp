@@ -1,6 +1,7 @@
-// attn train: trains the book's encoder with a per-token head on a toy task (core/tasks.hpp),
-// shows the progress on a terminal, draws the loss curve, measures the held-out accuracy and
-// saves the checkpoint as .safetensors with the task and the config in its metadata.
+// attn train: lesson 11. Trains the book's encoder with a per-token head on a toy task
+// (core/tasks.hpp), shows the progress and the time on a terminal's stderr (stdout stays the same
+// from run to run), and saves the checkpoint as .safetensors with the task and the config in its
+// metadata.
 #include <unistd.h>
 #include <chrono>
 #include <cstdio>
@@ -10,11 +11,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "11-train/train_lesson.hpp"
 #include "command.hpp"
-#include "heatmap.hpp"
+#include "lesson_io.hpp"
 #include "options.hpp"
 #include "output.hpp"
-#include "plot.hpp"
 #include "save.hpp"
 #include "state_dict.hpp"
 #include "training.hpp"
@@ -97,7 +98,7 @@ class Progress {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_{};
 };
 
-int run_train(TrainCliOptions& o) {
+int run_train(TrainCliOptions& o, const Context& context) {
   TrainConfig& c = o.config;
   const auto task = task_named(o.task);
   if (!task)
@@ -123,89 +124,37 @@ int run_train(TrainCliOptions& o) {
                   fmt::format("'{}': checkpoints are .safetensors files; name it *.safetensors",
                               o.checkpoint))
           .about("save_checkpoint");
+    render::OutputOptions checkpoint;
+    checkpoint.save_weights = o.checkpoint;
     try {
-      render::check_outputs(o.output);
-    } catch (const Error& e) {  // the checkpoint is this command's --save-weights
+      render::check_outputs(checkpoint);
+    } catch (const Error& e) {
       throw Error(e.kind(), e.function(), e.detail()).about("save_checkpoint");
     }
   }
-  const bool json = o.output.format == render::Format::json;
-  Progress progress(c.steps, !json && !o.output.quiet && isatty(STDERR_FILENO) != 0);
-  std::vector<double> losses, accuracies;
-  const TokenClassifier model = train(c, [&](const TrainStep& s) {
-    losses.push_back(s.loss);
-    accuracies.push_back(s.accuracy);
-    progress.update(s);
-  });
-  const double seconds = progress.seconds();
-  const TaskBatch held_out = held_out_set(c);
-  const Evaluation e = evaluate(model, held_out);
+  cli::check_outputs(o.output);
+  const bool shown =
+      o.output.format == render::Format::text && !o.output.quiet && isatty(STDERR_FILENO) != 0;
+  Progress progress(c.steps, shown);
+  lessons::TrainLessonOptions lesson{c, [&](const TrainStep& s) { progress.update(s); }};
+  lessons::TrainLessonResult result = lessons::run_train(lesson);
+  if (shown) {
+    const double seconds = progress.seconds();
+    std::fputs(fmt::format("  trained {} steps in {:.1f} s ({:.0f} steps/s)\n", c.steps, seconds,
+                           static_cast<double>(c.steps) / std::max(seconds, 1e-9))
+                   .c_str(),
+               stderr);
+  }
   if (!o.checkpoint.empty()) {
-    TokenClassifier copy = model;
-    write_weights(o.checkpoint, collect_state_dict(copy), checkpoint_metadata(c, e));
+    write_weights(o.checkpoint, collect_state_dict(result.model),
+                  checkpoint_metadata(c, result.held_out));
   }
-
-  const TaskInfo& info = task_info(c.task);
-  if (json) {
-    nlohmann::ordered_json doc;
-    doc["task"] = std::string(info.name);
-    doc["config"] = nlohmann::ordered_json::parse(checkpoint_metadata(c, e).at("attn_model"));
-    nlohmann::ordered_json log = nlohmann::ordered_json::array();
-    for (std::size_t i = 0; i < losses.size(); ++i)
-      log.push_back({{"step", i + 1}, {"loss", losses[i]}, {"accuracy", accuracies[i]}});
-    doc["log"] = log;
-    doc["held_out"] = {{"sequences", e.sequences},
-                       {"token_accuracy", e.token_accuracy},
-                       {"sequence_accuracy", e.sequence_accuracy}};
-    doc["seconds"] = seconds;
-    doc["checkpoint"] =
-        o.checkpoint.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(o.checkpoint);
-    std::fputs((doc.dump(2) + "\n").c_str(), stdout);
-    return kExitOk;
-  }
-  const bool ascii = render::choose_palette(false) == render::Palette::ascii;
-  std::string text;
-  if (!o.output.quiet) {
-    text += fmt::format(
-        "attn train  (task {}, tokens {}, vocab {}, layers {}, d-model {}, heads {}, d-ff {}, "
-        "norm {}, steps {}, batch {}, lr {:g}, seed {})\n\n",
-        info.name, c.sizes.tokens, c.sizes.vocab, c.layers, c.d_model, c.heads, c.d_ff, o.norm,
-        c.steps, c.batch, c.lr, c.seed);
-    text += fmt::format("The task: {}.\nA head that solves it attends to {}.\n\n", info.description,
-                        info.pattern);
-    render::CurveOptions curve;
-    curve.title = c.task == Task::masked
-                      ? "Loss on each step's batch (cross-entropy, mean over its '?' positions)"
-                      : "Loss on each step's batch (cross-entropy, mean over its tokens)";
-    curve.ascii = ascii;
-    text += render::render_curve(losses, curve) + "\n";
-  }
-  text += fmt::format("Trained {} steps in {:.1f} s ({:.0f} steps/s).\n", c.steps, seconds,
-                      static_cast<double>(c.steps) / std::max(seconds, 1e-9));
-  if (c.task == Task::masked) {
-    text += fmt::format(
-        "Held-out set ({} windows of the text's last paragraph, which training never reads): "
-        "{:.2f}% of\nthe '?'s filled in right, {:.2f}% of windows entirely right.\n",
-        e.sequences, 100.0 * e.token_accuracy, 100.0 * e.sequence_accuracy);
-  } else {
-    text += fmt::format(
-        "Held-out set ({} sequences from a stream of their own): {:.2f}% of tokens right,\n"
-        "{:.2f}% of sequences entirely right.\n",
-        e.sequences, 100.0 * e.token_accuracy, 100.0 * e.sequence_accuracy);
-  }
-  if (!o.checkpoint.empty())
-    text += fmt::format(
-        "Checkpoint: {} (the book's TransformerEncoder as `encoder`, plus a "
-        "Linear `head`).\n",
-        o.checkpoint);
-  std::fputs(text.c_str(), stdout);
-  return kExitOk;
+  return publish(result.run, o.output, context);
 }
 
 void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<TrainCliOptions>();
-  CLI::App* sub = app.add_subcommand(
-      "train", "train a small encoder on a toy task and watch attention learn (lesson 11)");
+  CLI::App* sub = add_lesson_command(app, "train");
   sub->add_option("--task", o->task, fmt::format("{} (default reverse)", task_words()))
       ->check(not_empty_validator("--task", "reverse"))
       ->option_text("NAME");
@@ -236,17 +185,11 @@ void setup(CLI::App& app, Context& context) {
                   "write the trained model as FILE.safetensors, its task and sizes in the metadata")
       ->check(not_empty_validator("--save-checkpoint", "reverse.safetensors"))
       ->option_text("FILE");
-  add_memory_option(*sub);
-  add_threads_option(*sub);
-  sub->add_option("--format", o->output.format, "text (default) or json: the log and the accuracy")
-      ->transform(enum_validator<render::Format>(
-          "a format", {{"text", render::Format::text}, {"json", render::Format::json}}))
-      ->option_text("text|json");
-  sub->add_flag("--quiet", o->output.quiet, "only the time and the held-out accuracy");
+  add_output_options(*sub, o->output);
+  add_heatmap_option(*sub, o->output);
   sub->callback([o, sub, &context] {
     o->vocab_given = sub->count("--vocab") > 0;
-    o->output.save_weights = o->checkpoint;
-    context.exit_code = run_train(*o);
+    context.exit_code = run_train(*o, context);
   });
 }
 

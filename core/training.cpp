@@ -150,12 +150,15 @@ Evaluation evaluate(const TokenClassifier& model, const TaskBatch& set) {
   return e;
 }
 
+TokenClassifier initial_model(const TrainConfig& c) {
+  Rng init(c.seed);
+  return init_token_classifier(init, model_config(c), c.norm, task_classes(c.task, c.sizes));
+}
+
 TokenClassifier train(const TrainConfig& c, const std::function<void(const TrainStep&)>& on_step) {
   check_train_config(c);
   check_budget("train", plan_training(c));
-  Rng init(c.seed);
-  TokenClassifier model =
-      init_token_classifier(init, model_config(c), c.norm, task_classes(c.task, c.sizes));
+  TokenClassifier model = initial_model(c);
   TokenClassifier grad = zeros_like(model);
   const std::vector<ParameterSlot> slots = parameter_slots(model, grad);
   AdamW adamw;

@@ -61,7 +61,10 @@ Evaluation evaluate(const TokenClassifier& model, const TaskBatch& set);
 // writes); throws attn::Error(bad_file) about "checkpoint" when it is missing or damaged.
 TrainConfig train_config_from_metadata(const Metadata& metadata, std::string_view name);
 
-// Trains from PyTorch-style initial weights; `on_step` sees every step (for progress).
+// The model train() starts from: PyTorch-style initial weights drawn from the seed.
+TokenClassifier initial_model(const TrainConfig& config);
+
+// Trains from initial_model(config); `on_step` sees every step (for progress).
 TokenClassifier train(const TrainConfig& config,
                       const std::function<void(const TrainStep&)>& on_step);
 

@@ -267,6 +267,12 @@ const std::vector<LessonInfo>& catalog() {
        "backpropagation through one head, checked; gradients of scaling, LN and residuals",
        {{"--seed", "12", "--seq", "7", "--d-model", "12"}},
        {}},
+      {11,
+       "train",
+       "training a tiny encoder: cross-entropy, AdamW, a loss curve, a trained head",
+       {{"--task", "reverse", "--steps", "300"},
+        {"--task", "masked", "--tokens", "16", "--steps", "200"}},
+       {}},
   };
   return lessons;
 }

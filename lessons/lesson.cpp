@@ -37,6 +37,10 @@ void LessonRun::table(Table table) {
   items_.emplace_back(std::move(table));
 }
 
+void LessonRun::curve(Curve curve) {
+  items_.emplace_back(std::move(curve));
+}
+
 namespace {
 bool too_large(const Heatmap& map) {
   return map.values.rank() != 2 || map.values.shape[0] > kHeatmapMaxTokens ||

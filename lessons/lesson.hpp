@@ -63,7 +63,14 @@ struct Heatmaps {
   std::vector<Heatmap> maps;
 };
 
-using Item = std::variant<Prose, Step, Check, Table, Heatmap, Heatmaps>;
+// A series over steps, drawn as a curve in the terminal (a training run's loss).
+struct Curve {
+  std::string title;
+  std::vector<double> values;  // one per step, the first at step 1
+  std::size_t height = 10;     // rows of the drawing
+};
+
+using Item = std::variant<Prose, Step, Check, Table, Heatmap, Heatmaps, Curve>;
 
 // A named list a lesson reports beside its steps, such as lesson 00's tokens and ids.
 using Listing = std::variant<std::vector<std::string>, std::vector<std::int64_t>>;
@@ -83,6 +90,7 @@ class LessonRun {
   void table(Table table);
   void heatmap(Heatmap heatmap);
   void heatmaps(Heatmaps heatmaps);
+  void curve(Curve curve);
   // The settings the run used (seed, sizes), in order, for headers and JSON.
   void setting(std::string name, std::string value);
   void listing(std::string name, Listing values);

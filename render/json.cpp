@@ -79,6 +79,9 @@ std::string render_json(const LessonRun& run) {
     } else if (const auto* table = std::get_if<Table>(&item)) {
       doc["tables"].push_back(
           {{"title", table->title}, {"header", table->header}, {"rows", table->rows}});
+    } else if (const auto* curve = std::get_if<lessons::Curve>(&item)) {
+      if (!doc.contains("curves")) doc["curves"] = nlohmann::ordered_json::array();
+      doc["curves"].push_back({{"title", curve->title}, {"values", curve->values}});
     }
   }
   doc["parameters"] = run.parameters;

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "heatmap.hpp"
+#include "plot.hpp"
 #include "print.hpp"
 #include "summary.hpp"
 #include "text.hpp"
@@ -362,6 +363,12 @@ std::string render_text(const LessonRun& run, const OutputOptions& options, bool
       out += render_maps({*map}, "", options, color);
     } else if (const auto* maps = std::get_if<Heatmaps>(&item)) {
       out += render_maps(maps->maps, maps->title, options, color);
+    } else if (const auto* curve = std::get_if<lessons::Curve>(&item)) {
+      CurveOptions c;
+      c.title = curve->title;
+      c.height = curve->height;
+      c.ascii = choose_palette(false) == Palette::ascii;  // ASCII where the locale has no blocks
+      out += render_curve(curve->values, c);
     }
     out += '\n';
   }

@@ -22,12 +22,27 @@ TEST_CASE("attn train learns reverse, logs every step and saves a checkpoint", "
   INFO(run.err);
   REQUIRE(run.exit_code == 0);
   const auto doc = nlohmann::json::parse(run.out);
-  CHECK(doc["task"] == "reverse");
-  REQUIRE(doc["log"].size() == 300);
-  CHECK(doc["log"][0]["loss"].get<double>() > 1.5);  // about ln 8 at the start
-  CHECK(doc["log"][299]["loss"].get<double>() < 0.05);
-  CHECK(doc["held_out"]["token_accuracy"].get<double>() >= 0.99);
-  CHECK(doc["held_out"]["sequences"] == 512);
+  CHECK(doc["lesson"] == "train");
+  CHECK(doc["settings"]["task"] == "reverse");
+  // The log: every step's loss, accuracy (%) and learning rate.
+  REQUIRE(doc["curves"].size() == 3);
+  const auto& loss = doc["curves"][0]["values"];
+  REQUIRE(loss.size() == 300);
+  CHECK(loss[0].get<double>() > 1.5);  // about ln 8 at the start
+  CHECK(loss[299].get<double>() < 0.05);
+  CHECK(doc["curves"][1]["values"][299].get<double>() > 99.0);
+  CHECK(doc["curves"][2]["values"][299].get<double>() == Approx(0.0003).epsilon(1e-4));
+  const auto& steps = doc["steps"];
+  REQUIRE(steps.size() == 3);
+  CHECK(steps[0]["name"] == "input");
+  CHECK(steps[0]["dtype"] == "int64");
+  CHECK(steps[1]["name"] == "held_out_accuracy");
+  CHECK(steps[1]["values"][0].get<double>() >= 0.99);  // of the held-out tokens
+  CHECK(steps[2]["name"] == "output");
+  CHECK(steps[2]["shape"] == nlohmann::json::array({1, 8, 8}));
+  for (const auto& check : doc["checks"])
+    CHECK(check["passed"] == true);
+  CHECK(doc["parameters"] == 17928);
 
   attn::Metadata metadata;
   const attn::StateDict weights = attn::read_weights(checkpoint, &metadata);
@@ -39,11 +54,16 @@ TEST_CASE("attn train learns reverse, logs every step and saves a checkpoint", "
   CHECK(model["layers"] == 2);
   CHECK(nlohmann::json::parse(metadata.at("attn_training"))["steps"] == 300);
 
-  // The text view: the curve, the accuracy, where the checkpoint went.
+  // The text view: the curves and the held-out accuracy, and nothing on stderr off a terminal.
   const auto text = run_attn({"train", "--task", "reverse", "--steps", "50"});
   REQUIRE(text.exit_code == 0);
+  CHECK(text.err.empty());
   CHECK(text.out.find("Loss on each step's batch") != std::string::npos);
-  CHECK(text.out.find("Held-out set") != std::string::npos);
+  CHECK(text.out.find("The held-out set: 512 sequences") != std::string::npos);
+  // --quiet: the trained head's output.
+  const auto quiet = run_attn({"train", "--task", "reverse", "--steps", "50", "--quiet"});
+  REQUIRE(quiet.exit_code == 0);
+  CHECK(quiet.out.rfind("[3/3] output, shape (1, 8, 8)", 0) == 0);
 }
 
 TEST_CASE("attn train: the same seed gives the same checkpoint bits, another seed others",
@@ -70,13 +90,13 @@ TEST_CASE("attn train learns the masked task on text and scores only the masked 
   INFO(run.err);
   REQUIRE(run.exit_code == 0);
   const auto doc = nlohmann::json::parse(run.out);
-  CHECK(doc["config"]["vocab"] == 28);
-  CHECK(doc["config"]["classes"] == 27);
-  const double first = doc["log"][0]["loss"], last = doc["log"][299]["loss"];
+  CHECK(doc["settings"]["V"] == 28);
+  CHECK(doc["steps"].back()["shape"] == nlohmann::json::array({1, 16, 27}));  // 27 classes
+  const double first = doc["curves"][0]["values"][0], last = doc["curves"][0]["values"][299];
   CHECK(first > 3.0);  // about ln 27 at the start
   CHECK(last < first - 0.6);
   // Chance is 1 in 27; 300 steps of the default model fill in about a fifth of held-out gaps.
-  CHECK(doc["held_out"]["token_accuracy"].get<double>() > 0.12);
+  CHECK(doc["steps"][1]["values"][0].get<double>() > 0.12);
 
   // The trained model on a text with gaps: an output at each '?', nothing elsewhere.
   const auto shown = run_attn(
