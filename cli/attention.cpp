@@ -4,6 +4,7 @@
 
 #include "04-attention/attention_lesson.hpp"
 #include "command.hpp"
+#include "error.hpp"
 #include "lesson_io.hpp"
 #include "options.hpp"
 
@@ -17,7 +18,45 @@ struct AttentionCliOptions {
   std::size_t head_size = 0;
   MaskCliOptions mask;
   std::string weights;
+  CheckpointCliOptions checkpoint;
+  std::size_t head = 0;
 };
+
+// --checkpoint: head `o.head` of the trained layer, as seed 000's AttentionHead on what the layer
+// reads.
+void use_checkpoint(AttentionCliOptions& o, const CLI::App& app) {
+  const CheckpointAttention a = checkpoint_attention(
+      app, o.checkpoint,
+      {"--input", "--weights", "--batch", "--seq", "--d-model", "--variant", "--head-size"},
+      "attention");
+  if (o.checkpoint.checkpoint.empty()) {
+    if (app.count("--head") > 0)
+      throw Error("attention",
+                  "--head picks a trained model's head: add --checkpoint reverse "
+                  "(or another checkpoint), or drop --head")
+          .about("head");
+    return;
+  }
+  if (o.head >= a.heads)
+    throw Error(ErrorKind::bad_value, "attention",
+                fmt::format("head {} does not exist: the layer has {} heads, 0 to {}", o.head,
+                            a.heads, a.heads - 1))
+        .about("head");
+  lessons::AttentionLessonOptions& l = o.lesson;
+  l.common.input = to_array(a.x);
+  l.common.input_name = fmt::format("{}, layer {}", o.checkpoint.checkpoint, o.checkpoint.layer);
+  l.variant = "head";
+  l.head_size = a.x.shape(2) / a.heads;
+  const std::string prefix = fmt::format("heads.{}.", o.head);
+  StateDict head;
+  for (const auto& entry : a.attention)
+    if (entry.first.starts_with(prefix)) head[entry.first.substr(prefix.size())] = entry.second;
+  l.weights = std::move(head);
+  l.weights_name =
+      fmt::format("{}, layer {} head {}", o.checkpoint.checkpoint, o.checkpoint.layer, o.head);
+  l.trained = a.source;
+  l.trained_head = o.head;
+}
 
 void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<AttentionCliOptions>();
@@ -34,7 +73,11 @@ void setup(CLI::App& app, Context& context) {
       ->option_text("HS");
   add_mask_options(*sub, o->mask);
   add_weights_options(*sub, o->weights, o->cli.output);
-  sub->callback([o, &context] {
+  add_checkpoint_options(*sub, o->checkpoint);
+  sub->add_option("--head", o->head, "with --checkpoint: which of the layer's heads (default 0)")
+      ->check(CLI::NonNegativeNumber)
+      ->option_text("H");
+  sub->callback([o, sub, &context] {
     check_outputs(o->cli.output);
     load_lesson_input(o->cli, context);
     o->lesson.common = o->cli.lesson;
@@ -42,6 +85,7 @@ void setup(CLI::App& app, Context& context) {
     o->lesson.causal = o->mask.mask == "causal";
     o->lesson.lengths = mask_lengths(o->mask);
     load_weights_option(o->lesson, o->weights, context);
+    use_checkpoint(*o, *sub);
     context.exit_code = publish(lessons::run_attention(o->lesson), o->cli.output, context);
   });
 }

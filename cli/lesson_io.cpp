@@ -181,4 +181,94 @@ std::string resolve_checkpoint(const std::string& name) {
       .about("checkpoint");
 }
 
+TrainedCheckpoint load_checkpoint(const std::string& name) {
+  const std::string path = resolve_checkpoint(name);
+  Metadata metadata;
+  StateDict all;
+  try {
+    all = read_weights(path, &metadata);
+  } catch (const Error& e) {
+    throw Error(e.kind(), e.function(), e.detail()).about("checkpoint");
+  }
+  TrainedCheckpoint c{name, train_config_from_metadata(metadata, path), {}};
+  c.model = initial_model(c.config);  // the shapes; every value is replaced below
+  visit_parameters(c.model, [&](const std::string& key, float* data, const Shape& shape) {
+    const auto it = all.find(key);
+    if (it == all.end() || it->second.shape != shape)
+      throw Error(ErrorKind::bad_file, "checkpoint",
+                  fmt::format("'{}' has no {} of shape {}: it does not fit its own metadata", path,
+                              key, shape_string(shape)))
+          .about("checkpoint");
+    const std::vector<float> values = to_float_vector(it->second);
+    std::copy(values.begin(), values.end(), data);
+  });
+  return c;
+}
+
+Ids checkpoint_ids(const TrainedCheckpoint& checkpoint, const std::string& text,
+                   std::string_view command) {
+  const TrainConfig& c = checkpoint.config;
+  const std::string example = task_example(c.task, c.sizes);
+  const std::vector<std::int64_t> ids =
+      parse_task_text(c.task, text.empty() ? example : text, c.sizes);
+  if (ids.empty() || ids.size() > c.sizes.tokens)
+    throw Error(ErrorKind::bad_value, command,
+                fmt::format("this checkpoint reads 1 to {} tokens, the text has {}: give e.g. "
+                            "--text '{}'",
+                            c.sizes.tokens, ids.size(), example))
+        .about("text");
+  Ids out({1, ids.size()});
+  std::copy(ids.begin(), ids.end(), out.begin());
+  return out;
+}
+
+void add_checkpoint_options(CLI::App& app, CheckpointCliOptions& o) {
+  app.add_option("--checkpoint", o.checkpoint,
+                 "a trained model from attn train (a .safetensors, or a shipped one: reverse, "
+                 "sort, histogram, previous-token): its layer's attention on the task's tokens")
+      ->check(not_empty_validator("--checkpoint", "reverse"))
+      ->option_text("NAME|FILE");
+  app.add_option("--text", o.text, "with --checkpoint: the task's tokens (default its example)")
+      ->option_text("TEXT");
+  app.add_option("--layer", o.layer, "with --checkpoint: which layer's attention (default 0)")
+      ->check(CLI::NonNegativeNumber)
+      ->option_text("L");
+}
+
+CheckpointAttention checkpoint_attention(const CLI::App& app, const CheckpointCliOptions& o,
+                                         const std::vector<std::string>& replaced,
+                                         std::string_view command) {
+  if (o.checkpoint.empty()) {
+    for (const char* name : {"--text", "--layer"})
+      if (app.count(name) > 0)
+        throw Error(command, fmt::format("{} reads a trained model's tokens: add --checkpoint "
+                                         "reverse (or another checkpoint), or drop {}",
+                                         name, name))
+            .about(std::string(name).substr(2));
+    return {};
+  }
+  for (const std::string& name : replaced)
+    if (app.count(name) > 0)
+      throw Error(command, fmt::format("a checkpoint brings its own model, weights and input: "
+                                       "drop {} (the sizes, --input and --weights come from it)",
+                                       name))
+          .about(name.substr(2));
+  TrainedCheckpoint c = load_checkpoint(o.checkpoint);
+  const Ids ids = checkpoint_ids(c, o.text, command);
+  CheckpointAttention a;
+  a.x = attention_input(c.model, ids, o.layer);
+  const std::string prefix = fmt::format("encoder.layers.{}.attention.", o.layer);
+  visit_parameters(c.model, [&](const std::string& key, float* data, const Shape& shape) {
+    if (key.starts_with(prefix))
+      a.attention[key.substr(prefix.size())] =
+          make_float32(shape, std::vector<float>(data, data + element_count(shape)));
+  });
+  a.heads = c.config.heads;
+  const TaskInfo& info = task_info(c.config.task);
+  a.source = {o.checkpoint, std::string(info.name), std::string(info.pattern), o.layer, {}};
+  for (std::int64_t id : ids)
+    a.source.tokens.push_back(token_text(id));
+  return a;
+}
+
 }  // namespace attn::cli

@@ -10,6 +10,7 @@
 #include "lesson.hpp"
 #include "options.hpp"
 #include "output.hpp"
+#include "training.hpp"
 #include "weights.hpp"
 
 namespace attn::cli {
@@ -38,6 +39,38 @@ EncoderConfig resolve_config(const std::string& path);
 // share/attn/checkpoints beside the executable, from data/checkpoints). Errors are about
 // "checkpoint" and list the shipped names.
 std::string resolve_checkpoint(const std::string& name);
+
+// A checkpoint of attn train, read whole: its task and sizes, and the model.
+struct TrainedCheckpoint {
+  std::string name;  // as given to --checkpoint
+  TrainConfig config;
+  TokenClassifier model;
+};
+// --checkpoint NAME|FILE; errors are about "checkpoint".
+TrainedCheckpoint load_checkpoint(const std::string& name);
+// --text in the checkpoint's tokens (its task's example when empty): ids (1,T), T at most the
+// checkpoint's; errors are about "text".
+Ids checkpoint_ids(const TrainedCheckpoint& checkpoint, const std::string& text,
+                   std::string_view command);
+
+// --checkpoint, --text and --layer on the attention lessons: a trained layer's attention, on
+// what it reads for the task's tokens.
+struct CheckpointCliOptions {
+  std::string checkpoint, text;
+  std::size_t layer = 0;
+};
+void add_checkpoint_options(CLI::App& app, CheckpointCliOptions& options);
+struct CheckpointAttention {
+  Tensor3 x;            // (1,T,D) what layer `layer`'s attention reads
+  StateDict attention;  // the layer's attention's weights, keyed as its MultiHeadAttention
+  std::size_t heads = 0;
+  lessons::TrainedSource source;
+};
+// Refuses --text and --layer without --checkpoint, and with it every option a checkpoint
+// replaces (`replaced`: given options by name, such as "--d-model"); errors name the option.
+CheckpointAttention checkpoint_attention(const CLI::App& app, const CheckpointCliOptions& options,
+                                         const std::vector<std::string>& replaced,
+                                         std::string_view command);
 
 // Refuses the outputs that cannot be written (render::check_outputs), before a lesson computes.
 void check_outputs(const render::OutputOptions& output);

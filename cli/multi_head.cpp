@@ -17,7 +17,25 @@ struct MultiHeadCliOptions {
   lessons::MultiHeadLessonOptions lesson;
   MaskCliOptions mask;
   std::string weights;
+  CheckpointCliOptions checkpoint;
 };
+
+// --checkpoint: the trained layer's attention, the book's form, on what the layer reads.
+void use_checkpoint(MultiHeadCliOptions& o, const CLI::App& app) {
+  const CheckpointAttention a = checkpoint_attention(
+      app, o.checkpoint,
+      {"--input", "--weights", "--batch", "--seq", "--d-model", "--variant", "--heads"},
+      "multi_head");
+  if (o.checkpoint.checkpoint.empty()) return;
+  lessons::MultiHeadLessonOptions& l = o.lesson;
+  l.common.input = to_array(a.x);
+  l.common.input_name = fmt::format("{}, layer {}", o.checkpoint.checkpoint, o.checkpoint.layer);
+  l.variant = "book";
+  l.heads = a.heads;
+  l.weights = a.attention;
+  l.weights_name = fmt::format("{}, layer {}", o.checkpoint.checkpoint, o.checkpoint.layer);
+  l.trained = a.source;
+}
 
 void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<MultiHeadCliOptions>();
@@ -34,7 +52,8 @@ void setup(CLI::App& app, Context& context) {
       ->option_text("H");
   add_mask_options(*sub, o->mask);
   add_weights_options(*sub, o->weights, o->cli.output);
-  sub->callback([o, &context] {
+  add_checkpoint_options(*sub, o->checkpoint);
+  sub->callback([o, sub, &context] {
     if (o->lesson.variant == "compare" && !o->cli.output.save_weights.empty()) {
       throw Error(
           "multi_head",
@@ -48,6 +67,7 @@ void setup(CLI::App& app, Context& context) {
     o->lesson.causal = o->mask.mask == "causal";
     o->lesson.lengths = mask_lengths(o->mask);
     load_weights_option(o->lesson, o->weights, context);
+    use_checkpoint(*o, *sub);
     context.exit_code = publish(lessons::run_multi_head(o->lesson), o->cli.output, context);
   });
 }

@@ -17,6 +17,21 @@ void visit_parameters(TokenClassifier& model, const ParameterVisitor& visit) {
   visit_parameters(model.head, "head.", visit);
 }
 
+Tensor3 attention_input(const TokenClassifier& model, const Ids& ids, std::size_t layer) {
+  const std::size_t layers = model.encoder.layers.size();
+  if (layer >= layers) {
+    throw Error(ErrorKind::bad_value, "attention_input",
+                fmt::format("layer {} does not exist: the model has {} layer{}, 0 to {}", layer,
+                            layers, layers == 1 ? "" : "s", layers - 1))
+        .about("layer");
+  }
+  Tensor3 x = forward(model.encoder.embeddings, ids).output;
+  for (std::size_t i = 0; i < layer; ++i)
+    x = forward(model.encoder.layers[i], x).output;
+  const EncoderLayer& at = model.encoder.layers[layer];
+  return at.placement == NormPlacement::pre ? forward(at.layer_norm_1, x).output : x;
+}
+
 TokenClassifierTape forward(const TokenClassifier& model, const Ids& ids, const Ids& labels,
                             const Tensor3* mask) {
   TokenClassifierTape tape;

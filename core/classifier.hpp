@@ -34,6 +34,10 @@ struct TokenClassifierTape {
   CrossEntropySteps loss;
 };
 
+// The hidden states layer `layer`'s attention reads for ids (B,T): LN1 of the layer's input in
+// pre-LN, the input itself in post-LN. Throws attn::Error when the model has no such layer.
+Tensor3 attention_input(const TokenClassifier& model, const Ids& ids, std::size_t layer);
+
 // ids (B,T), labels (B,T); `mask` (B,T,T) additive or null.
 TokenClassifierTape forward(const TokenClassifier& model, const Ids& ids, const Ids& labels,
                             const Tensor3* mask = nullptr);

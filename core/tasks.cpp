@@ -11,16 +11,16 @@ namespace attn {
 const std::vector<TaskInfo>& task_list() {
   static const std::vector<TaskInfo> tasks = {
       {Task::reverse, "reverse", "position i outputs the token at position T-1-i",
-       "the anti-diagonal: query i looks at key T-1-i"},
+       "the anti-diagonal, query i looking at key T-1-i"},
       {Task::sort, "sort", "position i outputs the i-th smallest token",
-       "each query looks at the tokens of its rank"},
+       "each query looking at the tokens of its rank"},
       {Task::histogram, "histogram", "position i outputs how often its token occurs",
-       "each query looks at every copy of its own token"},
+       "each query looking at every copy of its own token"},
       {Task::previous_token, "previous-token", "position i outputs the token at i-1 ('-' at 0)",
-       "the diagonal just below the main one: query i looks at key i-1"},
+       "the diagonal just below the main one, query i looking at key i-1"},
       {Task::masked, "masked",
        "each '?' in a window of English text outputs the character it hides",
-       "the neighbours that spell the word: a '?' looks at the letters beside it"},
+       "each '?' looking at the letters beside it, which spell its word"},
   };
   return tasks;
 }

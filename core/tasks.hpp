@@ -31,7 +31,7 @@ struct TaskInfo {
   Task task;
   std::string_view name;         // "reverse"
   std::string_view description;  // one line: what position i outputs
-  std::string_view pattern;      // what a head that solves it attends to
+  std::string_view pattern;      // what a head that solves it does
 };
 
 // Every task, in the order `attn train --help` lists them.

@@ -1,5 +1,7 @@
 #include "lesson.hpp"
 
+#include "utf8.hpp"
+
 #include <cmath>
 
 #include <fmt/format.h>
@@ -253,6 +255,32 @@ std::vector<std::pair<std::string, std::string>> markdown_sections(std::string_v
   }
   close_section(markdown.size());
   return sections;
+}
+
+std::string wrapped_prose(std::string_view text, std::size_t width) {
+  std::string out, line;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find(' ', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view word = text.substr(start, end - start);
+    if (!line.empty() && column_width(line) + 1 + column_width(word) > width) {
+      out += line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + std::string(word);
+    start = end + 1;
+  }
+  return out + line + "\n";
+}
+
+std::string trained_note(const TrainedSource& source, std::string_view which) {
+  return wrapped_prose(fmt::format(
+      "These weights are {} of layer {} of the checkpoint `{}`, trained on the `{}` task (lesson "
+      "11), and X is what that layer's attention reads for the tokens above. A head that solves "
+      "the task shows {}. Not every head learns the pattern: it may be split over two "
+      "heads, or sit in another layer (`--layer`).",
+      which, source.layer, source.checkpoint, source.task, source.pattern));
 }
 
 }  // namespace attn::lessons

@@ -127,6 +127,19 @@ void check_same_up_to_roundoff(LessonRun& run, std::string name, std::string_vie
 // "2, 0, 1", or past `shown` entries "5, 3, 0, 1, …, 17; 6000 in all".
 std::string index_list(const std::vector<std::size_t>& indices, std::size_t shown = 8);
 
+// Where an attention lesson's weights and input come from when they are a trained model's
+// (--checkpoint): a layer of a checkpoint of attn train, on the task's own tokens.
+struct TrainedSource {
+  std::string checkpoint;           // as given
+  std::string task, pattern;        // "reverse"; what a head that solves it attends to
+  std::size_t layer = 0;            // whose attention, reading that layer's input
+  std::vector<std::string> tokens;  // the heatmaps' labels
+};
+// One paragraph of prose broken at spaces into lines of at most `width` columns.
+std::string wrapped_prose(std::string_view text, std::size_t width = 100);
+// The prose under a trained head's heatmap: where it comes from and what to look for.
+std::string trained_note(const TrainedSource& source, std::string_view which);
+
 // What every lesson takes. Sizes are ignored when `input` is given: then they come from it.
 struct LessonOptions {
   std::uint64_t seed = 0;

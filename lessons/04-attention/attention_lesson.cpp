@@ -128,6 +128,11 @@ LessonRun run_attention(const AttentionLessonOptions& options) {
   if (!options.lengths.empty())
     run.setting("lengths", fmt::format("{}", fmt::join(options.lengths, ",")));
   if (options.weights) run.setting("weights", options.weights_name);
+  if (options.trained) {
+    run.setting("checkpoint", options.trained->checkpoint);
+    run.setting("layer", std::to_string(options.trained->layer));
+    run.setting("head", std::to_string(options.trained_head));
+  }
 
   // The weights: from --weights, else PyTorch-style random initialisation from the seed.
   Rng rng(options.common.seed ^ 0xa77e4710ULL);
@@ -168,8 +173,12 @@ LessonRun run_attention(const AttentionLessonOptions& options) {
            to_array(s.scaled_scores));
   run.section("weights");
   run.step("weights", "softmax over the keys (last axis)", to_array(s.weights));
+  const std::vector<std::string> labels =
+      options.trained ? options.trained->tokens : token_labels(tokens);
   run.heatmap({"weights of sequence 0 (rows: queries, columns: keys)", first_matrix(s.weights),
-               token_labels(tokens), token_labels(tokens), HeatmapKind::weights, masked});
+               labels, labels, HeatmapKind::weights, masked});
+  if (options.trained)
+    run.prose(trained_note(*options.trained, fmt::format("head {}", options.trained_head)));
   run.section("output");
   run.step("output", "weights @ V: each token's mix of the values", to_array(s.output));
 

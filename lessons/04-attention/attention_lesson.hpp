@@ -17,6 +17,8 @@ struct AttentionLessonOptions {
   std::vector<std::size_t> lengths;  // padding: sequence b has lengths[b] real tokens
   std::optional<StateDict> weights;  // --weights, already read
   std::string weights_name;
+  std::optional<TrainedSource> trained;  // --checkpoint: weights, X and labels from a trained model
+  std::size_t trained_head = 0;          // which of its heads
 };
 
 // Lesson 04: one head with learned projections, step by step: Q, K, V, scores, scaled scores,

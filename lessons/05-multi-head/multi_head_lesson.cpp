@@ -344,11 +344,13 @@ void run_variant(LessonRun& run, const MultiHeadLessonOptions& o, MultiHeadVaria
                                   kHeatmapHeads, heads)
                     : "every head, sequence 0 (rows: queries, columns: keys)",
                 {}};
+  const std::vector<std::string> labels = o.trained ? o.trained->tokens : token_labels(tokens);
   for (std::size_t h = 0; h < std::min(heads, kHeatmapHeads); ++h) {
-    maps.maps.push_back({fmt::format("head {}", h), head_matrix(s.weights, h), token_labels(tokens),
-                         token_labels(tokens), HeatmapKind::weights, mask != nullptr});
+    maps.maps.push_back({fmt::format("head {}", h), head_matrix(s.weights, h), labels, labels,
+                         HeatmapKind::weights, mask != nullptr});
   }
   run.heatmaps(std::move(maps));
+  if (o.trained) run.prose(trained_note(*o.trained, "the heads"));
   run.section("concatenated");
   run.step("concatenated", "the heads' outputs side by side", to_array(s.concatenated));
   if (const auto* fused = std::get_if<FusedMultiHead>(&layer)) {
@@ -395,6 +397,10 @@ LessonRun run_multi_head(const MultiHeadLessonOptions& options) {
   if (!options.lengths.empty())
     run.setting("lengths", fmt::format("{}", fmt::join(options.lengths, ",")));
   if (options.weights) run.setting("weights", options.weights_name);
+  if (options.trained) {
+    run.setting("checkpoint", options.trained->checkpoint);
+    run.setting("layer", std::to_string(options.trained->layer));
+  }
   run.section("intro");
   if (compare) {
     run.step("input", "X, one row of width D per token", to_array(x));

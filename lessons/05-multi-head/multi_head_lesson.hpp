@@ -16,6 +16,7 @@ struct MultiHeadLessonOptions {
   std::vector<std::size_t> lengths;
   std::optional<StateDict> weights;  // --weights, already read (one variant only)
   std::string weights_name;
+  std::optional<TrainedSource> trained;  // --checkpoint: the book's layer of a trained model
 };
 
 // Lesson 05: multi-head attention in the notebooks' four forms, side by side or step by step.

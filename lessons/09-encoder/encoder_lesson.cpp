@@ -190,8 +190,7 @@ LessonRun run_encoder(const EncoderLessonOptions& o) {
     run.setting("checkpoint", o.trained->checkpoint);
     run.section("intro_trained");
     run.prose(
-        fmt::format("This checkpoint learned the task `{}`: {}. A head that solves it "
-                    "attends to {}.\n",
+        fmt::format("This checkpoint learned the task `{}`: {}. A head that solves it shows {}.\n",
                     o.trained->task, o.trained->description, o.trained->pattern));
   }
   Table norms{"The residual stream: the size of each token's vector (L2 norm)",

@@ -75,8 +75,8 @@ TrainLessonResult run_train(const TrainLessonOptions& options) {
 
   run.section("intro");
   run.section("task");
-  run.prose(fmt::format("The task, `{}`: {}. A head that solves it attends to {}.\n", info.name,
-                        info.description, info.pattern));
+  run.prose(wrapped_prose(fmt::format("The task, `{}`: {}. A head that solves it shows {}.",
+                                      info.name, info.description, info.pattern)));
   Rng stream(c.seed ^ 0x5a3e1ULL);  // a look at the data, apart from the training stream
   const TaskBatch shown = make_task_batch(c.task, c.sizes, kShownSequences, stream);
   Table data{fmt::format("Four sequences of the training data (T = {}, {} classes)", c.sizes.tokens,

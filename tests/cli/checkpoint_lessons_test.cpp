@@ -1,0 +1,103 @@
+// --checkpoint on the attention lessons (04, 05): a trained layer's heads on the task's own
+// tokens, with the tokens as the heatmaps' labels and the weights showing what the heads learned.
+#include <algorithm>
+#include <string>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "run_attn.hpp"
+
+using attn::testing::run_attn;
+
+namespace {
+const nlohmann::json& step(const nlohmann::json& doc, const std::string& name) {
+  for (const auto& s : doc["steps"])
+    if (s["name"] == name) return s;
+  FAIL("no step " << name);
+  return doc;
+}
+
+// The key each query row of a (T,T) matrix gives its largest weight.
+std::vector<std::size_t> row_argmax(const nlohmann::json& matrix) {
+  std::vector<std::size_t> best;
+  for (const auto& row : matrix) {
+    const std::vector<double> v = row.get<std::vector<double>>();
+    best.push_back(static_cast<std::size_t>(std::max_element(v.begin(), v.end()) - v.begin()));
+  }
+  return best;
+}
+}  // namespace
+
+TEST_CASE("attention --checkpoint reverse: the trained head looks along the anti-diagonal",
+          "[cli][checkpoint]") {
+  const auto run = run_attn({"attention", "--checkpoint", "reverse", "--format", "json"});
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  const auto doc = nlohmann::json::parse(run.out);
+  CHECK(doc["settings"]["variant"] == "head");
+  CHECK(doc["settings"]["d-model"] == 32);
+  const auto& weights = step(doc, "weights");
+  REQUIRE(weights["shape"] == nlohmann::json::array({1, 8, 8}));
+  const std::vector<std::size_t> best = row_argmax(weights["values"][0]);
+  std::size_t anti = 0;
+  for (std::size_t i = 0; i < 8; ++i)
+    anti += best[i] == 7 - i;
+  CHECK(anti == 8);
+  for (const auto& check : doc["checks"])
+    CHECK(check["passed"] == true);
+
+  // The text names the checkpoint and labels the map with the task's letters.
+  const auto text =
+      run_attn({"attention", "--checkpoint", "reverse", "--text", "dcba", "--color", "never"});
+  REQUIRE(text.exit_code == 0);
+  CHECK(text.out.find("   d      c      b      a") != std::string::npos);
+  CHECK(text.out.find("head 0 of layer 0 of the checkpoint `reverse`") != std::string::npos);
+}
+
+TEST_CASE("multi-head --checkpoint previous-token: a head of layer 1 looks one token back",
+          "[cli][checkpoint]") {
+  const auto run = run_attn(
+      {"multi-head", "--checkpoint", "previous-token", "--layer", "1", "--format", "json"});
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  const auto doc = nlohmann::json::parse(run.out);
+  CHECK(doc["settings"]["variant"] == "book");
+  const auto& weights = step(doc, "weights");  // (1, H, T, T)
+  REQUIRE(weights["shape"] == nlohmann::json::array({1, 2, 8, 8}));
+  std::size_t best_head = 0;
+  for (std::size_t h = 0; h < 2; ++h) {
+    const std::vector<std::size_t> best = row_argmax(weights["values"][0][h]);
+    std::size_t previous = 0;
+    for (std::size_t i = 1; i < 8; ++i)
+      previous += best[i] == i - 1;
+    best_head = std::max(best_head, previous);
+  }
+  CHECK(best_head >= 6);  // of the 7 queries that have a previous token
+}
+
+TEST_CASE("the attention lessons refuse beside --checkpoint what it replaces",
+          "[cli][checkpoint]") {
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {{"attention", "--text", "abc"}, "--text: --text reads a trained model's tokens"},
+      {{"attention", "--head", "1"}, "--head: --head picks a trained model's head"},
+      {{"attention", "--checkpoint", "reverse", "--d-model", "8"}, "--d-model: a checkpoint"},
+      {{"attention", "--checkpoint", "reverse", "--head", "2"}, "head 2 does not exist"},
+      {{"attention", "--checkpoint", "reverse", "--layer", "2"}, "layer 2 does not exist"},
+      {{"attention", "--checkpoint", "reverse", "--text", "xyz"}, "'x' is not one of"},
+      {{"multi-head", "--checkpoint", "sort", "--variant", "wide"}, "--variant: a checkpoint"},
+      {{"multi-head", "--layer", "1"}, "--layer: --layer reads a trained model's tokens"},
+  };
+  for (const Case& c : cases) {
+    const auto run = run_attn(c.args);
+    INFO(run.err);
+    CHECK(run.exit_code == 2);
+    CHECK(run.out.empty());
+    CHECK(run.err.find(c.says) != std::string::npos);
+    CHECK(std::count(run.err.begin(), run.err.end(), '\n') == 1);
+  }
+}
