@@ -60,6 +60,7 @@ Metadata checkpoint_metadata(const TrainConfig& c, const Evaluation& e) {
                                      {"batch", c.batch},
                                      {"lr", c.lr},
                                      {"weight_decay", c.weight_decay},
+                                     {"dropout", c.dropout},
                                      {"seed", c.seed},
                                      {"held_out", c.held_out},
                                      {"optimizer", "AdamW"},
@@ -178,6 +179,10 @@ void setup(CLI::App& app, Context& context) {
   sub->add_option("--lr", o->config.lr, "AdamW's peak learning rate (default 0.003)")
       ->check(real_validator("a learning rate", 1e-8, 10.0, "0.003"))
       ->option_text("LR");
+  sub->add_option("--dropout", o->config.dropout,
+                  "p of the embeddings' and feed-forwards' dropout while training (default 0)")
+      ->check(real_validator("a dropout probability", 0.0, 0.95, "0.1"))
+      ->option_text("P");
   sub->add_option("--seed", o->config.seed, "the seed of the weights and batches (default 0)")
       ->check(seed_validator())
       ->option_text("N");

@@ -33,9 +33,9 @@ Tensor3 attention_input(const TokenClassifier& model, const Ids& ids, std::size_
 }
 
 TokenClassifierTape forward(const TokenClassifier& model, const Ids& ids, const Ids& labels,
-                            const Tensor3* mask) {
+                            const Tensor3* mask, Rng* dropout) {
   TokenClassifierTape tape;
-  tape.encoder = forward_tape(model.encoder, ids, mask);
+  tape.encoder = forward_tape(model.encoder, ids, mask, dropout);
   tape.logits = forward(model.head, tape.encoder.output());
   tape.loss = cross_entropy(tape.logits, labels);
   return tape;

@@ -38,9 +38,10 @@ struct TokenClassifierTape {
 // pre-LN, the input itself in post-LN. Throws attn::Error when the model has no such layer.
 Tensor3 attention_input(const TokenClassifier& model, const Ids& ids, std::size_t layer);
 
-// ids (B,T), labels (B,T); `mask` (B,T,T) additive or null.
+// ids (B,T), labels (B,T); `mask` (B,T,T) additive or null; with `dropout`, train mode (the
+// encoder's dropouts draw their masks from it).
 TokenClassifierTape forward(const TokenClassifier& model, const Ids& ids, const Ids& labels,
-                            const Tensor3* mask = nullptr);
+                            const Tensor3* mask = nullptr, Rng* dropout = nullptr);
 // The gradient of the mean loss, added into `grad`.
 void backward(const TokenClassifier& model, const TokenClassifierTape& tape, const Ids& labels,
               TokenClassifier& grad);

@@ -1,5 +1,7 @@
 #include "encoder.hpp"
 
+#include "dropout.hpp"
+
 #include <fmt/format.h>
 
 #include "error.hpp"
@@ -24,6 +26,7 @@ EncoderLayer init_encoder_layer(Rng& rng, const EncoderConfig& config, NormPlace
   layer.attention = init_book_multi_head(rng, config.hidden_size, config.num_attention_heads);
   layer.feed_forward = init_feed_forward(rng, FeedForwardVariant::book, config.hidden_size,
                                          config.intermediate_size, gelu_of(config));
+  layer.feed_forward.dropout = static_cast<float>(config.hidden_dropout_prob);
   return layer;
 }
 
@@ -79,7 +82,13 @@ EncoderLayerSteps forward(const EncoderLayer& layer, const Tensor3& x) {
   return s;
 }
 
-EncoderLayerTape forward_tape(const EncoderLayer& layer, const Tensor3& x, const Tensor3* mask) {
+EncoderLayerTape forward_tape(const EncoderLayer& layer, const Tensor3& x, const Tensor3* mask,
+                              Rng* dropout) {
+  // The feed-forward's dropout, in train mode; the book's layer has no other.
+  const auto feed_forward = [&](const Tensor3& in) {
+    return dropout != nullptr ? forward(layer.feed_forward, in, *dropout)
+                              : forward(layer.feed_forward, in);
+  };
   EncoderLayerTape t;
   t.input = x;
   if (layer.placement == NormPlacement::pre) {
@@ -87,14 +96,14 @@ EncoderLayerTape forward_tape(const EncoderLayer& layer, const Tensor3& x, const
     t.attention = forward(layer.attention, t.norm_1.output, mask);
     t.sum_1 = add(x, t.attention.output);
     t.norm_2 = forward(layer.layer_norm_2, t.sum_1);
-    t.feed_forward = forward(layer.feed_forward, t.norm_2.output);
+    t.feed_forward = feed_forward(t.norm_2.output);
     t.sum_2 = add(t.sum_1, t.feed_forward.output);
     t.output = t.sum_2;
   } else {
     t.attention = forward(layer.attention, x, mask);
     t.sum_1 = add(x, t.attention.output);
     t.norm_1 = forward(layer.layer_norm_1, t.sum_1);
-    t.feed_forward = forward(layer.feed_forward, t.norm_1.output);
+    t.feed_forward = feed_forward(t.norm_1.output);
     t.sum_2 = add(t.norm_1.output, t.feed_forward.output);
     t.norm_2 = forward(layer.layer_norm_2, t.sum_2);
     t.output = t.norm_2.output;
@@ -189,6 +198,7 @@ Embeddings init_embeddings(Rng& rng, const EncoderConfig& config) {
   e.token_embeddings = init_embedding(rng, config.vocab_size, config.hidden_size);
   e.position_embeddings = init_embedding(rng, config.max_position_embeddings, config.hidden_size);
   e.layer_norm = init_layer_norm(config.hidden_size, kEmbeddingsLayerNormEps);
+  e.dropout = static_cast<float>(config.hidden_dropout_prob);
   return e;
 }
 
@@ -209,7 +219,7 @@ void visit_parameters(Embeddings& e, const std::string& prefix, const ParameterV
   visit_parameters(e.layer_norm, prefix + "layer_norm.", visit);
 }
 
-EmbeddingsSteps forward(const Embeddings& e, const Ids& ids) {
+EmbeddingsSteps forward(const Embeddings& e, const Ids& ids, Rng* dropout) {
   const std::size_t batch = ids.shape(0), tokens = ids.shape(1),
                     positions = e.position_embeddings.weight.shape(0);
   if (tokens > positions) {
@@ -231,13 +241,20 @@ EmbeddingsSteps forward(const Embeddings& e, const Ids& ids) {
       for (std::size_t d = 0; d < s.sum.shape(2); ++d)
         s.sum(b, t, d) += s.position(0, t, d);
   s.output = forward(e.layer_norm, s.sum).output;
+  if (dropout != nullptr && e.dropout > 0.0f) {
+    DropoutSteps d = attn::dropout(*dropout, s.output, e.dropout);
+    s.dropout_scale = std::move(d.scale);
+    s.output = std::move(d.output);
+  }
   return s;
 }
 
 void backward(const Embeddings& e, const Ids& ids, const EmbeddingsSteps& s,
               const Tensor3& d_output, Embeddings& grad) {
+  const Tensor3 d_normalised =
+      s.dropout_scale.size() == 0 ? d_output : dropout_backward({s.dropout_scale, {}}, d_output);
   const Tensor3 d_sum =
-      backward(e.layer_norm, s.sum, forward(e.layer_norm, s.sum), d_output, grad.layer_norm);
+      backward(e.layer_norm, s.sum, forward(e.layer_norm, s.sum), d_normalised, grad.layer_norm);
   backward(e.token_embeddings, ids, d_sum, grad.token_embeddings);
   // Every sequence adds the same position rows: their gradient is the sum over the batch.
   const std::size_t tokens = ids.shape(1), width = d_sum.shape(2);
@@ -363,23 +380,26 @@ std::vector<LayerInfo> trace_encoder(const EncoderConfig& config, bool with_embe
   return trace.layers();
 }
 
-EncoderTape forward_tape(const Encoder& encoder, const Ids& ids, const Tensor3* mask) {
+EncoderTape forward_tape(const Encoder& encoder, const Ids& ids, const Tensor3* mask,
+                         Rng* dropout) {
   if (!encoder.with_embeddings)
     throw Error("encoder", "this encoder has no embeddings: give it hidden states, not ids");
   EncoderTape tape;
   tape.ids = ids;
-  tape.embeddings = forward(encoder.embeddings, ids);
+  tape.embeddings = forward(encoder.embeddings, ids, dropout);
   for (const EncoderLayer& layer : encoder.layers)
-    tape.layers.push_back(forward_tape(layer, tape.output(), mask));
+    tape.layers.push_back(forward_tape(layer, tape.output(), mask, dropout));
   return tape;
 }
 
-EncoderTape forward_tape(const Encoder& encoder, const Tensor3& x, const Tensor3* mask) {
+EncoderTape forward_tape(const Encoder& encoder, const Tensor3& x, const Tensor3* mask,
+                         Rng* dropout) {
   if (encoder.layers.empty())
     throw Error("encoder", "an encoder without layers has nothing to run");
   EncoderTape tape;
   for (const EncoderLayer& layer : encoder.layers)
-    tape.layers.push_back(forward_tape(layer, tape.layers.empty() ? x : tape.output(), mask));
+    tape.layers.push_back(
+        forward_tape(layer, tape.layers.empty() ? x : tape.output(), mask, dropout));
   return tape;
 }
 

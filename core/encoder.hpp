@@ -65,9 +65,10 @@ struct EncoderLayerTape {
   Tensor3 sum_2;   // stream + feed_forward(·): pre-LN's output, post-LN's LN2 input
   Tensor3 output;  // (B,T,D), equal to forward()'s
 };
-// The same forward as above, keeping the tape; `mask` (B,T,T) additive or null.
+// The same forward as above, keeping the tape; `mask` (B,T,T) additive or null. With `dropout`,
+// train mode: the feed-forward's nn.Dropout draws its mask from it (kept in the tape).
 EncoderLayerTape forward_tape(const EncoderLayer& layer, const Tensor3& x,
-                              const Tensor3* mask = nullptr);
+                              const Tensor3* mask = nullptr, Rng* dropout = nullptr);
 // Returns dX and adds every parameter's gradient into `grad` (a layer of the same sizes).
 Tensor3 backward(const EncoderLayer& layer, const EncoderLayerTape& tape, const Tensor3& d_output,
                  EncoderLayer& grad);
@@ -88,13 +89,15 @@ struct Embeddings {
   Embedding token_embeddings;     // (V,D)
   Embedding position_embeddings;  // (P,D)
   LayerNorm layer_norm;           // eps 1e-12
+  float dropout = 0.0f;           // p of its nn.Dropout, used in train mode only
 };
 
 struct EmbeddingsSteps {
-  Tensor3 token;     // (B,T,D) token_embeddings(ids)
-  Tensor3 position;  // (1,T,D) position_embeddings(0..T-1)
-  Tensor3 sum;       // (B,T,D)
-  Tensor3 output;    // (B,T,D) layer_norm(sum); dropout is the identity
+  Tensor3 token;          // (B,T,D) token_embeddings(ids)
+  Tensor3 position;       // (1,T,D) position_embeddings(0..T-1)
+  Tensor3 sum;            // (B,T,D)
+  Tensor3 output;         // (B,T,D) dropout(layer_norm(sum)): the identity in eval mode
+  Tensor3 dropout_scale;  // train mode: 0 or 1/(1-p) per element; empty in eval mode
 };
 
 Embeddings init_embeddings(Rng& rng, const EncoderConfig& config);
@@ -106,8 +109,9 @@ inline void visit_parameters(Embeddings& e, const ParameterVisitor& visit) {
 }
 // torchinfo's rows of one Embeddings call on ids of shape `input` (B,T).
 void trace_embeddings(Trace& trace, const Module& embeddings, const Shape& input);
-// ids (B,T); throws attn::Error for T > P or an id outside the vocabulary.
-EmbeddingsSteps forward(const Embeddings& embeddings, const Ids& ids);
+// ids (B,T); throws attn::Error for T > P or an id outside the vocabulary. With `dropout`, train
+// mode: its nn.Dropout draws its mask from it.
+EmbeddingsSteps forward(const Embeddings& embeddings, const Ids& ids, Rng* dropout = nullptr);
 // The backward of forward(embeddings, ids) from its steps: adds the token table's, the position
 // table's and the layer norm's gradients into `grad`. Ids have no gradient.
 void backward(const Embeddings& embeddings, const Ids& ids, const EmbeddingsSteps& steps,
@@ -142,10 +146,12 @@ struct EncoderTape {
     return layers.empty() ? embeddings.output : layers.back().output;
   }
 };
-// From ids (B,T) with embeddings; `mask` (B,T,T) additive or null.
-EncoderTape forward_tape(const Encoder& encoder, const Ids& ids, const Tensor3* mask = nullptr);
+// From ids (B,T) with embeddings; `mask` (B,T,T) additive or null; with `dropout`, train mode.
+EncoderTape forward_tape(const Encoder& encoder, const Ids& ids, const Tensor3* mask = nullptr,
+                         Rng* dropout = nullptr);
 // From hidden states (B,T,D), the layers only.
-EncoderTape forward_tape(const Encoder& encoder, const Tensor3& x, const Tensor3* mask = nullptr);
+EncoderTape forward_tape(const Encoder& encoder, const Tensor3& x, const Tensor3* mask = nullptr,
+                         Rng* dropout = nullptr);
 // Adds every parameter's gradient into `grad`; returns dX for hidden-state input (empty with
 // embeddings, where the input is ids).
 Tensor3 backward(const Encoder& encoder, const EncoderTape& tape, const Tensor3& d_output,

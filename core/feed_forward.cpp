@@ -1,5 +1,7 @@
 #include "feed_forward.hpp"
 
+#include "dropout.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -274,7 +276,16 @@ void visit_parameters(FeedForward& layer, const ParameterVisitor& visit) {
   }
 }
 
-FeedForwardSteps forward(const FeedForward& layer, const Tensor3& x) {
+namespace {
+// t *= scale elementwise (a dropout mask), when there is one.
+void scale_by(Tensor3& t, const Tensor3& scale) {
+  if (scale.size() == 0) return;
+  for (std::size_t i = 0; i < t.size(); ++i)
+    t.data()[i] *= scale.data()[i];
+}
+
+// The forward of every mode: `scale` empty in eval mode.
+FeedForwardSteps forward_scaled(const FeedForward& layer, const Tensor3& x, Tensor3 scale) {
   const std::size_t d_model = layer.linear_1.weight.shape(1);
   if (x.shape(2) != d_model) {
     throw Error("feed_forward",
@@ -282,6 +293,7 @@ FeedForwardSteps forward(const FeedForward& layer, const Tensor3& x) {
                             shape_string_of(x), d_model, d_model));
   }
   FeedForwardSteps s;
+  s.dropout_scale = std::move(scale);
   s.hidden = forward(layer.linear_1, x);  // (B,T,D) @ (D,F) -> (B,T,F)
   switch (layer.variant) {
     case FeedForwardVariant::book:
@@ -289,7 +301,8 @@ FeedForwardSteps forward(const FeedForward& layer, const Tensor3& x) {
       break;
     case FeedForwardVariant::relu:
       s.activated = relu(s.hidden);
-      break;  // then dropout: identity
+      scale_by(s.activated, s.dropout_scale);  // then dropout
+      break;
     case FeedForwardVariant::gelu_last:
       s.activated = s.hidden;
       break;
@@ -297,7 +310,37 @@ FeedForwardSteps forward(const FeedForward& layer, const Tensor3& x) {
   s.projected = forward(layer.linear_2, s.activated);  // (B,T,F) @ (F,D) -> (B,T,D)
   s.output = layer.variant == FeedForwardVariant::gelu_last ? gelu(s.projected, layer.approximate)
                                                             : s.projected;
+  if (layer.variant != FeedForwardVariant::relu) scale_by(s.output, s.dropout_scale);
   return s;
+}
+
+// The shape of the tensor the variant's dropout sits on, for x (B,T,D).
+Shape dropout_shape(const FeedForward& layer, const Tensor3& x) {
+  const std::size_t width = layer.variant == FeedForwardVariant::relu
+                                ? layer.linear_1.weight.shape(0)
+                                : layer.linear_2.weight.shape(0);
+  return {x.shape(0), x.shape(1), width};
+}
+}  // namespace
+
+FeedForwardSteps forward(const FeedForward& layer, const Tensor3& x) {
+  return forward_scaled(layer, x, Tensor3());
+}
+
+FeedForwardSteps forward(const FeedForward& layer, const Tensor3& x, Rng& dropout) {
+  if (layer.dropout == 0.0f) return forward(layer, x);  // nothing to draw: eval mode's numbers
+  return forward_scaled(layer, x, dropout_scale(dropout, dropout_shape(layer, x), layer.dropout));
+}
+
+FeedForwardSteps forward(const FeedForward& layer, const Tensor3& x, const Tensor3& dropout_scale) {
+  const Shape expected = dropout_shape(layer, x);
+  if (dropout_scale.shape(0) != expected[0] || dropout_scale.shape(1) != expected[1] ||
+      dropout_scale.shape(2) != expected[2]) {
+    throw Error("feed_forward",
+                fmt::format("the dropout scale {} does not fit {}", shape_string_of(dropout_scale),
+                            shape_string(expected)));
+  }
+  return forward_scaled(layer, x, dropout_scale);
 }
 
 Tensor3 gelu_backward(const Tensor3& x, const Tensor3& d_output, GeluApproximation approximate) {
@@ -335,9 +378,11 @@ Tensor3 relu_backward(const Tensor3& x, const Tensor3& d_output) {
 Tensor3 backward(const FeedForward& layer, const Tensor3& x, const FeedForwardSteps& steps,
                  const Tensor3& d_output, FeedForward& grad) {
   Tensor3 d_projected = d_output;  // book, relu: the output is the projection
+  if (layer.variant != FeedForwardVariant::relu) scale_by(d_projected, steps.dropout_scale);
   if (layer.variant == FeedForwardVariant::gelu_last)
-    d_projected = gelu_backward(steps.projected, d_output, layer.approximate);
-  const Tensor3 d_activated = backward(layer.linear_2, steps.activated, d_projected, grad.linear_2);
+    d_projected = gelu_backward(steps.projected, d_projected, layer.approximate);
+  Tensor3 d_activated = backward(layer.linear_2, steps.activated, d_projected, grad.linear_2);
+  if (layer.variant == FeedForwardVariant::relu) scale_by(d_activated, steps.dropout_scale);
   Tensor3 d_hidden;
   switch (layer.variant) {
     case FeedForwardVariant::book:

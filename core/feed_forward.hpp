@@ -19,6 +19,7 @@
 
 #include "linear.hpp"
 #include "module.hpp"
+#include "random.hpp"
 #include "tensor.hpp"
 
 namespace attn {
@@ -55,14 +56,19 @@ struct FeedForwardSteps {
   Tensor3 activated;  // (B,T,F) GELU or ReLU of hidden; gelu-last: hidden itself (nothing between)
   Tensor3 projected;  // (B,T,D) the second Linear
   Tensor3 output;     // (B,T,D) book, relu: projected; gelu-last: GELU(projected)
+  // Train mode: each element's dropout scale, 0 or 1/(1-p), where the variant's nn.Dropout sits
+  // (book, gelu-last: on the output; relu: on the activation, seed 001's layer1 -> relu -> dropout
+  // -> layer2). Empty in eval mode, where dropout is the identity.
+  Tensor3 dropout_scale;
 };
 
 // Every variant's weights in one struct: the two Linears under the variant's names.
 struct FeedForward {
   FeedForwardVariant variant = FeedForwardVariant::book;
   GeluApproximation approximate = GeluApproximation::none;  // the GELU's (book, gelu-last)
-  Linear linear_1;  // Linear(D, F): book linear_1, seed 001 layer1, seed 000 net.0
-  Linear linear_2;  // Linear(F, D): book linear_2, seed 001 layer2, seed 000 net.1
+  Linear linear_1;       // Linear(D, F): book linear_1, seed 001 layer1, seed 000 net.0
+  Linear linear_2;       // Linear(F, D): book linear_2, seed 001 layer2, seed 000 net.1
+  float dropout = 0.0f;  // p of its nn.Dropout, used in train mode only
 };
 
 // PyTorch's default initialisation, in registration order (the first Linear, then the second).
@@ -74,10 +80,15 @@ FeedForward init_feed_forward(Rng& rng, FeedForwardVariant variant, std::size_t 
 Module describe_feed_forward(FeedForwardVariant variant, std::size_t d_model, std::size_t d_ff,
                              std::string name = "");
 void visit_parameters(FeedForward& layer, const ParameterVisitor& visit);
-// x (B,T,D) -> the steps; throws attn::Error when x's width is not the layer's D.
+// x (B,T,D) -> the steps, in eval mode (dropout is the identity); throws attn::Error when x's
+// width is not the layer's D.
 FeedForwardSteps forward(const FeedForward& layer, const Tensor3& x);
-// The backward of forward(layer, x) from its steps: returns dX and adds both Linears' gradients
-// into `grad`. Dropout is the identity, as in forward.
+// Train mode: dropout with p = layer.dropout, its mask drawn from `dropout` (core/dropout.hpp), or
+// given as the scales (B,T,D), (B,T,F) for relu.
+FeedForwardSteps forward(const FeedForward& layer, const Tensor3& x, Rng& dropout);
+FeedForwardSteps forward(const FeedForward& layer, const Tensor3& x, const Tensor3& dropout_scale);
+// The backward of forward(layer, x) from its steps (through the dropout mask they keep, in train
+// mode): returns dX and adds both Linears' gradients into `grad`.
 Tensor3 backward(const FeedForward& layer, const Tensor3& x, const FeedForwardSteps& steps,
                  const Tensor3& d_output, FeedForward& grad);
 // FeedForwardSteps' tensors on x (B,T,D), for a memory budget (core/budget.hpp).

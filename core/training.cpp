@@ -12,6 +12,7 @@ namespace attn {
 namespace {
 constexpr std::uint64_t kHeldOutStream = 0x4e1d0ULL;
 constexpr std::uint64_t kBatchStream = 0xba7c4ULL;
+constexpr std::uint64_t kDropoutStream = 0xd2095ULL;
 constexpr std::size_t kEvaluationBatch = 256;
 }  // namespace
 
@@ -34,6 +35,10 @@ void check_train_config(const TrainConfig& c) {
   if (!(c.lr > 0.0f) || !std::isfinite(c.lr))
     refuse("lr",
            fmt::format("{} is not a learning rate: give a positive number such as 0.003", c.lr));
+  if (!(c.dropout >= 0.0f && c.dropout < 1.0f))
+    refuse("dropout", fmt::format("{} is not a probability of dropping: give 0 (the default) to "
+                                  "below 1, such as 0.1",
+                                  c.dropout));
   if (!(c.weight_decay >= 0.0f) || !std::isfinite(c.weight_decay))
     refuse("weight_decay", "the weight decay must be 0 or more, such as 0.01");
 }
@@ -51,6 +56,9 @@ MemoryPlan plan_training(const TrainConfig& c) {
                   {2, c.batch, c.sizes.tokens, task_classes(c.task, c.sizes)},
                   " B T"});
   plan.push_back({"the held-out set", {2, c.held_out, c.sizes.tokens}, "  T", 8});
+  if (c.dropout > 0.0f)
+    plan.push_back(
+        {"the dropout masks", {c.layers + 1, c.batch, c.sizes.tokens, c.d_model}, "L B T D"});
   return plan;
 }
 
@@ -62,7 +70,7 @@ EncoderConfig model_config(const TrainConfig& c) {
   e.num_hidden_layers = c.layers;
   e.vocab_size = task_vocabulary(c.task, c.sizes);
   e.max_position_embeddings = c.sizes.tokens;
-  e.hidden_dropout_prob = 0.0;
+  e.hidden_dropout_prob = c.dropout;
   e.attention_probs_dropout_prob = 0.0;
   return e;
 }
@@ -164,10 +172,11 @@ TokenClassifier train(const TrainConfig& c, const std::function<void(const Train
   AdamW adamw;
   adamw.weight_decay = c.weight_decay;
   Rng batches(c.seed ^ kBatchStream);
+  Rng dropout(c.seed ^ kDropoutStream);  // draws nothing while the dropout is 0
   for (std::size_t step = 1; step <= c.steps; ++step) {
     const TaskBatch b = make_task_batch(c.task, c.sizes, c.batch, batches);
     zero_grad(grad);
-    const TokenClassifierTape tape = forward(model, b.ids, b.labels);
+    const TokenClassifierTape tape = forward(model, b.ids, b.labels, nullptr, &dropout);
     backward(model, tape, b.labels, grad);
     adamw.lr = learning_rate(c, step);
     adamw.step(slots);

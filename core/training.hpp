@@ -21,12 +21,14 @@ struct TrainConfig {
   NormPlacement norm = NormPlacement::pre;
   std::size_t steps = 1000, batch = 32;
   float lr = 3e-3f, weight_decay = 0.01f;
+  float dropout = 0.0f;  // p of the embeddings' and every feed-forward's nn.Dropout
   std::uint64_t seed = 0;
   std::size_t held_out = 512;  // sequences in the held-out set
 };
 
 // Throws attn::Error(bad_value) about the option at fault: sizes of 0, H not dividing D, a
-// vocabulary outside 2..26 letters, a learning rate that is not a positive number.
+// vocabulary outside 2..26 letters, a learning rate that is not a positive number, a dropout
+// outside [0, 1).
 void check_train_config(const TrainConfig& config);
 // What training holds at its peak, for check_budget: the weights, their gradients and AdamW's two
 // moments; every layer's tape for one batch, and the logits; the held-out set.

@@ -211,6 +211,18 @@ def case_list():
         m = nn.Dropout(0.3)  # train mode: the kept elements are the output's nonzeros, scaled 1/0.7
         return m, {"x": randn(B, T, D)}, {}, {"module": "dropout", "p": 0.3}
 
+    def feed_forward_dropout():  # train mode: the kept outputs are the nonzeros, scaled 1/0.7
+        m = FeedForward(D, F_, approximate="none", dropout=0.3)
+        return m, {"x": randn(B, T, D)}, {}, {"module": "feed_forward", "variant": "book", "gelu": "none",
+                                               "d": D, "d_ff": F_, "dropout": 0.3}
+
+    def embeddings_dropout():
+        m = Embeddings(TINY)
+        m.dropout.p = 0.3
+        randomise_norms(m)
+        ids = torch.tensor([[3, 1, 3, 16, 0], [1, 1, 7, 2, 3]])
+        return m, {}, {"ids": ids}, {"module": "embeddings", "config": TINY, "dropout": 0.3}
+
     return [
         ("linear_bias", linear(True)),
         ("linear_no_bias", linear(False)),
@@ -243,6 +255,8 @@ def case_list():
         ("encoder_layer_bert_base", bert_layer),
         ("dropout_train", dropout),
         ("cross_entropy_ignored", head_ignored),
+        ("feed_forward_book_dropout", feed_forward_dropout),
+        ("embeddings_dropout", embeddings_dropout),
     ]
 
 

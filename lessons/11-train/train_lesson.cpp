@@ -72,6 +72,7 @@ TrainLessonResult run_train(const TrainLessonOptions& options) {
   run.setting("steps", std::to_string(c.steps));
   run.setting("batch", std::to_string(c.batch));
   run.setting("lr", fmt::format("{:g}", c.lr));
+  if (c.dropout > 0.0f) run.setting("dropout", fmt::format("{:g}", c.dropout));
 
   run.section("intro");
   run.section("task");

@@ -106,3 +106,25 @@ TEST_CASE("attn train learns the masked task on text and scores only the masked 
   CHECK(shown.out.find("Linear(32, 27)") != std::string::npos);
   CHECK(shown.out.find("positions right") == std::string::npos);  // the text does not say
 }
+
+TEST_CASE("attn train --dropout: seeded masks, the same bits run after run, and it still learns",
+          "[cli][train][dropout]") {
+  ScratchDir dir("train-dropout");
+  const auto train = [&](const std::string& name, const std::string& dropout) {
+    const std::string path = (dir.path / name).string();
+    const auto run = run_attn({"train", "--task", "reverse", "--steps", "600", "--dropout", dropout,
+                               "--format", "json", "--save-checkpoint", path});
+    INFO(run.err);
+    REQUIRE(run.exit_code == 0);
+    const auto doc = nlohmann::json::parse(run.out);
+    CHECK(doc["steps"][1]["values"][0].get<double>() >= 0.99);  // held-out tokens right
+    return attn::testing::read_text(path);
+  };
+  const std::string a = train("a.safetensors", "0.1");
+  CHECK(a == train("b.safetensors", "0.1"));
+  CHECK(a != train("c.safetensors", "0.2"));
+  attn::Metadata metadata;
+  attn::read_weights((dir.path / "a.safetensors").string(), &metadata);
+  CHECK(nlohmann::json::parse(metadata.at("attn_training"))["dropout"].get<double>() ==
+        Approx(0.1));
+}

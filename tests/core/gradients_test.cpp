@@ -295,6 +295,38 @@ TEST_CASE("FeedForward backward equals autograd in the book, relu and gelu-last 
 }
 
 namespace {
+// PyTorch's dropout choices in train mode, read off its output: a kept element is its input
+// scaled by 1 / (1 - p), a dropped one is 0 (the inputs here have no exact zeros).
+Tensor3 torch_dropout_scale(const Case& c) {
+  const Tensor3 output = c.tensor("output");
+  const float p = c.meta["dropout"];
+  Tensor3 scale(output.shape());
+  std::size_t dropped = 0;
+  for (std::size_t i = 0; i < output.size(); ++i) {
+    scale.data()[i] = output.data()[i] != 0.0f ? 1.0f / (1.0f - p) : 0.0f;
+    dropped += output.data()[i] == 0.0f;
+  }
+  REQUIRE(dropped > 0);
+  return scale;
+}
+}  // namespace
+
+TEST_CASE("FeedForward in train mode: with PyTorch's dropout choices, its output and gradients",
+          "[gradients][feed-forward][dropout]") {
+  const Case c = load("feed_forward_book_dropout");
+  attn::Rng rng(6);
+  attn::FeedForward layer =
+      attn::init_feed_forward(rng, attn::FeedForwardVariant::book, c.meta["d"], c.meta["d_ff"]);
+  load_parameters(layer, c);
+  const Tensor3 x = c.tensor("input.x");
+  const attn::FeedForwardSteps s = attn::forward(layer, x, torch_dropout_scale(c));
+  check_output(s.output, c);
+  attn::FeedForward grad = attn::zeros_like(layer);
+  check_input_gradient(attn::backward(layer, x, s, c.tensor("grad_output"), grad), c);
+  check_parameter_gradients(grad, c);
+}
+
+namespace {
 attn::EncoderConfig config_of(const nlohmann::json& c) {
   attn::EncoderConfig config;
   config.hidden_size = c["hidden_size"];
@@ -335,6 +367,21 @@ TEST_CASE("Embeddings and the whole encoder from ids: backward equals autograd",
     load_parameters(embeddings, c);
     const attn::Ids ids = ids_of(c.at("ids"));
     const attn::EmbeddingsSteps s = attn::forward(embeddings, ids);
+    check_output(s.output, c);
+    attn::Embeddings grad = attn::zeros_like(embeddings);
+    attn::backward(embeddings, ids, s, c.tensor("grad_output"), grad);
+    check_parameter_gradients(grad, c);
+  }
+  {
+    // Train mode: the embeddings' dropout with PyTorch's choices.
+    const Case c = load("embeddings_dropout");
+    attn::Rng rng(8);
+    attn::Embeddings embeddings = attn::init_embeddings(rng, config_of(c.meta["config"]));
+    load_parameters(embeddings, c);
+    const attn::Ids ids = ids_of(c.at("ids"));
+    attn::EmbeddingsSteps s = attn::forward(embeddings, ids);
+    s.dropout_scale = torch_dropout_scale(c);
+    s.output *= s.dropout_scale;
     check_output(s.output, c);
     attn::Embeddings grad = attn::zeros_like(embeddings);
     attn::backward(embeddings, ids, s, c.tensor("grad_output"), grad);
