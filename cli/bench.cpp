@@ -25,6 +25,7 @@
 #include "matmul.hpp"
 #include "options.hpp"
 #include "random.hpp"
+#include "training.hpp"
 
 namespace attn::cli {
 
@@ -38,6 +39,8 @@ struct BenchOptions {
   std::size_t warmup = 3;
   std::string format = "text";
   std::string norm = "pre";
+  bool train = false;
+  std::size_t batch = 0;  // --train: the BERT-base layer's batch (0: 1)
 };
 
 constexpr std::size_t kReferenceRuns = 3;
@@ -248,6 +251,87 @@ int run_bench(const BenchOptions& o) {
   return kExitOk;
 }
 
+// --train: training steps (core/training.hpp's Trainer: a batch, forward, the loss, backward and
+// AdamW's update) of two models: attn train's default and one BERT-base-size layer.
+struct TimedTraining {
+  std::string name;
+  TrainConfig config;
+  std::vector<double> ms;
+};
+
+TrainConfig bert_layer_training(std::size_t seq, std::size_t batch) {
+  TrainConfig c;  // reverse on 8 letters: the task only feeds the model its tokens and labels
+  c.layers = 1;
+  c.d_model = 768;
+  c.heads = 12;
+  c.d_ff = 3072;
+  c.sizes.tokens = seq;
+  c.batch = batch;
+  return c;
+}
+
+int run_bench_train(const BenchOptions& o) {
+  keep_freed_memory();
+  const std::size_t threads = o.threads == 0 ? all_cores() : o.threads;
+  set_blas_threads(static_cast<int>(threads));
+  std::vector<TimedTraining> runs = {
+      {"attn train's default", TrainConfig{}, {}},
+      {"a BERT-base layer", bert_layer_training(o.seq, o.batch == 0 ? 1 : o.batch), {}}};
+  for (TimedTraining& r : runs) {
+    r.config.steps = o.warmup + o.repeat;  // the schedule's length; it only sets the lr
+    Trainer trainer(r.config);
+    for (std::size_t i = 0; i < o.warmup; ++i)
+      trainer.step();
+    for (std::size_t i = 0; i < o.repeat; ++i)
+      r.ms.push_back(time_ms([&] { trainer.step(); }));
+  }
+  const char* coretype = std::getenv("OPENBLAS_CORETYPE");
+  if (o.format == "json") {
+    nlohmann::ordered_json doc;
+    doc["threads"] = threads;
+    doc["runs"] = o.repeat;
+    doc["warmup"] = o.warmup;
+    doc["openblas_coretype"] =
+        coretype != nullptr ? nlohmann::ordered_json(coretype) : nlohmann::ordered_json();
+    nlohmann::ordered_json models = nlohmann::ordered_json::array();
+    for (const TimedTraining& r : runs) {
+      const TrainConfig& c = r.config;
+      const double ms = median(r.ms);
+      models.push_back({{"name", r.name},
+                        {"layers", c.layers},
+                        {"d_model", c.d_model},
+                        {"heads", c.heads},
+                        {"d_ff", c.d_ff},
+                        {"batch", c.batch},
+                        {"tokens", c.sizes.tokens},
+                        {"vocab", c.sizes.vocab},
+                        {"ms_median", ms},
+                        {"ms_min", *std::min_element(r.ms.begin(), r.ms.end())},
+                        {"ms_max", *std::max_element(r.ms.begin(), r.ms.end())},
+                        {"steps_per_second", 1000.0 / ms}});
+    }
+    doc["models"] = models;
+    std::fputs((doc.dump(2) + "\n").c_str(), stdout);
+    return kExitOk;
+  }
+  std::string text = fmt::format(
+      "attn bench --train: training steps (a batch, forward, cross-entropy, backward, AdamW)\n"
+      "  threads {}, OPENBLAS_CORETYPE {}; {} timed steps after {} warm-up; times are medians\n\n",
+      threads, coretype != nullptr ? coretype : "unset", o.repeat, o.warmup);
+  for (const TimedTraining& r : runs) {
+    const TrainConfig& c = r.config;
+    const double ms = median(r.ms);
+    text += fmt::format("  {:<22} L={} D={} H={} F={}, batch {} of {} tokens\n", r.name, c.layers,
+                        c.d_model, c.heads, c.d_ff, c.batch, c.sizes.tokens);
+    text += fmt::format("  {:<22} {:>9.3f} ms/step  {:>8.1f} steps/s  (min {:.3f}, max {:.3f})\n",
+                        "", ms, 1000.0 / ms, *std::min_element(r.ms.begin(), r.ms.end()),
+                        *std::max_element(r.ms.begin(), r.ms.end()));
+  }
+  text += "\nPyTorch on the same models: bench/train_torch.py (docs/benchmark.md, \"Training\").\n";
+  std::fputs(text.c_str(), stdout);
+  return kExitOk;
+}
+
 void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<BenchOptions>();
   CLI::App* sub = app.add_subcommand(
@@ -277,7 +361,21 @@ void setup(CLI::App& app, Context& context) {
   sub->add_option("--norm", o->norm, "pre (default, the book) or post (the paper, BERT)")
       ->check(choice_validator("a placement", {"pre", "post"}))
       ->option_text("pre|post");
-  sub->callback([o, &context] { context.exit_code = run_bench(*o); });
+  sub->add_flag("--train", o->train,
+                "time training steps instead: attn train's default model and a BERT-base layer")
+      ->default_str("");
+  sub->add_option("--batch", o->batch, "with --train: the BERT-base layer's batch (default 1)")
+      ->check(size_validator(4096))
+      ->option_text("B");
+  sub->callback([o, sub, &context] {
+    if (!o->train && sub->count("--batch") > 0)
+      throw Error("bench", "--batch sets the BERT-base layer's batch of --train: add --train")
+          .about("batch");
+    if (o->train && (sub->count("--config") > 0 || sub->count("--norm") > 0))
+      throw Error("bench", "--train times its own two models: drop --config and --norm")
+          .about(sub->count("--config") > 0 ? "config" : "norm");
+    context.exit_code = o->train ? run_bench_train(*o) : run_bench(*o);
+  });
 }
 
 const Registration kRegistration{"bench", setup};

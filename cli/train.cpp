@@ -134,6 +134,7 @@ int run_train(TrainCliOptions& o, const Context& context) {
     }
   }
   cli::check_outputs(o.output);
+  keep_freed_memory();
   const bool shown =
       o.output.format == render::Format::text && !o.output.quiet && isatty(STDERR_FILENO) != 0;
   Progress progress(c.steps, shown);

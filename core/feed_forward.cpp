@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "encoder_fast.hpp"
 #include "error.hpp"
 
 namespace attn {
@@ -179,6 +180,12 @@ float tanh_sleef(float x) {
 //   n % 16 with libm's tanhf; GCC contracts x + κx³ into an FMA in both paths.
 // (Single-threaded torch; several threads split tensors over 16384 elements into chunks.)
 Tensor3 gelu(const Tensor3& x, GeluApproximation approximate) {
+  if (best_fast_kernels() == FastKernels::avx2) {
+    // The same bits as the loops below, 8 lanes at a time (tests/core/encoder_fast_test.cpp).
+    Tensor3 out = x;
+    fast_gelu(FastKernels::avx2, out.data(), out.size(), approximate);
+    return out;
+  }
   Tensor3 out(x.shape());
   const std::size_t n = x.size();
   const float* in = x.data();

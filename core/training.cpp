@@ -163,30 +163,39 @@ TokenClassifier initial_model(const TrainConfig& c) {
   return init_token_classifier(init, model_config(c), c.norm, task_classes(c.task, c.sizes));
 }
 
-TokenClassifier train(const TrainConfig& c, const std::function<void(const TrainStep&)>& on_step) {
+Trainer::Trainer(const TrainConfig& c)
+    : config_(c),
+      batches_(c.seed ^ kBatchStream),
+      dropout_(c.seed ^ kDropoutStream) {  // draws nothing while the dropout is 0
   check_train_config(c);
   check_budget("train", plan_training(c));
-  TokenClassifier model = initial_model(c);
-  TokenClassifier grad = zeros_like(model);
-  const std::vector<ParameterSlot> slots = parameter_slots(model, grad);
-  AdamW adamw;
-  adamw.weight_decay = c.weight_decay;
-  Rng batches(c.seed ^ kBatchStream);
-  Rng dropout(c.seed ^ kDropoutStream);  // draws nothing while the dropout is 0
+  model_ = initial_model(c);
+  grad_ = zeros_like(model_);
+  slots_ = parameter_slots(model_, grad_);
+  adamw_.weight_decay = c.weight_decay;
+}
+
+TrainStep Trainer::step() {
+  const TaskBatch b = make_task_batch(config_.task, config_.sizes, config_.batch, batches_);
+  zero_grad(grad_);
+  const TokenClassifierTape tape = forward(model_, b.ids, b.labels, nullptr, &dropout_);
+  backward(model_, tape, b.labels, grad_);
+  ++done_;
+  adamw_.lr = learning_rate(config_, done_);
+  adamw_.step(slots_);
+  return {done_, tape.loss.loss,
+          static_cast<double>(tape.loss.correct) /
+              static_cast<double>(std::max<std::size_t>(1, tape.loss.scored)),
+          adamw_.lr};
+}
+
+TokenClassifier train(const TrainConfig& c, const std::function<void(const TrainStep&)>& on_step) {
+  Trainer trainer(c);
   for (std::size_t step = 1; step <= c.steps; ++step) {
-    const TaskBatch b = make_task_batch(c.task, c.sizes, c.batch, batches);
-    zero_grad(grad);
-    const TokenClassifierTape tape = forward(model, b.ids, b.labels, nullptr, &dropout);
-    backward(model, tape, b.labels, grad);
-    adamw.lr = learning_rate(c, step);
-    adamw.step(slots);
-    if (on_step)
-      on_step({step, tape.loss.loss,
-               static_cast<double>(tape.loss.correct) /
-                   static_cast<double>(std::max<std::size_t>(1, tape.loss.scored)),
-               adamw.lr});
+    const TrainStep s = trainer.step();
+    if (on_step) on_step(s);
   }
-  return model;
+  return trainer.model();
 }
 
 }  // namespace attn

@@ -9,6 +9,7 @@
 
 #include "budget.hpp"
 #include "classifier.hpp"
+#include "optimizer.hpp"
 #include "tasks.hpp"
 #include "weights.hpp"
 
@@ -65,6 +66,28 @@ TrainConfig train_config_from_metadata(const Metadata& metadata, std::string_vie
 
 // The model train() starts from: PyTorch-style initial weights drawn from the seed.
 TokenClassifier initial_model(const TrainConfig& config);
+
+// train()'s loop one step at a time: the model, its gradient, AdamW's state and the seeded
+// streams of batches and dropout masks. step() draws a batch, runs forward, backward and the
+// update, and says what it saw.
+class Trainer {
+ public:
+  // Checks the config and its memory budget first (attn::Error).
+  explicit Trainer(const TrainConfig& config);
+  Trainer(const Trainer&) = delete;  // the optimiser points into the model
+  Trainer& operator=(const Trainer&) = delete;
+  TrainStep step();
+  const TokenClassifier& model() const { return model_; }
+  const TrainConfig& config() const { return config_; }
+
+ private:
+  TrainConfig config_;
+  TokenClassifier model_, grad_;
+  std::vector<ParameterSlot> slots_;
+  AdamW adamw_;
+  Rng batches_, dropout_;
+  std::size_t done_ = 0;
+};
 
 // Trains from initial_model(config); `on_step` sees every step (for progress).
 TokenClassifier train(const TrainConfig& config,

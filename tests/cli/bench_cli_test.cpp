@@ -69,6 +69,26 @@ TEST_CASE("attn bench: post-LN, one thread, a config file, text output", "[cli][
   CHECK(result.out.find("gelu_new") != std::string::npos);
 }
 
+TEST_CASE("attn bench --train --format json: both models' steps per second", "[cli][bench]") {
+  const auto result = run_attn({"bench", "--train", "--seq", "16", "--repeat", "2", "--warmup", "1",
+                                "--threads", "1", "--format", "json"});
+  INFO(result.err);
+  REQUIRE(result.exit_code == 0);
+  const auto doc = nlohmann::json::parse(result.out);
+  CHECK(doc["threads"] == 1);
+  CHECK(doc["runs"] == 2);
+  REQUIRE(doc["models"].size() == 2);
+  CHECK(doc["models"][0]["d_model"] == 32);
+  CHECK(doc["models"][0]["batch"] == 32);
+  CHECK(doc["models"][1]["d_model"] == 768);
+  CHECK(doc["models"][1]["tokens"] == 16);
+  for (const auto& m : doc["models"]) {
+    CHECK(m["ms_median"].get<double>() > 0.0);
+    CHECK(m["ms_min"].get<double>() <= m["ms_median"].get<double>());
+    CHECK(m["steps_per_second"].get<double>() == Approx(1000.0 / m["ms_median"].get<double>()));
+  }
+}
+
 TEST_CASE("bad input to bench: one line, exit 2", "[cli][bench][bad-input]") {
   const TinyConfig config;
   const std::string& tiny = config.path;
@@ -88,7 +108,9 @@ TEST_CASE("bad input to bench: one line, exit 2", "[cli][bench][bad-input]") {
       {{"bench", "--warmup", "x"}, "--warmup"},
       {{"bench", "--norm", "middle"}, "--norm"},
       {{"bench", "--format", "yaml"}, "--format"},
-      {{"bench", "--batch", "2"}, "unknown option '--batch'"},
+      {{"bench", "--batch", "2"}, "--batch: --batch sets the BERT-base layer's batch of --train"},
+      {{"bench", "--train", "--norm", "post"}, "--norm: --train times its own two models"},
+      {{"bench", "--train", "--batch", "0"}, "--batch"},
       {{"bench", "--config", broken}, "not divisible"},
       {{"bench", "--config", (dir / "missing.json").string()}, "missing.json"},
   };
