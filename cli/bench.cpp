@@ -123,9 +123,14 @@ int run_bench(const BenchOptions& o) {
   const std::size_t t = o.seq, d = config.hidden_size, f = config.intermediate_size,
                     h = config.num_attention_heads;
   const std::size_t weights = 4 * d * d + 2 * d * f;
-  check_budget("bench", {{"the layer's weights, plain and packed", {2, weights}},
-                         {"the sgemm bound's buffers", {2, t * (3 * d + t + 2 * d + f)}},
-                         {"the reference's intermediates", {t, 16 * d + 2 * f + 3 * h * t}}});
+  try {
+    check_budget("bench", {{"the layer's weights, plain and packed", {2, weights}},
+                           {"the sgemm bound's buffers", {2, t * (3 * d + t + 2 * d + f)}},
+                           {"the reference's intermediates", {t, 16 * d + 2 * f + 3 * h * t}}});
+  } catch (Error& e) {
+    e.driven_by({"T"});  // the only size this command takes
+    throw;
+  }
   const std::size_t threads = o.threads == 0 ? all_cores() : o.threads;
   set_blas_threads(static_cast<int>(threads));
   const NormPlacement placement = o.norm == "post" ? NormPlacement::post : NormPlacement::pre;

@@ -12,6 +12,7 @@
 #include "count.hpp"
 #include "error.hpp"
 #include "lesson_io.hpp"
+#include "models.hpp"
 #include "options.hpp"
 #include "output.hpp"
 #include "summary.hpp"
@@ -22,52 +23,12 @@ namespace {
 
 struct SummaryCliOptions {
   std::string model;
-  lessons::ModelRequest request;
-  std::string config;
-  bool no_embeddings = false;
+  ModelCliOptions models;
   std::string col_names = "output_size,num_params";
   int col_width = 25, depth = 3, verbose = 1;
   std::string torchinfo_format = "current";
   render::Format format = render::Format::text;
 };
-
-// The options of a model, by the names ModelInfo::takes uses; --batch and --seq are every model's.
-const std::vector<std::pair<std::string_view, std::string_view>> kModelOptions = {
-    {"d_model", "--d-model"}, {"heads", "--heads"},           {"head_size", "--head-size"},
-    {"d_ff", "--d-ff"},       {"vocab_size", "--vocab-size"}, {"max_positions", "--max-positions"},
-    {"layers", "--layers"},   {"variant", "--variant"},       {"kind", "--kind"},
-    {"norm", "--norm"},       {"config", "--config"},         {"no_embeddings", "--no-embeddings"}};
-
-std::vector<const lessons::ModelInfo*> models() {
-  std::vector<const lessons::ModelInfo*> all;
-  for (const lessons::LessonInfo& lesson : lessons::catalog())
-    for (const lessons::ModelInfo& model : lesson.models)
-      all.push_back(&model);
-  return all;
-}
-
-std::string model_names() {
-  std::vector<std::string> names;
-  for (const lessons::ModelInfo* m : models())
-    names.emplace_back(m->name);
-  return or_list(names);
-}
-
-// An option the model does not read is refused, never ignored.
-void refuse_other_options(const CLI::App& sub, const lessons::ModelInfo& model) {
-  for (const auto& [name, option] : kModelOptions) {
-    const CLI::Option* given = sub.get_option_no_throw(std::string(option));
-    if (given == nullptr || given->count() == 0) continue;
-    if (std::find(model.takes.begin(), model.takes.end(), name) != model.takes.end()) continue;
-    std::vector<std::string> takes = {"--batch", "--seq"};
-    for (const auto& [other, spelt] : kModelOptions)
-      if (std::find(model.takes.begin(), model.takes.end(), other) != model.takes.end())
-        takes.emplace_back(spelt);
-    throw Error("summary", fmt::format("`attn summary {}` does not take it: it takes {}",
-                                       model.name, or_list(takes, "and")))
-        .about(std::string(name));
-  }
-}
 
 std::vector<std::string> split_names(const std::string& text) {
   std::vector<std::string> names;
@@ -114,19 +75,9 @@ int run_summary(SummaryCliOptions& o, const CLI::App& sub) {
         fmt::format("give a model, e.g. `attn summary multi-head`; the models: {}", model_names()))
         .about("model");
   }
-  const std::vector<const lessons::ModelInfo*> all = models();
-  const auto it = std::find_if(all.begin(), all.end(),
-                               [&](const lessons::ModelInfo* m) { return m->name == o.model; });
-  if (it == all.end()) {
-    throw Error("summary",
-                fmt::format("unknown model '{}': use {}", printable(o.model), model_names()))
-        .about("model");
-  }
-  const lessons::ModelInfo& model = **it;
-  refuse_other_options(sub, model);
-  if (!o.config.empty()) o.request.config = resolve_config(o.config);
-  o.request.embeddings = !o.no_embeddings;
-  const lessons::ModelDescription d = model.describe(o.request);
+  const lessons::ModelInfo& model = find_model(o.model, "summary");
+  refuse_other_options(sub, model, "summary", "summary");
+  const lessons::ModelDescription d = model.describe(resolved_request(o.models));
   SummaryOptions options;
   options.col_names = split_names(o.col_names);
   options.col_width = o.col_width;
@@ -141,7 +92,7 @@ int run_summary(SummaryCliOptions& o, const CLI::App& sub) {
 
 void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<SummaryCliOptions>();
-  lessons::ModelRequest& r = o->request;
+  lessons::ModelRequest& r = o->models.request;
   CLI::App* sub = app.add_subcommand(
       "summary", "torchinfo's summary table for a lesson's model: " + model_names());
   // The model's name is checked in run_summary, whose message lists the models.
@@ -152,46 +103,7 @@ void setup(CLI::App& app, Context& context) {
   sub->add_option("--seq", r.seq, "T of the input (default 5)")
       ->check(size_validator())
       ->option_text("T");
-  sub->add_option("--d-model", r.d_model, "D, the model width (default: the lesson's)")
-      ->check(size_validator())
-      ->option_text("D");
-  sub->add_option("--heads", r.heads, "H, multi-head's and the encoder's heads")
-      ->check(size_validator())
-      ->option_text("H");
-  sub->add_option("--head-size", r.head_size, "hs of attention-head (default D)")
-      ->check(size_validator())
-      ->option_text("HS");
-  sub->add_option("--d-ff", r.d_ff,
-                  "F, the feed-forward width (default 4 x D; the encoder: its config's)")
-      ->check(size_validator())
-      ->option_text("F");
-  sub->add_option("--vocab-size", r.vocab_size, "V of embedding and the encoder")
-      ->check(size_validator())
-      ->option_text("V");
-  sub->add_option("--max-positions", r.max_positions,
-                  "P of positional-encoding (default 512) and the encoder")
-      ->check(size_validator())
-      ->option_text("P");
-  sub->add_option("--layers", r.layers, "encoder: N layers (overrides the config)")
-      ->check(size_validator())
-      ->option_text("N");
-  sub->add_option("--variant", r.variant,
-                  "multi-head: narrow|wide|book|fused; layer-norm: torch|seed001; feed-forward: "
-                  "book|relu|gelu-last")
-      ->check(not_empty_validator("--variant", "book"))
-      ->option_text("NAME");
-  sub->add_option("--kind", r.kind, "positional-encoding: sinusoidal (default) or learned")
-      ->check(choice_validator("a kind of encoding", {"sinusoidal", "learned"}))
-      ->option_text("sinusoidal|learned");
-  sub->add_option("--norm", r.norm, "encoder: pre (default) or post")
-      ->check(choice_validator("a placement", {"pre", "post"}))
-      ->option_text("pre|post");
-  sub->add_option("--config", o->config,
-                  "encoder: a config.json, or bert-base / tiny (the shipped ones)")
-      ->check(not_empty_validator("--config", "bert-base"))
-      ->option_text("FILE");
-  sub->add_flag("--no-embeddings", o->no_embeddings,
-                "encoder: the layers only, on hidden states (B, T, D)");
+  add_model_options(*sub, o->models);
   sub->add_option(
          "--col-names", o->col_names,
          "columns, comma-separated: input_size, output_size, num_params, params_percent, kernel_size, "

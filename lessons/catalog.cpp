@@ -15,10 +15,13 @@
 #include "encoder.hpp"
 #include "error.hpp"
 #include "feed_forward.hpp"
+#include "gradients.hpp"
 #include "layer_norm.hpp"
 #include "multi_head.hpp"
 #include "positional_encoding.hpp"
+#include "random.hpp"
 #include "shipped.hpp"
+#include "state_dict.hpp"
 
 namespace attn::lessons {
 
@@ -175,6 +178,293 @@ ModelDescription encoder_model(const ModelRequest& r) {
           {{input, r.embeddings ? kInt64 : kFloat32}}};
 }
 
+// ---- attn backward --model: the forward on X (or ids), then backward from G
+
+// The model's float input (B,T,D): --input, or N(0, 1) draws of the request's sizes.
+Tensor3 float_input(const ModelRequest& r, const GradientRequest& g, Rng& rng, std::size_t width) {
+  if (!g.input) return randn(rng, r.batch, r.seq, width);
+  LessonOptions options;
+  options.input = g.input;
+  const Tensor3 x = lesson_input(options, "(B, T, D)", {0, 0, 0});
+  if (x.shape(2) != width) {
+    throw Error(ErrorKind::bad_size, "backward",
+                fmt::format("'{}' is {} but the model is D = {} wide: give --d-model {} or an "
+                            "input whose last axis is {}",
+                            g.input_name, shape_string_of(x), width, x.shape(2), width))
+        .about("input");
+  }
+  return x;
+}
+
+// ids (B,T) in 0..rows-1: --input as int64, or uniform draws.
+Ids id_input(const ModelRequest& r, const GradientRequest& g, Rng& rng, std::size_t rows) {
+  if (!g.input) {
+    Ids ids({r.batch, r.seq});
+    for (std::int64_t& id : ids)
+      id = static_cast<std::int64_t>(rng.uniform() * static_cast<double>(rows)) %
+           static_cast<std::int64_t>(rows);
+    return ids;
+  }
+  const Array& a = *g.input;
+  if (a.rank() != 2 || (a.dtype != Dtype::int64 && a.dtype != Dtype::int32) || a.size() == 0)
+    throw Error(ErrorKind::bad_value, "backward",
+                fmt::format("'{}' is {} {}: this model reads token ids, an int64 array (B, T); "
+                            "save them with numpy.save(path, ids.astype(numpy.int64))",
+                            g.input_name, std::string(dtype_name(a.dtype)), shape_string(a.shape)))
+        .about("input");
+  Ids ids({a.shape[0], a.shape[1]});
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const std::int64_t id = a.integer(i);
+    if (id < 0 || static_cast<std::size_t>(id) >= rows)
+      throw Error(ErrorKind::bad_value, "backward",
+                  fmt::format("'{}' holds the id {}, outside the model's {} rows (0 to {})",
+                              g.input_name, id, rows, rows - 1))
+          .about("input");
+    ids.data()[i] = id;
+  }
+  return ids;
+}
+
+// G, the gradient of the output: --grad-output (the output's shape, float32), or N(0, 1) draws.
+Tensor3 gradient_of(const Tensor3& output, const GradientRequest& g, Rng& rng) {
+  if (!g.grad_output) return randn(rng, output.shape(0), output.shape(1), output.shape(2));
+  const Array& a = *g.grad_output;
+  const Shape want = {output.shape(0), output.shape(1), output.shape(2)};
+  if (a.shape != want || a.dtype != Dtype::float32)
+    throw Error(ErrorKind::bad_size, "backward",
+                fmt::format("'{}' is {} {}, but the output it is the gradient of is float32 {}: "
+                            "save G with the output's shape",
+                            g.grad_output_name, std::string(dtype_name(a.dtype)),
+                            shape_string(a.shape), shape_string(want)))
+        .about("grad_output");
+  return to_tensor<3>(a, "grad_output");
+}
+
+// A module with no parameters (seed 001's PositionalEncoding).
+struct NoParameters {};
+void visit_parameters(NoParameters&, const ParameterVisitor&) {}
+
+template <class Layer>
+void load_weights(Layer& layer, const Module& module, const GradientRequest& g) {
+  if (g.weights) load_state_dict(layer, module, *g.weights, g.weights_name);
+}
+
+// The run: X, the output, G, dX (none for ids) and every parameter's gradient.
+template <class Layer>
+LessonRun gradient_run(std::string_view model, const GradientRequest& g, Array input,
+                       const Tensor3& output, const Tensor3& d_output, const Tensor3* d_input,
+                       Layer& grad) {
+  LessonRun run("backward");
+  run.setting("model", std::string(model));
+  run.setting(g.weights ? "weights" : "seed", g.weights ? g.weights_name : std::to_string(g.seed));
+  if (g.input) run.setting("input", g.input_name);
+  if (g.grad_output) run.setting("grad-output", g.grad_output_name);
+  run.prose(fmt::format(
+      "`y = {}(x)`, then `y.backward(G)`: the gradient of every parameter as PyTorch leaves it in "
+      "`.grad`, and the input's.\n",
+      model));
+  run.step("input", d_input != nullptr ? "x" : "the ids (they get no gradient)", std::move(input));
+  run.step("output", "y", to_array(output));
+  run.step("grad_output", "G = dL/dy, what y.backward(G) feeds in", to_array(d_output));
+  if (d_input != nullptr) run.step("grad_input", "x.grad = dL/dx", to_array(*d_input));
+  visit_parameters(grad, [&](const std::string& key, float* data, const Shape& shape) {
+    run.step("grad." + key, key + ".grad",
+             make_float32(shape, std::vector<float>(data, data + element_count(shape))));
+    run.parameters += static_cast<std::int64_t>(element_count(shape));
+  });
+  return run;
+}
+
+LessonRun self_attention_gradients(const ModelRequest& r, const GradientRequest& g) {
+  const std::size_t width = or_default(r.d_model, LessonOptions{}.d_model);
+  Rng rng(g.seed);
+  SelfAttention layer = init_self_attention(rng, width);
+  load_weights(layer, describe_self_attention(width), g);
+  const Tensor3 x = float_input(r, g, rng, width);
+  const AttentionSteps s = forward(layer, x, nullptr);
+  const Tensor3 dy = gradient_of(s.output, g, rng);
+  SelfAttention grad = zeros_like(layer);
+  const Tensor3 dx = backward(layer, x, s, dy, grad);
+  return gradient_run("self-attention", g, to_array(x), s.output, dy, &dx, grad);
+}
+
+LessonRun attention_head_gradients(const ModelRequest& r, const GradientRequest& g) {
+  const std::size_t width = or_default(r.d_model, LessonOptions{}.d_model);
+  const std::size_t hs = or_default(r.head_size, width);
+  Rng rng(g.seed);
+  AttentionHead layer = init_attention_head(rng, width, hs);
+  load_weights(layer, describe_attention_head(width, hs), g);
+  const Tensor3 x = float_input(r, g, rng, width);
+  const AttentionSteps s = forward(layer, x, nullptr);
+  const Tensor3 dy = gradient_of(s.output, g, rng);
+  AttentionHead grad = zeros_like(layer);
+  const Tensor3 dx = backward(layer, x, s, dy, grad);
+  return gradient_run("attention-head", g, to_array(x), s.output, dy, &dx, grad);
+}
+
+LessonRun multi_head_gradients(const ModelRequest& r, const GradientRequest& g) {
+  const std::size_t width = or_default(r.d_model, LessonOptions{}.d_model);
+  const std::size_t heads = or_default(r.heads, MultiHeadLessonOptions{}.heads);
+  const std::string name = r.variant.empty() ? "book" : r.variant;
+  const std::optional<MultiHeadVariant> variant = multi_head_variant(name);
+  if (!variant) throw unknown_variant("multi-head", name, "narrow, wide, book or fused");
+  Rng rng(g.seed);
+  MultiHeadAttention layer = init_multi_head(rng, *variant, width, heads);
+  load_weights(layer, describe_multi_head(*variant, width, heads), g);
+  const Tensor3 x = float_input(r, g, rng, width);
+  const MultiHeadSteps s = forward(layer, x, nullptr);
+  const Tensor3 dy = gradient_of(s.output, g, rng);
+  MultiHeadAttention grad = zeros_like(layer);
+  const Tensor3 dx = backward(layer, x, s, dy, grad);
+  return gradient_run("multi-head", g, to_array(x), s.output, dy, &dx, grad);
+}
+
+// nn.Embedding(rows, D) on ids: the table's gradient only.
+LessonRun table_gradients(std::string_view model, const Module& module, Embedding layer,
+                          const Ids& ids, const GradientRequest& g, Rng& rng) {
+  load_weights(layer, module, g);
+  const Tensor3 y = forward(layer, ids);
+  const Tensor3 dy = gradient_of(y, g, rng);
+  Embedding grad = zeros_like(layer);
+  backward(layer, ids, dy, grad);
+  return gradient_run(model, g, to_array(ids), y, dy, nullptr, grad);
+}
+
+LessonRun embedding_gradients(const ModelRequest& r, const GradientRequest& g) {
+  const std::size_t width = or_default(r.d_model, TokensLessonOptions{}.d_model);
+  const std::size_t rows = or_default(r.vocab_size, lesson_vocabulary().size());
+  Rng rng(g.seed);
+  Embedding layer = init_embedding(rng, rows, width);
+  const Ids ids = id_input(r, g, rng, rows);
+  return table_gradients("embedding", describe_embedding(rows, width), std::move(layer), ids, g,
+                         rng);
+}
+
+LessonRun positional_encoding_gradients(const ModelRequest& r, const GradientRequest& g) {
+  const std::size_t width = or_default(r.d_model, LessonOptions{}.d_model);
+  const std::size_t positions = or_default(r.max_positions, kDefaultMaxPositions);
+  const std::string kind = r.kind.empty() ? PositionalEncodingLessonOptions{}.kind : r.kind;
+  Rng rng(g.seed);
+  if (kind == "learned") {  // the book's nn.Embedding(P, D) on position_ids = arange(T)[None]
+    if (g.input)
+      throw Error("backward",
+                  "the learned table reads the positions 0..T-1 itself: drop --input "
+                  "and give --seq T")
+          .about("input");
+    if (r.seq > positions)
+      throw Error(ErrorKind::bad_size, "backward",
+                  fmt::format("T = {} is more than the {} positions of the table: give "
+                              "--max-positions {} or more",
+                              r.seq, positions, r.seq))
+          .about("seq");
+    Ids ids({1, r.seq});
+    for (std::size_t t = 0; t < r.seq; ++t)
+      ids(0, t) = static_cast<std::int64_t>(t);
+    Embedding layer = init_embedding(rng, positions, width);
+    return table_gradients("positional-encoding", describe_position_embedding(positions, width),
+                           std::move(layer), ids, g, rng);
+  }
+  if (kind != "sinusoidal")
+    throw Error("describe",
+                fmt::format("'{}' is not a kind of encoding: use sinusoidal or learned", kind))
+        .about("kind");
+  // Seed 001's x + pe[:, :T]: no parameters, and dL/dx = G.
+  const Tensor3 x = float_input(r, g, rng, width);
+  if (x.shape(1) > positions)
+    throw Error(ErrorKind::bad_size, "backward",
+                fmt::format("T = {} is more than the table's {} positions: give --max-positions {} "
+                            "or more",
+                            x.shape(1), positions, x.shape(1)))
+        .about("max_positions");
+  const SinusoidalTable table = sinusoidal_table(positions, width);
+  Tensor3 y = x;
+  for (std::size_t b = 0; b < x.shape(0); ++b)
+    for (std::size_t t = 0; t < x.shape(1); ++t)
+      for (std::size_t d = 0; d < width; ++d)
+        y(b, t, d) += table.pe(t, d);
+  const Tensor3 dy = gradient_of(y, g, rng);
+  NoParameters none;
+  return gradient_run("positional-encoding", g, to_array(x), y, dy, &dy, none);
+}
+
+LessonRun layer_norm_gradients(const ModelRequest& r, const GradientRequest& g) {
+  const std::size_t width = or_default(r.d_model, LessonOptions{}.d_model);
+  const std::string variant = r.variant.empty() ? LayerNormLessonOptions{}.variant : r.variant;
+  Rng rng(g.seed);
+  const Tensor3 x = float_input(r, g, rng, width);
+  if (variant == "torch") {
+    LayerNorm layer = init_layer_norm(width);
+    load_weights(layer, describe_layer_norm(width), g);
+    const LayerNormSteps s = forward(layer, x);
+    const Tensor3 dy = gradient_of(s.output, g, rng);
+    LayerNorm grad = zeros_like(layer);
+    const Tensor3 dx = backward(layer, x, s, dy, grad);
+    return gradient_run("layer-norm", g, to_array(x), s.output, dy, &dx, grad);
+  }
+  if (variant != "seed001") throw unknown_variant("layer-norm", variant, "torch or seed001");
+  LayerNormalization layer = init_layer_normalization();
+  load_weights(layer, describe_layer_normalization(), g);
+  const LayerNormalizationSteps s = forward(layer, x);
+  const Tensor3 dy = gradient_of(s.output, g, rng);
+  LayerNormalization grad = zeros_like(layer);
+  const Tensor3 dx = backward(layer, x, s, dy, grad);
+  return gradient_run("layer-norm", g, to_array(x), s.output, dy, &dx, grad);
+}
+
+LessonRun feed_forward_gradients(const ModelRequest& r, const GradientRequest& g) {
+  const std::size_t width = or_default(r.d_model, LessonOptions{}.d_model);
+  const std::size_t hidden = or_default(r.d_ff, 4 * width);
+  const std::string name = r.variant.empty() ? FeedForwardLessonOptions{}.variant : r.variant;
+  const std::optional<FeedForwardVariant> variant = feed_forward_variant(name);
+  if (!variant) throw unknown_variant("feed-forward", name, "book, relu or gelu-last");
+  Rng rng(g.seed);
+  FeedForward layer = init_feed_forward(rng, *variant, width, hidden);
+  load_weights(layer, describe_feed_forward(*variant, width, hidden), g);
+  const Tensor3 x = float_input(r, g, rng, width);
+  const FeedForwardSteps s = forward(layer, x);
+  const Tensor3 dy = gradient_of(s.output, g, rng);
+  FeedForward grad = zeros_like(layer);
+  const Tensor3 dx = backward(layer, x, s, dy, grad);
+  return gradient_run("feed-forward", g, to_array(x), s.output, dy, &dx, grad);
+}
+
+LessonRun embeddings_gradients(const ModelRequest& r, const GradientRequest& g) {
+  const EncoderConfig c = encoder_config(r);
+  Rng rng(g.seed);
+  Embeddings layer = init_embeddings(rng, c);
+  load_weights(layer, describe_embeddings(c), g);
+  const Ids ids = id_input(r, g, rng, c.vocab_size);
+  const EmbeddingsSteps s = forward(layer, ids);
+  const Tensor3 dy = gradient_of(s.output, g, rng);
+  Embeddings grad = zeros_like(layer);
+  backward(layer, ids, s, dy, grad);
+  return gradient_run("embeddings", g, to_array(ids), s.output, dy, nullptr, grad);
+}
+
+LessonRun encoder_gradients(const ModelRequest& r, const GradientRequest& g) {
+  const EncoderConfig c = encoder_config(r);
+  const NormPlacement norm = r.norm == "post" ? NormPlacement::post : NormPlacement::pre;
+  if (!r.norm.empty() && r.norm != "pre" && r.norm != "post")
+    throw Error("describe", fmt::format("'{}' is not a placement: use pre or post", r.norm))
+        .about("norm");
+  Rng rng(g.seed);
+  Encoder layer = init_encoder(rng, c, norm, r.embeddings);
+  load_weights(layer, describe_encoder(c, r.embeddings), g);
+  Encoder grad = zeros_like(layer);
+  if (r.embeddings) {
+    const Ids ids = id_input(r, g, rng, c.vocab_size);
+    const EncoderTape tape = forward_tape(layer, ids);
+    const Tensor3 dy = gradient_of(tape.output(), g, rng);
+    backward(layer, tape, dy, grad);
+    return gradient_run("encoder", g, to_array(ids), tape.output(), dy, nullptr, grad);
+  }
+  const Tensor3 x = float_input(r, g, rng, c.hidden_size);
+  const EncoderTape tape = forward_tape(layer, x);
+  const Tensor3 dy = gradient_of(tape.output(), g, rng);
+  const Tensor3 dx = backward(layer, tape, dy, grad);
+  return gradient_run("encoder", g, to_array(x), tape.output(), dy, &dx, grad);
+}
+
 }  // namespace
 
 const std::vector<LessonInfo>& catalog() {
@@ -186,7 +476,8 @@ const std::vector<LessonInfo>& catalog() {
        {{"embedding",
          "nn.Embedding(V, D) on ids (B, T); V is the lesson vocabulary's unless --vocab-size",
          {"d_model", "vocab_size"},
-         embedding_model}}},
+         embedding_model,
+         embedding_gradients}}},
       {1,
        "dot-product",
        "self-attention with no parameters: W = softmax(X Xᵀ), Y = W X",
@@ -207,11 +498,16 @@ const std::vector<LessonInfo>& catalog() {
        "one head with learned queries, keys and values, masks, a heatmap",
        {{"--seed", "5", "--seq", "64", "--d-model", "96", "--mask", "causal"},
         {"--variant", "head", "--head-size", "4", "--batch", "2", "--lengths", "5,3"}},
-       {{"self-attention", "seed 004's SelfAttention(D)", {"d_model"}, self_attention_model},
+       {{"self-attention",
+         "seed 004's SelfAttention(D)",
+         {"d_model"},
+         self_attention_model,
+         self_attention_gradients},
         {"attention-head",
          "seed 000's AttentionHead(D, hs)",
          {"d_model", "head_size"},
-         attention_head_model}}},
+         attention_head_model,
+         attention_head_gradients}}},
       {5,
        "multi-head",
        "several heads: narrow, wide, book and fused; which are the same; the T² cost",
@@ -220,7 +516,8 @@ const std::vector<LessonInfo>& catalog() {
        {{"multi-head",
          "MultiHeadAttention, --variant narrow|wide|book|fused (default book)",
          {"d_model", "heads", "variant"},
-         multi_head_model}}},
+         multi_head_model,
+         multi_head_gradients}}},
       {6,
        "positional-encoding",
        "where each token is: sinusoids or a learned table; PE[p+k] as a rotation",
@@ -228,7 +525,8 @@ const std::vector<LessonInfo>& catalog() {
        {{"positional-encoding",
          "seed 001's PositionalEncoding, or --kind learned: the book's nn.Embedding(P, D) on arange(T)",
          {"d_model", "max_positions", "kind"},
-         positional_encoding_model}}},
+         positional_encoding_model,
+         positional_encoding_gradients}}},
       {7,
        "layer-norm",
        "each token to mean 0 and variance 1; seed 001's variant; pre-LN vs post-LN",
@@ -236,7 +534,8 @@ const std::vector<LessonInfo>& catalog() {
        {{"layer-norm",
          "nn.LayerNorm(D), or --variant seed001: seed 001's LayerNormalization",
          {"d_model", "variant"},
-         layer_norm_model}}},
+         layer_norm_model,
+         layer_norm_gradients}}},
       {8,
        "feed-forward",
        "each token widened 4x, bent by GELU, narrowed back; why GELU sits in the middle",
@@ -245,7 +544,8 @@ const std::vector<LessonInfo>& catalog() {
        {{"feed-forward",
          "the book's FeedForward(D, F), --d-ff F (default 4 x D), --variant book|relu|gelu-last",
          {"d_model", "d_ff", "variant"},
-         feed_forward_model}}},
+         feed_forward_model,
+         feed_forward_gradients}}},
       {9,
        "encoder",
        "the whole encoder: embeddings, then N layers of attention and feed-forward",
@@ -256,12 +556,14 @@ const std::vector<LessonInfo>& catalog() {
        {{"embeddings",
          "the book's Embeddings: token and position tables, LayerNorm, dropout (--config)",
          {"config", "d_model", "max_positions", "vocab_size"},
-         embeddings_model},
+         embeddings_model,
+         embeddings_gradients},
         {"encoder",
          "the book's TransformerEncoder (--config, --layers, --no-embeddings, --norm)",
          {"config", "d_model", "heads", "d_ff", "layers", "max_positions", "vocab_size",
           "no_embeddings", "norm"},
-         encoder_model}}},
+         encoder_model,
+         encoder_gradients}}},
       {10,
        "backward",
        "backpropagation through one head, checked; gradients of scaling, LN and residuals",

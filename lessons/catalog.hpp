@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "config.hpp"
+#include "lesson.hpp"
 #include "module.hpp"
 #include "summary.hpp"
 
@@ -34,6 +35,17 @@ struct ModelDescription {
   std::vector<SummaryInput> inputs;
 };
 
+// What `attn backward --model` feeds a model: its weights, its input and the gradient of its
+// output, each from a file or drawn from the seed (weights: PyTorch's initialisation; X and G:
+// N(0, 1) draws; ids: uniform over the vocabulary).
+struct GradientRequest {
+  std::uint64_t seed = 0;
+  std::optional<StateDict> weights;
+  std::string weights_name;
+  std::optional<Array> input, grad_output;  // --input, --grad-output, already read
+  std::string input_name, grad_output_name;
+};
+
 struct ModelInfo {
   std::string_view name;  // `attn summary NAME`
   std::string_view help;  // one line
@@ -41,6 +53,11 @@ struct ModelInfo {
   // case ("d_model", "heads"): `attn summary` refuses the others.
   std::vector<std::string_view> takes;
   ModelDescription (*describe)(const ModelRequest& request);
+  // `y.backward(G)` in PyTorch terms: a run whose steps are the input, the output, G, the
+  // input's gradient (float inputs only: ids have none) and "grad.<state_dict key>" for every
+  // parameter, in state_dict order. Throws attn::Error about "input", "grad_output" or "weights"
+  // when a file does not fit the model.
+  LessonRun (*differentiate)(const ModelRequest& request, const GradientRequest& gradient);
 };
 
 struct LessonInfo {

@@ -137,6 +137,24 @@ def case_list():
                 "module": "multi_head", "variant": variant, "d": D, "heads": H, "causal": True, "lengths": [T, 4]}
         return build
 
+    def unmasked(variant):  # what `attn backward --model` runs: no mask
+        def build():
+            if variant == "self-attention":
+                m = SelfAttention(D)
+            elif variant == "head":
+                m = AttentionHead(D, 4)
+            elif variant == "book":
+                m = BookMultiHeadAttention(D, H)
+            elif variant in ("wide", "narrow"):
+                m = SplitMultiHeadAttention(D, H, wide=variant == "wide")
+            else:
+                m = FusedMultiHeadAttention(D, H)
+            module = "attention" if variant in ("self-attention", "head") else "multi_head"
+            return m, {"x": randn(B, T, D)}, {}, {"module": module, "variant": variant, "d": D, "heads": H,
+                                                   "head_size": 4 if variant == "head" else D, "causal": False,
+                                                   "lengths": []}
+        return build
+
     def activation(kind):
         def build():
             return Activation(kind), {"x": randn(B, T, F_, scale=2.0)}, {}, {"module": "activation", "kind": kind}
@@ -257,6 +275,12 @@ def case_list():
         ("cross_entropy_ignored", head_ignored),
         ("feed_forward_book_dropout", feed_forward_dropout),
         ("embeddings_dropout", embeddings_dropout),
+        ("unmasked_self_attention", unmasked("self-attention")),
+        ("unmasked_head_hs4", unmasked("head")),
+        ("unmasked_multi_head_narrow", unmasked("narrow")),
+        ("unmasked_multi_head_wide", unmasked("wide")),
+        ("unmasked_multi_head_book", unmasked("book")),
+        ("unmasked_multi_head_fused", unmasked("fused")),
     ]
 
 
