@@ -275,31 +275,40 @@ LessonRun gradient_run(std::string_view model, const GradientRequest& g, Array i
   return run;
 }
 
+// The models whose input is hidden states (B,T,D): the weights (initialised from `rng`, or
+// loaded), X, the forward (`run` gives the steps, whose `output` is y), G and the backward.
+template <class Layer, class Run>
+LessonRun hidden_state_gradients(std::string_view name, const ModelRequest& r,
+                                 const GradientRequest& g, Rng& rng, Layer layer,
+                                 const Module& module, std::size_t width, Run run) {
+  load_weights(layer, module, g);
+  const Tensor3 x = float_input(r, g, rng, width);
+  const auto steps = run(layer, x);
+  const Tensor3 dy = gradient_of(steps.output, g, rng);
+  Layer grad = zeros_like(layer);
+  const Tensor3 dx = backward(layer, x, steps, dy, grad);
+  return gradient_run(name, g, to_array(x), steps.output, dy, &dx, grad);
+}
+
+// forward(layer, x) of the attention layers, which take a mask: none here.
+const auto unmasked = [](const auto& layer, const Tensor3& x) {
+  return forward(layer, x, nullptr);
+};
+const auto plain = [](const auto& layer, const Tensor3& x) { return forward(layer, x); };
+
 LessonRun self_attention_gradients(const ModelRequest& r, const GradientRequest& g) {
   const std::size_t width = or_default(r.d_model, LessonOptions{}.d_model);
   Rng rng(g.seed);
-  SelfAttention layer = init_self_attention(rng, width);
-  load_weights(layer, describe_self_attention(width), g);
-  const Tensor3 x = float_input(r, g, rng, width);
-  const AttentionSteps s = forward(layer, x, nullptr);
-  const Tensor3 dy = gradient_of(s.output, g, rng);
-  SelfAttention grad = zeros_like(layer);
-  const Tensor3 dx = backward(layer, x, s, dy, grad);
-  return gradient_run("self-attention", g, to_array(x), s.output, dy, &dx, grad);
+  return hidden_state_gradients("self-attention", r, g, rng, init_self_attention(rng, width),
+                                describe_self_attention(width), width, unmasked);
 }
 
 LessonRun attention_head_gradients(const ModelRequest& r, const GradientRequest& g) {
   const std::size_t width = or_default(r.d_model, LessonOptions{}.d_model);
   const std::size_t hs = or_default(r.head_size, width);
   Rng rng(g.seed);
-  AttentionHead layer = init_attention_head(rng, width, hs);
-  load_weights(layer, describe_attention_head(width, hs), g);
-  const Tensor3 x = float_input(r, g, rng, width);
-  const AttentionSteps s = forward(layer, x, nullptr);
-  const Tensor3 dy = gradient_of(s.output, g, rng);
-  AttentionHead grad = zeros_like(layer);
-  const Tensor3 dx = backward(layer, x, s, dy, grad);
-  return gradient_run("attention-head", g, to_array(x), s.output, dy, &dx, grad);
+  return hidden_state_gradients("attention-head", r, g, rng, init_attention_head(rng, width, hs),
+                                describe_attention_head(width, hs), width, unmasked);
 }
 
 LessonRun multi_head_gradients(const ModelRequest& r, const GradientRequest& g) {
@@ -309,14 +318,9 @@ LessonRun multi_head_gradients(const ModelRequest& r, const GradientRequest& g) 
   const std::optional<MultiHeadVariant> variant = multi_head_variant(name);
   if (!variant) throw unknown_variant("multi-head", name, "narrow, wide, book or fused");
   Rng rng(g.seed);
-  MultiHeadAttention layer = init_multi_head(rng, *variant, width, heads);
-  load_weights(layer, describe_multi_head(*variant, width, heads), g);
-  const Tensor3 x = float_input(r, g, rng, width);
-  const MultiHeadSteps s = forward(layer, x, nullptr);
-  const Tensor3 dy = gradient_of(s.output, g, rng);
-  MultiHeadAttention grad = zeros_like(layer);
-  const Tensor3 dx = backward(layer, x, s, dy, grad);
-  return gradient_run("multi-head", g, to_array(x), s.output, dy, &dx, grad);
+  return hidden_state_gradients("multi-head", r, g, rng,
+                                init_multi_head(rng, *variant, width, heads),
+                                describe_multi_head(*variant, width, heads), width, unmasked);
 }
 
 // nn.Embedding(rows, D) on ids: the table's gradient only.
@@ -391,24 +395,12 @@ LessonRun layer_norm_gradients(const ModelRequest& r, const GradientRequest& g) 
   const std::size_t width = or_default(r.d_model, LessonOptions{}.d_model);
   const std::string variant = r.variant.empty() ? LayerNormLessonOptions{}.variant : r.variant;
   Rng rng(g.seed);
-  const Tensor3 x = float_input(r, g, rng, width);
-  if (variant == "torch") {
-    LayerNorm layer = init_layer_norm(width);
-    load_weights(layer, describe_layer_norm(width), g);
-    const LayerNormSteps s = forward(layer, x);
-    const Tensor3 dy = gradient_of(s.output, g, rng);
-    LayerNorm grad = zeros_like(layer);
-    const Tensor3 dx = backward(layer, x, s, dy, grad);
-    return gradient_run("layer-norm", g, to_array(x), s.output, dy, &dx, grad);
-  }
+  if (variant == "torch")
+    return hidden_state_gradients("layer-norm", r, g, rng, init_layer_norm(width),
+                                  describe_layer_norm(width), width, plain);
   if (variant != "seed001") throw unknown_variant("layer-norm", variant, "torch or seed001");
-  LayerNormalization layer = init_layer_normalization();
-  load_weights(layer, describe_layer_normalization(), g);
-  const LayerNormalizationSteps s = forward(layer, x);
-  const Tensor3 dy = gradient_of(s.output, g, rng);
-  LayerNormalization grad = zeros_like(layer);
-  const Tensor3 dx = backward(layer, x, s, dy, grad);
-  return gradient_run("layer-norm", g, to_array(x), s.output, dy, &dx, grad);
+  return hidden_state_gradients("layer-norm", r, g, rng, init_layer_normalization(),
+                                describe_layer_normalization(), width, plain);
 }
 
 LessonRun feed_forward_gradients(const ModelRequest& r, const GradientRequest& g) {
@@ -418,14 +410,9 @@ LessonRun feed_forward_gradients(const ModelRequest& r, const GradientRequest& g
   const std::optional<FeedForwardVariant> variant = feed_forward_variant(name);
   if (!variant) throw unknown_variant("feed-forward", name, "book, relu or gelu-last");
   Rng rng(g.seed);
-  FeedForward layer = init_feed_forward(rng, *variant, width, hidden);
-  load_weights(layer, describe_feed_forward(*variant, width, hidden), g);
-  const Tensor3 x = float_input(r, g, rng, width);
-  const FeedForwardSteps s = forward(layer, x);
-  const Tensor3 dy = gradient_of(s.output, g, rng);
-  FeedForward grad = zeros_like(layer);
-  const Tensor3 dx = backward(layer, x, s, dy, grad);
-  return gradient_run("feed-forward", g, to_array(x), s.output, dy, &dx, grad);
+  return hidden_state_gradients("feed-forward", r, g, rng,
+                                init_feed_forward(rng, *variant, width, hidden),
+                                describe_feed_forward(*variant, width, hidden), width, plain);
 }
 
 LessonRun embeddings_gradients(const ModelRequest& r, const GradientRequest& g) {
