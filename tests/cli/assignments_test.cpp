@@ -232,7 +232,7 @@ void check_bug_is_caught(const std::string& name) {
 TEST_CASE("every exercise has tests with points, TODO markers, solutions and staged hints",
           "[assignments]") {
   const std::vector<fs::path> folders = exercise_folders();
-  REQUIRE(folders.size() == 9);
+  REQUIRE(folders.size() == 11);
   static const std::regex test_case(
       R"re(TEST_CASE\(\s*"[^"]+",\s*"\[([a-z-]+)\](\[points=[0-9.]+\])(\[\.hidden\])?"\))re");
   for (const fs::path& folder : folders) {
@@ -316,7 +316,7 @@ TEST_CASE("attn grade gives this checkout full marks in every format", "[assignm
   }
   CHECK(report["score"].get<double>() == total);
   CHECK(total > 100);
-  CHECK(lessons.size() == 9);
+  CHECK(lessons.size() == 11);
 
   // The same results as JUnit XML (no rebuild needed: the objects are cached in the tree).
   const auto junit = run_attn({"grade", "--dir", kSource.string(), "--lesson", "softmax",
@@ -343,7 +343,7 @@ TEST_CASE("the released student tree has stubs and no solutions, and grades to z
   const auto released = run_attn({"assignments", "release", "--out", student.string()});
   INFO(released.err);
   REQUIRE(released.exit_code == 0);
-  CHECK(released.out.find("9 exercises") != std::string::npos);
+  CHECK(released.out.find("11 exercises") != std::string::npos);
   CHECK(!fs::exists(scratch.path / "student.partial"));
   // Nothing between solution markers, no hidden tests, every stub naming its function.
   std::size_t stubs = 0;
@@ -364,7 +364,7 @@ TEST_CASE("the released student tree has stubs and no solutions, and grades to z
   CHECK(fs::exists(student / "assignments.json"));
   CHECK(fs::exists(student / "README.md"));
   CHECK(fs::exists(student / "lessons" / "03-softmax" / "hints.md"));
-  CHECK(json::parse(read_text(student / "assignments.json"))["lessons"].size() == 9);
+  CHECK(json::parse(read_text(student / "assignments.json"))["lessons"].size() == 11);
 
   // Graded: every test fails (score 0), exit 1, and results.json lists them all with evidence.
   const fs::path results = scratch.path / "results.json";
@@ -390,7 +390,7 @@ TEST_CASE("the released student tree has stubs and no solutions, and grades to z
   CHECK(check.out.find("exception: not implemented: softmax") != std::string::npos);
   CHECK(check.out.find("Stuck? `attn hint softmax`") != std::string::npos);
   CHECK(check.out.find("Progress: [>") != std::string::npos);
-  CHECK(check.out.find("0/9 exercises done") != std::string::npos);
+  CHECK(check.out.find("0/11 exercises done") != std::string::npos);
 
   // The student tree's manifest counts only the visible tests (G7).
   const json manifest = json::parse(read_text(student / "assignments.json"));
@@ -445,7 +445,7 @@ TEST_CASE("a student's solution copied into a released tree passes, and list mar
   INFO(check.out << check.err);
   CHECK(check.exit_code == 0);
   CHECK(check.out.find("✓ 03 softmax is done.") != std::string::npos);
-  CHECK(check.out.find("1/9 exercises done") != std::string::npos);
+  CHECK(check.out.find("1/11 exercises done") != std::string::npos);
   CHECK(check.out.find("Next exercise: 01 dot-product") != std::string::npos);
 
   // attn list, run inside the tree, marks softmax done and the others pending.
@@ -456,7 +456,7 @@ TEST_CASE("a student's solution copied into a released tree passes, and list mar
   CHECK(list.exit_code == 0);
   CHECK(list.out.find("03  softmax              done") != std::string::npos);
   CHECK(list.out.find("04  attention            pending") != std::string::npos);
-  CHECK(list.out.find("1/9 exercises done") != std::string::npos);
+  CHECK(list.out.find("1/11 exercises done") != std::string::npos);
 
   // Editing the file again makes it pending until it is checked again.
   std::ofstream(student / "lessons" / "03-softmax" / "softmax_exercise.cpp", std::ios::app) << "\n";
@@ -646,6 +646,23 @@ TEST_CASE("planted bug: sin and cos swapped in the positional table", "[assignme
   check_bug_is_caught("positional_encoding_sin_cos_swapped");
 }
 
+TEST_CASE("planted bug: softmax backward without the p pᵀ term", "[assignments][bugs]") {
+  check_bug_is_caught("softmax_backward_missing_ppt");
+}
+TEST_CASE("planted bug: LayerNorm backward without the mean and variance terms",
+          "[assignments][bugs]") {
+  check_bug_is_caught("layer_norm_backward_without_mean_terms");
+}
+TEST_CASE("planted bug: cross-entropy backward without the one-hot", "[assignments][bugs]") {
+  check_bug_is_caught("cross_entropy_backward_no_one_hot");
+}
+TEST_CASE("planted bug: AdamW without bias correction", "[assignments][bugs]") {
+  check_bug_is_caught("adamw_no_bias_correction");
+}
+TEST_CASE("planted bug: AdamW's weight decay as L2 in the gradient", "[assignments][bugs]") {
+  check_bug_is_caught("adamw_l2_weight_decay");
+}
+
 TEST_CASE("every planted bug file has its test case above", "[assignments][bugs]") {
   const std::string self = read_text(kSource / "tests" / "cli" / "assignments_test.cpp");
   std::size_t files = 0;
@@ -655,7 +672,7 @@ TEST_CASE("every planted bug file has its test case above", "[assignments][bugs]
     CHECK(self.find("check_bug_is_caught(\"" + entry.path().stem().string() + "\")") !=
           std::string::npos);
   }
-  CHECK(files == 8);
+  CHECK(files == 13);
 }
 
 TEST_CASE("the Gradescope run_autograder grades a submission and always writes results.json",
