@@ -29,6 +29,7 @@ constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr std::size_t kLanes = 8;   // AVX2 floats; ATen's Vectorized<float>
 constexpr std::size_t kChunk = 16;  // ATen's Welford chunk, in vectors
 constexpr float kSqrtHalf = 0.707106781186547524400844362104849039f;  // as feed_forward.cpp
+constexpr float kInvSqrt2Pi = 0.398942280401432677939946059934381868f;
 
 // ---- scalar kernels: the reference's, on raw rows --------------------------------------------
 
@@ -328,20 +329,26 @@ RowMoments row_moments_avx2(const float* x, std::size_t n) {
   return {mean, m2 / static_cast<float>(n)};
 }
 
-void layer_norm_row_avx2(const float* x, std::size_t n, const float* weight, const float* bias,
-                         float eps, float* out) {
+// One row's moments, its normalised values (when `normalised` is not null) and its output.
+RowMoments layer_norm_row_avx2(const float* x, std::size_t n, const float* weight,
+                               const float* bias, float eps, float* normalised, float* out) {
   const RowMoments m = row_moments_avx2(x, n);
   const float rstd = 1.0f / std::sqrt(m.variance + eps);
   const float shift = -rstd * m.mean;
   const __m256 vr = splat(rstd), vs = splat(shift);
   const std::size_t whole = n - n % kLanes;
   for (std::size_t j = 0; j < whole; j += kLanes) {
-    const __m256 normalised = _mm256_fmadd_ps(_mm256_loadu_ps(x + j), vr, vs);
-    _mm256_storeu_ps(out + j, _mm256_fmadd_ps(normalised, _mm256_loadu_ps(weight + j),
-                                              _mm256_loadu_ps(bias + j)));
+    const __m256 v = _mm256_fmadd_ps(_mm256_loadu_ps(x + j), vr, vs);
+    if (normalised != nullptr) _mm256_storeu_ps(normalised + j, v);
+    _mm256_storeu_ps(out + j,
+                     _mm256_fmadd_ps(v, _mm256_loadu_ps(weight + j), _mm256_loadu_ps(bias + j)));
   }
-  layer_norm_apply_scalar(x + whole, n - whole, rstd, shift, weight + whole, bias + whole,
-                          out + whole);
+  for (std::size_t j = whole; j < n; ++j) {
+    const float v = std::fma(x[j], rstd, shift);
+    if (normalised != nullptr) normalised[j] = v;
+    out[j] = std::fma(v, weight[j], bias[j]);
+  }
+  return m;
 }
 
 // exp_onednn of feed_forward.cpp on 8 lanes.
@@ -377,6 +384,32 @@ inline __m256 gelu_erf8(__m256 s) {
   const __m256 erf = _mm256_mul_ps(copysign8(splat(1.0f), s), _mm256_fmadd_ps(e, r, splat(1.0f)));
   const __m256 half = _mm256_mul_ps(s, splat(0.5f));
   return _mm256_fmadd_ps(erf, half, half);
+}
+
+// gelu_erf_slope_onednn on 8 lanes.
+inline __m256 gelu_erf_slope8(__m256 s) {
+  const __m256 x = _mm256_mul_ps(s, bits(0x3f3504f3));
+  const __m256 t =
+      _mm256_div_ps(splat(1.0f), _mm256_fmadd_ps(bits(0x3ea7ba05), abs8(x), splat(1.0f)));
+  const __m256 gauss = exp_onednn8(neg8(_mm256_mul_ps(x, x)));
+  __m256 r = bits(0x3f87dc22);
+  r = _mm256_fmadd_ps(r, t, bits(0xbfba00e3));
+  r = _mm256_fmadd_ps(r, t, bits(0x3fb5f0e3));
+  r = _mm256_fmadd_ps(r, t, bits(0xbe91a98e));
+  r = _mm256_fmadd_ps(r, t, bits(0x3e827906));
+  const __m256 erf = _mm256_mul_ps(copysign8(splat(1.0f), s),
+                                   _mm256_fmadd_ps(_mm256_mul_ps(neg8(gauss), t), r, splat(1.0f)));
+  const __m256 cdf = _mm256_fmadd_ps(erf, splat(0.5f), splat(0.5f));
+  return _mm256_fmadd_ps(s, _mm256_mul_ps(gauss, splat(kInvSqrt2Pi)), cdf);
+}
+
+void gelu_erf_backward_avx2(const float* x, const float* dy, float* dx, std::size_t n) {
+  const std::size_t whole = n - n % kLanes;
+  for (std::size_t i = 0; i < whole; i += kLanes)
+    _mm256_storeu_ps(
+        dx + i, _mm256_mul_ps(_mm256_loadu_ps(dy + i), gelu_erf_slope8(_mm256_loadu_ps(x + i))));
+  for (std::size_t i = whole; i < n; ++i)
+    dx[i] = dy[i] * gelu_erf_slope_onednn(x[i]);
 }
 
 // SLEEF's double-float arithmetic (df.h, FMA flavour) on 8 lanes: as feed_forward.cpp's Float2.
@@ -519,11 +552,36 @@ void fast_layer_norm_rows(FastKernels kernels, const float* x, std::size_t rows,
                           const float* weight, const float* bias, float eps, float* out) {
   for (std::size_t r = 0; r < rows; ++r) {
     if (kernels == FastKernels::avx2) {
-      layer_norm_row_avx2(x + r * n, n, weight, bias, eps, out + r * n);
+      layer_norm_row_avx2(x + r * n, n, weight, bias, eps, nullptr, out + r * n);
     } else {
       layer_norm_row_scalar(x + r * n, n, weight, bias, eps, out + r * n);
     }
   }
+}
+
+RowMoments fast_layer_norm_row_kept(FastKernels kernels, const float* x, std::size_t n,
+                                    const float* weight, const float* bias, float eps,
+                                    float* normalised, float* out) {
+  if (kernels == FastKernels::avx2)
+    return layer_norm_row_avx2(x, n, weight, bias, eps, normalised, out);
+  const RowMoments m = torch_row_moments(x, n);
+  const float rstd = 1.0f / std::sqrt(m.variance + eps);
+  const float shift = -rstd * m.mean;
+  for (std::size_t j = 0; j < n; ++j) {
+    normalised[j] = std::fma(x[j], rstd, shift);
+    out[j] = std::fma(normalised[j], weight[j], bias[j]);
+  }
+  return m;
+}
+
+void fast_gelu_erf_backward(FastKernels kernels, const float* x, const float* dy, float* dx,
+                            std::size_t n) {
+  if (kernels == FastKernels::avx2) {
+    gelu_erf_backward_avx2(x, dy, dx, n);
+    return;
+  }
+  for (std::size_t i = 0; i < n; ++i)
+    dx[i] = dy[i] * gelu_erf_slope_onednn(x[i]);
 }
 
 void fast_gelu(FastKernels kernels, float* x, std::size_t n, GeluApproximation approximate) {

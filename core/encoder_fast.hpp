@@ -88,6 +88,13 @@ void fast_layer_norm_rows(FastKernels kernels, const float* x, std::size_t rows,
                           const float* weight, const float* bias, float eps, float* out);
 // gelu() of one tensor of n numbers, in place (torch's tail rules depend on n).
 void fast_gelu(FastKernels kernels, float* x, std::size_t n, GeluApproximation approximate);
+// dx = dy ⊙ GELU'(x) of the erf form (gelu_erf_slope_onednn) on n numbers.
+void fast_gelu_erf_backward(FastKernels kernels, const float* x, const float* dy, float* dx,
+                            std::size_t n);
+// One row of forward(LayerNorm): its moments, the normalised row and the output (n numbers each).
+RowMoments fast_layer_norm_row_kept(FastKernels kernels, const float* x, std::size_t n,
+                                    const float* weight, const float* bias, float eps,
+                                    float* normalised, float* out);
 
 // The GEMMs forward_fast makes, in order, for `tokens` tokens (row-major, as attn::sgemm takes
 // them): the benchmark times exactly these calls for its sgemm bound.

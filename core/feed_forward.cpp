@@ -20,6 +20,7 @@ constexpr float kSqrtHalf = 0.707106781186547524400844362104849039f;  // 1/√2,
 constexpr float kTanhBeta =
     static_cast<float>(1.41421356237309504880 * 1.12837916709551257390 * 0.5);
 constexpr float kTanhKappa = 0.044715f;
+constexpr float kInvSqrt2Pi = 0.398942280401432677939946059934381868f;  // 1/√(2π)
 
 float from_bits(std::uint32_t bits) {
   return std::bit_cast<float>(bits);
@@ -157,6 +158,23 @@ float gelu_erf_onednn(float s) {
   const float erf = std::copysign(1.0f, s) * std::fma(e, r, 1.0f);
   const float half = s * 0.5f;
   return std::fma(erf, half, half);
+}
+
+// oneDNN 2.6's gelu_erf backward (eltwise_injector's gelu_erf_compute_vector_bwd), the slope
+// d gelu / dx = Φ(x) + x φ(x) with Φ by the erf of gelu_erf_onednn and φ from the same exp:
+// exp(-(x/√2)²) / √(2π).
+float gelu_erf_slope_onednn(float s) {
+  const float x = s * from_bits(0x3f3504f3);
+  const float t = 1.0f / std::fma(from_bits(0x3ea7ba05), std::fabs(x), 1.0f);
+  const float gauss = exp_onednn(-(x * x));
+  float r = from_bits(0x3f87dc22);
+  r = std::fma(r, t, from_bits(0xbfba00e3));
+  r = std::fma(r, t, from_bits(0x3fb5f0e3));
+  r = std::fma(r, t, from_bits(0xbe91a98e));
+  r = std::fma(r, t, from_bits(0x3e827906));
+  const float erf = std::copysign(1.0f, s) * std::fma(-gauss * t, r, 1.0f);
+  const float cdf = std::fma(erf, 0.5f, 0.5f);
+  return std::fma(s, gauss * kInvSqrt2Pi, cdf);
 }
 
 // SLEEF 3.5 xtanhf (u10): (e^2|x| - 1) / (e^2|x| + 1) in double-float, 1 past |x| = 8.66.
@@ -354,19 +372,17 @@ Tensor3 gelu_backward(const Tensor3& x, const Tensor3& d_output, GeluApproximati
   if (x.shape() != d_output.shape())
     throw Error("gelu_backward", fmt::format("x {} and d_output {} differ in shape",
                                              shape_string_of(x), shape_string_of(d_output)));
-  constexpr double kInvSqrt2 = 0.70710678118654752440, kInvSqrt2Pi = 0.39894228040143267794;
-  constexpr double kSqrt2OverPi = 0.79788456080286535588, kKappa = 0.044715;
   Tensor3 d_x(x.shape());
+  if (approximate == GeluApproximation::none) {
+    fast_gelu_erf_backward(best_fast_kernels(), x.data(), d_output.data(), d_x.data(), x.size());
+    return d_x;
+  }
+  constexpr double kSqrt2OverPi = 0.79788456080286535588, kKappa = 0.044715;
   for (std::size_t i = 0; i < x.size(); ++i) {
     const double v = x.data()[i];
-    double slope = 0.0;
-    if (approximate == GeluApproximation::none) {
-      slope = 0.5 * (1.0 + std::erf(v * kInvSqrt2)) + v * kInvSqrt2Pi * std::exp(-0.5 * v * v);
-    } else {
-      const double t = std::tanh(kSqrt2OverPi * (v + kKappa * v * v * v));
-      slope =
-          0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * kSqrt2OverPi * (1.0 + 3.0 * kKappa * v * v);
-    }
+    const double t = std::tanh(kSqrt2OverPi * (v + kKappa * v * v * v));
+    const double slope =
+        0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * kSqrt2OverPi * (1.0 + 3.0 * kKappa * v * v);
     d_x.data()[i] = static_cast<float>(d_output.data()[i] * slope);
   }
   return d_x;

@@ -39,8 +39,10 @@ Tensor3 gelu(const Tensor3& x, GeluApproximation approximate);
 float gelu_reference(float x, GeluApproximation approximate);
 // max(x, 0) as torch.relu: NaN stays NaN.
 Tensor3 relu(const Tensor3& x);
-// dY ⊙ GELU'(x), in double and rounded once: Φ(x) + x φ(x) for the erf form; for the tanh form
-// 0.5 (1 + tanh u) + 0.5 x (1 - tanh² u) √(2/π) (1 + 3·0.044715 x²) with u its inner argument.
+// dY ⊙ GELU'(x). The erf form: Φ(x) + x φ(x) in float as oneDNN computes it
+// (gelu_erf_slope_onednn, 8 lanes at a time on AVX2 with the same bits), torch's own path.
+// The tanh form, in double and rounded once: 0.5 (1 + tanh u) + 0.5 x (1 - tanh² u) √(2/π)
+// (1 + 3·0.044715 x²) with u its inner argument.
 Tensor3 gelu_backward(const Tensor3& x, const Tensor3& d_output, GeluApproximation approximate);
 // dY where x > 0, else 0 (torch's threshold_backward: the gradient at x = 0 is 0).
 Tensor3 relu_backward(const Tensor3& x, const Tensor3& d_output);
@@ -48,6 +50,8 @@ Tensor3 relu_backward(const Tensor3& x, const Tensor3& d_output);
 // The elementwise kernels gelu() uses, exposed for tests.
 // oneDNN's AVX2 gelu_erf (what nn.GELU() runs on float32 tensors of 2 or more elements).
 float gelu_erf_onednn(float x);
+// Its slope Φ(x) + x φ(x), as oneDNN's gelu_erf backward.
+float gelu_erf_slope_onednn(float x);
 // SLEEF 3.5's tanhf_u10 with FMA (ATen's Vectorized<float>::tanh).
 float tanh_sleef(float x);
 

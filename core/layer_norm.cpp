@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "encoder_fast.hpp"
+
 namespace attn {
 
 namespace {
@@ -203,20 +205,16 @@ LayerNormSteps forward(const LayerNorm& norm, const Tensor3& x) {
   check_width("layer_norm", x, width);
   check_eps(norm.eps, "layer_norm");
   LayerNormSteps s{per_token(x), per_token(x), Tensor3(x.shape()), Tensor3(x.shape())};
+  // ATen's LayerNormKernelImplInternal: torch_row_moments, eps inside the root, then
+  // y = (x * rstd - rstd * mean) * weight + bias as two fused multiply-adds: torch's AVX2 build
+  // matches only that (measured). The kernels give the same bits in AVX2 lanes or scalar code.
+  const FastKernels kernels = best_fast_kernels();
   for (std::size_t r = 0; r < x.shape(0) * x.shape(1); ++r) {
-    const float* in = x.data() + r * width;
-    const RowMoments m = torch_row_moments(in, width);
+    const RowMoments m = fast_layer_norm_row_kept(
+        kernels, x.data() + r * width, width, norm.weight.data(), norm.bias.data(), norm.eps,
+        s.normalised.data() + r * width, s.output.data() + r * width);
     s.mean.data()[r] = m.mean;
     s.variance.data()[r] = m.variance;
-    // ATen's LayerNormKernelImplInternal: eps inside the root, then y = (x * rstd - rstd * mean)
-    // * weight + bias as two fused multiply-adds: torch's AVX2 build matches only that (measured).
-    const float rstd = 1.0f / std::sqrt(m.variance + norm.eps);
-    const float shift = -rstd * m.mean;
-    for (std::size_t j = 0; j < width; ++j) {
-      const float normalised = std::fma(in[j], rstd, shift);
-      s.normalised.data()[r * width + j] = normalised;
-      s.output.data()[r * width + j] = std::fma(normalised, norm.weight(j), norm.bias(j));
-    }
   }
   return s;
 }

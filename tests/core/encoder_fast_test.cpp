@@ -269,6 +269,54 @@ TEST_CASE("the GELU kernels are gelu() of the reference, erf and tanh", "[encode
   }
 }
 
+TEST_CASE("the GELU backward kernel is Φ(x) + x φ(x), the same bits in AVX2 lanes",
+          "[encoder_fast][kernels]") {
+  attn::Rng rng(24);
+  for (std::size_t n : {1u, 7u, 8u, 17u, 1000u}) {
+    std::vector<float> x = awkward(rng, n, 3.0f), dy(n);
+    for (float& g : dy)
+      g = static_cast<float>(rng.normal());
+    std::vector<float> scalar(n), avx2(n);
+    attn::fast_gelu_erf_backward(FastKernels::scalar, x.data(), dy.data(), scalar.data(), n);
+    INFO("n = " << n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const double v = x[i];
+      if (!std::isfinite(v)) continue;
+      const double slope =
+          0.5 * std::erfc(-v / std::sqrt(2.0)) + v * std::exp(-0.5 * v * v) / std::sqrt(2 * M_PI);
+      INFO("x = " << x[i]);
+      CHECK(std::abs(scalar[i] - dy[i] * slope) <= 1e-6 * (1.0 + std::abs(dy[i] * slope)));
+    }
+    if (have_avx2()) {
+      attn::fast_gelu_erf_backward(FastKernels::avx2, x.data(), dy.data(), avx2.data(), n);
+      CHECK(same_bits(avx2, scalar));
+    }
+  }
+}
+
+TEST_CASE("the LayerNorm kernel that keeps its steps gives the kernel's output and moments",
+          "[encoder_fast][kernels]") {
+  attn::Rng rng(25);
+  for (std::size_t n : {1u, 12u, 129u, 768u}) {
+    const attn::LayerNorm norm = attn::init_layer_norm(n);
+    const Tensor3 x = attn::randn(rng, 1, 1, n, 2.0f) - 3.0f;
+    std::vector<float> out(n), kept(n), normalised(n);
+    attn::fast_layer_norm_rows(FastKernels::scalar, x.data(), 1, n, norm.weight.data(),
+                               norm.bias.data(), norm.eps, out.data());
+    const attn::RowMoments expected = attn::torch_row_moments(x.data(), n);
+    for (FastKernels k : {FastKernels::scalar, FastKernels::avx2}) {
+      if (k == FastKernels::avx2 && !have_avx2()) continue;
+      const attn::RowMoments m =
+          attn::fast_layer_norm_row_kept(k, x.data(), n, norm.weight.data(), norm.bias.data(),
+                                         norm.eps, normalised.data(), kept.data());
+      INFO("n = " << n << " " << attn::kernels_name(k));
+      CHECK(same_bits(kept, out));
+      CHECK(same_bits({m.mean, m.variance}, {expected.mean, expected.variance}));
+      CHECK(same_bits(normalised, out));  // weight 1, bias 0
+    }
+  }
+}
+
 TEST_CASE("pack stacks the heads' q, k, v as column blocks of one (T, 3D) product",
           "[encoder_fast]") {
   const attn::EncoderLayer layer = random_layer(8, sizes(12, 3, 48), NormPlacement::pre);
