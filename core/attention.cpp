@@ -1,6 +1,8 @@
 #include "attention.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -51,13 +53,21 @@ AttentionGradients scaled_dot_product_attention_backward(const AttentionSteps& s
 
 AttentionGradients attention_backward(const Tensor3& queries, const Tensor3& keys,
                                       const Tensor3& values, const Tensor3& weights,
-                                      const Tensor3& d_output) {
+                                      const Tensor3& d_output, const Tensor3* keep) {
   AttentionGradients g;
   g.values = batched_matmul_transposed_a(weights, d_output);              // (B,T,S)ᵀ @ (B,T,hv)
   const Tensor3 d_weights = batched_matmul_transposed(d_output, values);  // (B,T,S)
+  Tensor3 d_masked = softmax_backward(weights, d_weights);
+  if (keep != nullptr) {
+    if (keep->shape() != d_masked.shape())
+      throw Error("attention_backward",
+                  fmt::format("keep {} does not fit the weights {}", shape_string_of(*keep),
+                              shape_string_of(d_masked)));
+    for (std::size_t i = 0; i < d_masked.size(); ++i)
+      if (keep->data()[i] == 0.0f) d_masked.data()[i] = 0.0f;  // masked_fill's backward
+  }
   // The forward divided each score by the float √hs; the gradient is divided the same way.
-  const Tensor3 d_scores =
-      softmax_backward(weights, d_weights) / std::sqrt(static_cast<float>(keys.shape(2)));
+  const Tensor3 d_scores = d_masked / std::sqrt(static_cast<float>(keys.shape(2)));
   g.queries = batched_matmul(d_scores, keys);               // (B,T,S) @ (B,S,hs)
   g.keys = batched_matmul_transposed_a(d_scores, queries);  // (B,T,S)ᵀ @ (B,T,hs)
   return g;
@@ -267,6 +277,89 @@ std::vector<LayerInfo> trace_attention_head(std::size_t embed_dim, std::size_t h
   Trace trace;
   trace_attention_head(trace, describe_attention_head(embed_dim, head_dim), shape);
   return trace.layers();
+}
+
+float fill_value(MaskFill fill) {
+  return fill == MaskFill::seed ? -1e9f : -std::numeric_limits<float>::infinity();
+}
+std::string_view fill_name(MaskFill fill) {
+  return fill == MaskFill::seed ? "seed" : "torch";
+}
+std::string_view fill_text(MaskFill fill) {
+  return fill == MaskFill::seed ? "-1e9" : "-inf";
+}
+
+ScoreMask broadcast_mask(const Array& mask, std::size_t batch, std::size_t heads,
+                         std::size_t queries, std::size_t keys, MaskFill fill) {
+  const Shape target{batch, heads, queries, keys};
+  const auto refuse = [&] {
+    return Error(ErrorKind::bad_size, "mask",
+                 fmt::format("a mask of shape {} does not broadcast against the scores (B,H,T,S) = "
+                             "{}: give (B,1,1,S) for padding, (B,1,T,T) or (T,T) for a causal mask",
+                             shape_string(mask.shape), shape_string(target)));
+  };
+  if (mask.rank() == 0 || mask.rank() > 4) throw refuse();
+  Shape aligned(4 - mask.rank(), 1);
+  aligned.insert(aligned.end(), mask.shape.begin(), mask.shape.end());
+  for (std::size_t a = 0; a < 4; ++a)
+    if (aligned[a] != 1 && aligned[a] != target[a]) throw refuse();
+  ScoreMask out{Tensor4::from_shape(target), fill};
+  std::size_t stride[4];
+  std::size_t step = 1;
+  for (std::size_t a = 4; a-- > 0;) {
+    stride[a] = aligned[a] == 1 ? 0 : step;
+    step *= aligned[a];
+  }
+  std::size_t i = 0;
+  for (std::size_t b = 0; b < batch; ++b)
+    for (std::size_t h = 0; h < heads; ++h)
+      for (std::size_t t = 0; t < queries; ++t)
+        for (std::size_t s = 0; s < keys; ++s, ++i)
+          out.keep.data()[i] =
+              mask.real(b * stride[0] + h * stride[1] + t * stride[2] + s * stride[3]) != 0.0
+                  ? 1.0f
+                  : 0.0f;
+  return out;
+}
+
+namespace {
+void check_lengths(const std::vector<std::size_t>& lengths, std::size_t axis, const char* what) {
+  if (lengths.empty())
+    throw Error(ErrorKind::bad_size, what, "give one length per sequence, at least one");
+  for (std::size_t n : lengths)
+    if (n == 0 || n > axis)
+      throw Error(ErrorKind::bad_size, what,
+                  fmt::format("a length of {} does not fit sequences of {} tokens: give 1 to {}", n,
+                              axis, axis));
+}
+}  // namespace
+
+Array source_padding_mask(const std::vector<std::size_t>& lengths, std::size_t keys) {
+  check_lengths(lengths, keys, "source_padding_mask");
+  std::vector<std::int64_t> v(lengths.size() * keys, 0);
+  for (std::size_t b = 0; b < lengths.size(); ++b)
+    std::fill(v.begin() + static_cast<std::ptrdiff_t>(b * keys),
+              v.begin() + static_cast<std::ptrdiff_t>(b * keys + lengths[b]), 1);
+  return make_int64({lengths.size(), 1, 1, keys}, v);
+}
+
+Array target_causal_mask(const std::vector<std::size_t>& lengths, std::size_t tokens) {
+  check_lengths(lengths, tokens, "target_causal_mask");
+  std::vector<std::int64_t> v(lengths.size() * tokens * tokens, 0);
+  for (std::size_t b = 0; b < lengths.size(); ++b)
+    for (std::size_t t = 0; t < tokens; ++t)
+      for (std::size_t s = 0; s <= t && s < lengths[b]; ++s)
+        v[(b * tokens + t) * tokens + s] = 1;
+  return make_int64({lengths.size(), 1, tokens, tokens}, v);
+}
+
+void apply_mask(const ScoreMask& mask, Tensor3& scores) {
+  if (mask.keep.size() != scores.size())
+    throw Error("apply_mask", fmt::format("a mask {} for scores {}", shape_string_of(mask.keep),
+                                          shape_string_of(scores)));
+  const float fill = fill_value(mask.fill);
+  for (std::size_t i = 0; i < scores.size(); ++i)
+    if (mask.keep.data()[i] == 0.0f) scores.data()[i] = fill;
 }
 
 }  // namespace attn

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string_view>
 #include <vector>
 
 #include "linear.hpp"
@@ -42,9 +43,35 @@ AttentionGradients scaled_dot_product_attention_backward(const AttentionSteps& s
                                                          const Tensor3& d_output);
 // The same from the four tensors it needs: queries (B,T,hs), keys (B,S,hs), values (B,S,hv) and
 // the weights (B,T,S).
+// With `keep` (B,T,S), the scores replaced where keep is 0 (masked_fill) get no gradient.
 AttentionGradients attention_backward(const Tensor3& queries, const Tensor3& keys,
                                       const Tensor3& values, const Tensor3& weights,
-                                      const Tensor3& d_output);
+                                      const Tensor3& d_output, const Tensor3* keep = nullptr);
+
+// Seed 001's masks: scores.masked_fill(mask == 0, fill), the mask broadcast against the scores
+// (B,H,T,S) as torch broadcasts it. A masked score is replaced, not added to: with the seed's
+// -1e9 a row masked everywhere gets uniform weights (every score equal); with PyTorch's -inf it
+// gets none (zeros here; NaN in torch, whose softmax divides 0 by 0).
+enum class MaskFill { seed, torch };
+float fill_value(MaskFill fill);            // -1e9f, -inf
+std::string_view fill_name(MaskFill fill);  // "seed", "torch"
+std::string_view fill_text(MaskFill fill);  // "-1e9", "-inf"
+struct ScoreMask {
+  Tensor4 keep;  // (B,H,T,S): 1 where a query may look, 0 where its score is replaced
+  MaskFill fill = MaskFill::seed;
+};
+// `mask` (1 to 4 axes, any dtype; nonzero keeps) broadcast to (B,H,T,S) by torch's rules: axes
+// aligned from the right, each of size 1 or the scores' size. Throws Error(bad_size) naming both
+// shapes when it does not broadcast.
+ScoreMask broadcast_mask(const Array& mask, std::size_t batch, std::size_t heads,
+                         std::size_t queries, std::size_t keys, MaskFill fill);
+// The masks the seed's model is given, int64 0/1: the source's padding (B,1,1,S), 1 on the first
+// lengths[b] keys; the target's (B,1,T,T), causal and 0 on keys at or past lengths[b]. Throws
+// Error(bad_size) for a length of 0 or past the axis.
+Array source_padding_mask(const std::vector<std::size_t>& lengths, std::size_t keys);
+Array target_causal_mask(const std::vector<std::size_t>& lengths, std::size_t tokens);
+// scores (B*H,T,S) with every score whose keep is 0 replaced by the fill (keep as (B*H,T,S)).
+void apply_mask(const ScoreMask& mask, Tensor3& scores);
 
 // softmax(Q Kᵀ / divisor + mask) V in float64: what a float32 attention would give without its
 // round-off (to float64's), for checks that compare two float32 results. A fully masked row

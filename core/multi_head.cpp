@@ -427,6 +427,63 @@ Tensor3 backward(const BookMultiHead& m, const Tensor3& x, const MultiHeadSteps&
   return d_x;
 }
 
+Tensor3 split_into_heads(const Tensor3& x, std::size_t heads) {
+  return split_heads(x, heads);
+}
+Tensor3 merge_from_heads(const Tensor3& y, std::size_t heads) {
+  return merge_heads(y, heads);
+}
+
+MultiHeadSteps forward(const FusedMultiHead& m, const Tensor3& x, const Tensor3& memory,
+                       const ScoreMask* mask) {
+  const std::size_t d = m.W_O.weight.shape(0), heads = m.heads;
+  if (x.shape(2) != d || memory.shape(2) != d || memory.shape(0) != x.shape(0)) {
+    throw Error(ErrorKind::bad_size, "multi_head",
+                fmt::format("x {} and memory {} do not fit a layer of width D = {}: give (B,T,{}) "
+                            "and (B,S,{})",
+                            shape_string_of(x), shape_string_of(memory), d, d, d));
+  }
+  const std::size_t batch = x.shape(0), t = x.shape(1), s_count = memory.shape(1);
+  if (mask != nullptr && mask->keep.shape() != Tensor4::shape_type{batch, heads, t, s_count}) {
+    throw Error(ErrorKind::bad_size, "multi_head",
+                fmt::format("mask {} does not fit scores ({}, {}, {}, {})",
+                            shape_string_of(mask->keep), batch, heads, t, s_count));
+  }
+  const Tensor3 queries = split_heads(forward(m.W_Q, x), heads);      // (B*H,T,hs)
+  const Tensor3 keys = split_heads(forward(m.W_K, memory), heads);    // (B*H,S,hs)
+  const Tensor3 values = split_heads(forward(m.W_V, memory), heads);  // (B*H,S,hs)
+  // query @ key.transpose(-2, -1) / math.sqrt(d_k), masked_fill, softmax, @ value
+  Tensor3 scores =
+      batched_matmul_transposed(queries, keys) / std::sqrt(static_cast<float>(keys.shape(2)));
+  if (mask != nullptr) apply_mask(*mask, scores);
+  const Tensor3 weights = softmax(scores);
+  MultiHeadSteps s;
+  s.queries = as_4d(queries, heads);
+  s.keys = as_4d(keys, heads);
+  s.values = as_4d(values, heads);
+  s.scores = as_4d(scores, heads);
+  s.weights = as_4d(weights, heads);
+  s.concatenated = merge_heads(Tensor3(batched_matmul(weights, values)), heads);
+  s.output = forward(m.W_O, s.concatenated);
+  return s;
+}
+
+CrossAttentionGradients backward(const FusedMultiHead& m, const Tensor3& x, const Tensor3& memory,
+                                 const MultiHeadSteps& s, const ScoreMask* mask,
+                                 const Tensor3& d_output, FusedMultiHead& grad) {
+  check_grad(m.heads, grad.heads);
+  const Tensor3 d_concatenated = backward(m.W_O, s.concatenated, d_output, grad.W_O);
+  const Tensor3 keep = mask != nullptr ? fold_heads(mask->keep) : Tensor3();
+  const AttentionGradients g = attention_backward(
+      fold_heads(s.queries), fold_heads(s.keys), fold_heads(s.values), fold_heads(s.weights),
+      split_heads(d_concatenated, m.heads), mask != nullptr ? &keep : nullptr);
+  CrossAttentionGradients out;
+  out.x = backward(m.W_Q, x, merge_heads(g.queries, m.heads), grad.W_Q);
+  out.memory = backward(m.W_K, memory, merge_heads(g.keys, m.heads), grad.W_K);
+  out.memory += backward(m.W_V, memory, merge_heads(g.values, m.heads), grad.W_V);
+  return out;
+}
+
 void visit_parameters(MultiHeadAttention& layer, const ParameterVisitor& visit) {
   std::visit([&](auto& m) { visit_parameters(m, visit); }, layer);
 }

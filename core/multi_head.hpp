@@ -98,6 +98,26 @@ MultiHeadSteps forward(const FusedMultiHead& layer, const Tensor3& x, const Tens
 Tensor3 backward(const FusedMultiHead& layer, const Tensor3& x, const MultiHeadSteps& steps,
                  const Tensor3& d_output, FusedMultiHead& grad);
 
+// Seed 001's MultiHeadAttention.forward(x, memory, memory, mask): queries from x (B,T,D), keys and
+// values from memory (B,S,D); its self-attention is memory = x. `mask` (B,H,T,S) as the seed
+// applies it (masked_fill), or null. The steps' scores and weights are (B,H,T,S).
+MultiHeadSteps forward(const FusedMultiHead& layer, const Tensor3& x, const Tensor3& memory,
+                       const ScoreMask* mask);
+struct CrossAttentionGradients {
+  Tensor3 x;       // (B,T,D) through the queries
+  Tensor3 memory;  // (B,S,D) through the keys and values
+};
+// Its backward: adds W_Q, W_K, W_V, W_O's gradients into `grad`. For self-attention the input's
+// gradient is x + memory.
+CrossAttentionGradients backward(const FusedMultiHead& layer, const Tensor3& x,
+                                 const Tensor3& memory, const MultiHeadSteps& steps,
+                                 const ScoreMask* mask, const Tensor3& d_output,
+                                 FusedMultiHead& grad);
+
+// (B,T,H*hs) -> (B*H,T,hs), torch's x.view(B,T,H,hs).transpose(1,2), and back.
+Tensor3 split_into_heads(const Tensor3& x, std::size_t heads);
+Tensor3 merge_from_heads(const Tensor3& y, std::size_t heads);
+
 // Any form: the calls above for the form the layer holds (`grad` must hold the same form).
 void visit_parameters(MultiHeadAttention& layer, const ParameterVisitor& visit);
 MultiHeadSteps forward(const MultiHeadAttention& layer, const Tensor3& x, const Tensor3* mask);

@@ -53,6 +53,9 @@ class FeedForwardNeuralNetwork(nn.Module):
         output = self.layer2(self.dropout(activated))
         return {"hidden": hidden, "activated": activated, "output": output}
 
+    def forward(self, x):
+        return self.steps(x)["output"]
+
 
 class SequentialFeedForward(nn.Module):
     """Seed 000's FeedForward as written: the GELU after the second Linear (the lesson's gelu-last)."""

@@ -17,7 +17,7 @@
 #include "embedding.hpp"
 #include "encoder.hpp"
 #include "feed_forward.hpp"
-#include "fixtures.hpp"
+#include "fixture_case.hpp"
 #include "gradients.hpp"
 #include "layer_norm.hpp"
 #include "loss.hpp"
@@ -36,50 +36,20 @@ namespace {
 // Gradients are sums over up to B·T rows of products; float32 round-off in two summation orders.
 constexpr Tolerance kGradient{2e-5, 1e-4};
 
-struct Case {
-  std::string name;
-  attn::StateDict arrays;  // everything in the .npz
-  nlohmann::json meta;
-
-  const Array& at(const std::string& key) const {
-    const auto it = arrays.find(key);
-    if (it == arrays.end()) FAIL(name << ": the fixture has no " << key);
-    return it->second;
-  }
-  Tensor3 tensor(const std::string& key) const { return attn::to_tensor<3>(at(key), key); }
-  bool has(const std::string& key) const { return arrays.count(key) > 0; }
-};
+using Case = attn::testing::FixtureCase;
 
 Case load(const std::string& name) {
-  const auto cases = nlohmann::json::parse(
-      attn::testing::read_text(attn::testing::fixture_path("gradients/cases.json")));
-  Case c{name, attn::read_weights(attn::testing::fixture_path("gradients/" + name + ".npz")),
-         cases.at(name)};
-  return c;
+  return attn::testing::load_case("gradients", name);
 }
 
-// The fixture's param.<key> arrays copied into the layer.
 template <class Layer>
 void load_parameters(Layer& layer, const Case& c) {
-  attn::visit_parameters(layer, [&](const std::string& key, float* data, const attn::Shape& shape) {
-    const Array& a = c.at("param." + key);
-    REQUIRE(a.shape == shape);
-    const std::vector<float> values = attn::to_float_vector(a);
-    std::copy(values.begin(), values.end(), data);
-  });
+  attn::testing::copy_case_parameters(layer, c);
 }
 
-// Each parameter's gradient against the fixture's grad.<key>.
 template <class Layer>
 void check_parameter_gradients(Layer& grad, const Case& c, Tolerance tolerance = kGradient) {
-  std::size_t checked = 0;
-  attn::visit_parameters(grad, [&](const std::string& key, float* data, const attn::Shape& shape) {
-    INFO(c.name << ": grad." << key);
-    const std::vector<float> values(data, data + attn::element_count(shape));
-    CHECK_ALLCLOSE(attn::make_float32(shape, values), c.at("grad." + key), tolerance);
-    ++checked;
-  });
-  CHECK(checked > 0);
+  attn::testing::check_case_gradients(grad, c, tolerance);
 }
 
 void check_input_gradient(const Tensor3& got, const Case& c, const std::string& name = "x",
