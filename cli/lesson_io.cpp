@@ -190,7 +190,7 @@ TrainedCheckpoint load_checkpoint(const std::string& name) {
   } catch (const Error& e) {
     throw Error(e.kind(), e.function(), e.detail()).about("checkpoint");
   }
-  TrainedCheckpoint c{name, train_config_from_metadata(metadata, path), {}};
+  TrainedCheckpoint c{name, train_config_from_metadata(metadata, name), {}};
   c.model = initial_model(c.config);  // the shapes; every value is replaced below
   visit_parameters(c.model, [&](const std::string& key, float* data, const Shape& shape) {
     const auto it = all.find(key);

@@ -11,12 +11,14 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "11-train/seq2seq_lesson.hpp"
 #include "11-train/train_lesson.hpp"
 #include "command.hpp"
 #include "lesson_io.hpp"
 #include "options.hpp"
 #include "output.hpp"
 #include "save.hpp"
+#include "seq2seq.hpp"
 #include "state_dict.hpp"
 #include "training.hpp"
 #include "weights.hpp"
@@ -28,46 +30,25 @@ namespace {
 struct TrainCliOptions {
   TrainConfig config;
   std::string task = "reverse";
+  std::string model = "encoder";
   std::string norm = "pre";
   std::string checkpoint;
   bool vocab_given = false;
   render::OutputOptions output;
 };
 
-// "reverse, sort, histogram or previous-token"
-std::string task_words() {
+// "reverse, sort, histogram or previous-token": the names of a task list.
+template <class Tasks>
+std::string names_of(const Tasks& tasks) {
   std::string words;
-  const auto& tasks = task_list();
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     if (i > 0) words += i + 1 == tasks.size() ? " or " : ", ";
     words += tasks[i].name;
   }
   return words;
 }
-
-// The checkpoint's metadata: everything needed to rebuild the model and read its tokens.
-Metadata checkpoint_metadata(const TrainConfig& c, const Evaluation& e) {
-  nlohmann::ordered_json config = {{"task", std::string(task_info(c.task).name)},
-                                   {"vocab", c.sizes.vocab},
-                                   {"tokens", c.sizes.tokens},
-                                   {"classes", task_classes(c.task, c.sizes)},
-                                   {"layers", c.layers},
-                                   {"d_model", c.d_model},
-                                   {"heads", c.heads},
-                                   {"d_ff", c.d_ff},
-                                   {"norm", c.norm == NormPlacement::pre ? "pre" : "post"}};
-  nlohmann::ordered_json training = {{"steps", c.steps},
-                                     {"batch", c.batch},
-                                     {"lr", c.lr},
-                                     {"weight_decay", c.weight_decay},
-                                     {"dropout", c.dropout},
-                                     {"seed", c.seed},
-                                     {"held_out", c.held_out},
-                                     {"optimizer", "AdamW"},
-                                     {"schedule", "5% warm-up, cosine"},
-                                     {"token_accuracy", e.token_accuracy},
-                                     {"sequence_accuracy", e.sequence_accuracy}};
-  return {{"attn_model", config.dump()}, {"attn_training", training.dump()}};
+std::string task_words() {
+  return names_of(task_list());
 }
 
 // On a terminal, one line rewritten in place: step, loss, accuracy, speed and time left.
@@ -99,6 +80,80 @@ class Progress {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_{};
 };
 
+// "reverse, sort or number-words"
+std::string seq2seq_task_words() {
+  return names_of(seq2seq_task_list());
+}
+
+void check_checkpoint_path(const std::string& path) {
+  if (path.empty()) return;
+  if (!path.ends_with(".safetensors"))
+    throw Error(
+        ErrorKind::bad_value, "train",
+        fmt::format("'{}': checkpoints are .safetensors files; name it *.safetensors", path))
+        .about("save_checkpoint");
+  render::OutputOptions checkpoint;
+  checkpoint.save_weights = path;
+  try {
+    render::check_outputs(checkpoint);
+  } catch (const Error& e) {
+    throw Error(e.kind(), e.function(), e.detail()).about("save_checkpoint");
+  }
+}
+
+void report_time(bool shown, const Progress& progress, std::size_t steps) {
+  if (!shown) return;
+  const double seconds = progress.seconds();
+  std::fputs(fmt::format("  trained {} steps in {:.1f} s ({:.0f} steps/s)\n", steps, seconds,
+                         static_cast<double>(steps) / std::max(seconds, 1e-9))
+                 .c_str(),
+             stderr);
+}
+
+// --model transformer: seed 001's encoder-decoder on a sequence-to-sequence task.
+int run_train_transformer(TrainCliOptions& o, const CLI::App& app, const Context& context) {
+  for (const char* option : {"--tokens", "--vocab", "--dropout"})
+    if (app.count(option) > 0)
+      throw Error(ErrorKind::bad_value, "train",
+                  fmt::format("{} is for --model encoder; the encoder-decoder's tasks fix their "
+                              "vocabularies and lengths, and train without dropout: drop {}",
+                              option, option))
+          .about(std::string(option).substr(2));
+  const auto task = seq2seq_task_named(o.task);
+  if (!task)
+    throw Error(ErrorKind::bad_value, "train",
+                fmt::format("'{}' is not a task of --model transformer: use {}", o.task,
+                            seq2seq_task_words()))
+        .about("task");
+  Seq2SeqTrainConfig c;
+  c.task = *task;
+  c.layers = o.config.layers;
+  c.d_model = o.config.d_model;
+  c.heads = o.config.heads;
+  c.d_ff = o.config.d_ff;
+  c.norm = o.norm == "post" ? NormPlacement::post : NormPlacement::pre;
+  if (app.count("--steps") > 0) c.steps = o.config.steps;  // else its own default
+  c.batch = o.config.batch;
+  c.lr = o.config.lr;
+  c.seed = o.config.seed;
+  check_seq2seq_config(c);
+  check_checkpoint_path(o.checkpoint);
+  cli::check_outputs(o.output);
+  keep_freed_memory();
+  const bool shown =
+      o.output.format == render::Format::text && !o.output.quiet && isatty(STDERR_FILENO) != 0;
+  Progress progress(c.steps, shown);
+  lessons::Seq2SeqLessonOptions lesson{c, [&](const Seq2SeqStep& s) {
+                                         progress.update({s.step, s.loss, s.accuracy, s.lr});
+                                       }};
+  lessons::Seq2SeqLessonResult result = lessons::run_seq2seq_train(lesson);
+  report_time(shown, progress, c.steps);
+  if (!o.checkpoint.empty())
+    write_weights(o.checkpoint, transformer_state_dict(result.model),
+                  seq2seq_metadata(c, result.held_out));
+  return publish(result.run, o.output, context);
+}
+
 int run_train(TrainCliOptions& o, const Context& context) {
   TrainConfig& c = o.config;
   const auto task = task_named(o.task);
@@ -119,20 +174,7 @@ int run_train(TrainCliOptions& o, const Context& context) {
   c.norm = o.norm == "post" ? NormPlacement::post : NormPlacement::pre;
   check_train_config(c);
   check_budget("train", plan_training(c));
-  if (!o.checkpoint.empty()) {
-    if (!o.checkpoint.ends_with(".safetensors"))
-      throw Error(ErrorKind::bad_value, "train",
-                  fmt::format("'{}': checkpoints are .safetensors files; name it *.safetensors",
-                              o.checkpoint))
-          .about("save_checkpoint");
-    render::OutputOptions checkpoint;
-    checkpoint.save_weights = o.checkpoint;
-    try {
-      render::check_outputs(checkpoint);
-    } catch (const Error& e) {
-      throw Error(e.kind(), e.function(), e.detail()).about("save_checkpoint");
-    }
-  }
+  check_checkpoint_path(o.checkpoint);
   cli::check_outputs(o.output);
   keep_freed_memory();
   const bool shown =
@@ -140,13 +182,7 @@ int run_train(TrainCliOptions& o, const Context& context) {
   Progress progress(c.steps, shown);
   lessons::TrainLessonOptions lesson{c, [&](const TrainStep& s) { progress.update(s); }};
   lessons::TrainLessonResult result = lessons::run_train(lesson);
-  if (shown) {
-    const double seconds = progress.seconds();
-    std::fputs(fmt::format("  trained {} steps in {:.1f} s ({:.0f} steps/s)\n", c.steps, seconds,
-                           static_cast<double>(c.steps) / std::max(seconds, 1e-9))
-                   .c_str(),
-               stderr);
-  }
+  report_time(shown, progress, c.steps);
   if (!o.checkpoint.empty()) {
     write_weights(o.checkpoint, collect_state_dict(result.model),
                   checkpoint_metadata(c, result.held_out));
@@ -157,7 +193,14 @@ int run_train(TrainCliOptions& o, const Context& context) {
 void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<TrainCliOptions>();
   CLI::App* sub = add_lesson_command(app, "train");
-  sub->add_option("--task", o->task, fmt::format("{} (default reverse)", task_words()))
+  sub->add_option("--model", o->model,
+                  "encoder (default: the book's encoder with a head on every token) or "
+                  "transformer (seed 001's encoder-decoder)")
+      ->check(choice_validator("a model", {"encoder", "transformer"}))
+      ->option_text("encoder|transformer");
+  sub->add_option("--task", o->task,
+                  fmt::format("{} (default reverse); with --model transformer: {}", task_words(),
+                              seq2seq_task_words()))
       ->check(not_empty_validator("--task", "reverse"))
       ->option_text("NAME");
   // A whole-number option from `min` to `max`.
@@ -175,7 +218,8 @@ void setup(CLI::App& app, Context& context) {
   sub->add_option("--norm", o->norm, "pre (default, the book) or post (the paper, BERT)")
       ->check(choice_validator("a norm placement", {"pre", "post"}))
       ->option_text("pre|post");
-  size("--steps", o->config.steps, "training steps (default 1000)", 1, 10'000'000, "N");
+  size("--steps", o->config.steps, "training steps (default 1000; 4000 with --model transformer)",
+       1, 10'000'000, "N");
   size("--batch", o->config.batch, "B, sequences per step (default 32)", 1, 65536, "B");
   sub->add_option("--lr", o->config.lr, "AdamW's peak learning rate (default 0.003)")
       ->check(real_validator("a learning rate", 1e-8, 10.0, "0.003"))
@@ -195,7 +239,8 @@ void setup(CLI::App& app, Context& context) {
   add_heatmap_option(*sub, o->output);
   sub->callback([o, sub, &context] {
     o->vocab_given = sub->count("--vocab") > 0;
-    context.exit_code = run_train(*o, context);
+    context.exit_code = o->model == "transformer" ? run_train_transformer(*o, *sub, context)
+                                                  : run_train(*o, context);
   });
 }
 

@@ -75,12 +75,53 @@ EncoderConfig model_config(const TrainConfig& c) {
   return e;
 }
 
-float learning_rate(const TrainConfig& c, std::size_t step) {
-  const double warm = std::max(1.0, 0.05 * static_cast<double>(c.steps));
+float warmup_cosine(float peak, std::size_t steps, std::size_t step) {
+  const double warm = std::max(1.0, 0.05 * static_cast<double>(steps));
   const double s = static_cast<double>(step);
-  if (s <= warm) return static_cast<float>(c.lr * s / warm);
-  const double progress = (s - warm) / std::max(1.0, static_cast<double>(c.steps) - warm);
-  return static_cast<float>(c.lr * (0.1 + 0.9 * 0.5 * (1.0 + std::cos(M_PI * progress))));
+  if (s <= warm) return static_cast<float>(peak * s / warm);
+  const double progress = (s - warm) / std::max(1.0, static_cast<double>(steps) - warm);
+  return static_cast<float>(peak * (0.1 + 0.9 * 0.5 * (1.0 + std::cos(M_PI * progress))));
+}
+
+float learning_rate(const TrainConfig& c, std::size_t step) {
+  return warmup_cosine(c.lr, c.steps, step);
+}
+
+std::string training_record_json(const TrainingRecord& r) {
+  nlohmann::ordered_json training = {{"steps", r.steps},
+                                     {"batch", r.batch},
+                                     {"lr", r.lr},
+                                     {"weight_decay", r.weight_decay},
+                                     {"dropout", r.dropout},
+                                     {"seed", r.seed},
+                                     {"held_out", r.held_out},
+                                     {"optimizer", "AdamW"},
+                                     {"schedule", "5% warm-up, cosine"}};
+  for (const auto& [name, value] : r.results)
+    training[name] = value;
+  return training.dump();
+}
+
+Metadata checkpoint_metadata(const TrainConfig& c, const Evaluation& e) {
+  nlohmann::ordered_json config = {{"task", std::string(task_info(c.task).name)},
+                                   {"vocab", c.sizes.vocab},
+                                   {"tokens", c.sizes.tokens},
+                                   {"classes", task_classes(c.task, c.sizes)},
+                                   {"layers", c.layers},
+                                   {"d_model", c.d_model},
+                                   {"heads", c.heads},
+                                   {"d_ff", c.d_ff},
+                                   {"norm", c.norm == NormPlacement::pre ? "pre" : "post"}};
+  const TrainingRecord record{
+      c.steps,
+      c.batch,
+      c.lr,
+      c.weight_decay,
+      c.dropout,
+      c.seed,
+      c.held_out,
+      {{"token_accuracy", e.token_accuracy}, {"sequence_accuracy", e.sequence_accuracy}}};
+  return {{"attn_model", config.dump()}, {"attn_training", training_record_json(record)}};
 }
 
 TrainConfig train_config_from_metadata(const Metadata& metadata, std::string_view name) {
@@ -94,6 +135,13 @@ TrainConfig train_config_from_metadata(const Metadata& metadata, std::string_vie
   const auto it = metadata.find("attn_model");
   if (it == metadata.end()) throw damaged("its metadata has no attn_model");
   const nlohmann::json m = nlohmann::json::parse(it->second, nullptr, false);
+  if (m.is_object() && m.value("kind", std::string()) == "transformer")
+    throw Error(ErrorKind::bad_value, "checkpoint",
+                fmt::format("'{}' holds seed 001's encoder-decoder, not an encoder: decode with "
+                            "`attn generate --checkpoint {}`, or give an encoder's checkpoint "
+                            "such as reverse",
+                            name, name))
+        .about("checkpoint");
   const auto size = [&](const char* key) -> std::size_t {
     if (!m.is_object() || !m.contains(key) || !m[key].is_number_unsigned())
       throw damaged(fmt::format("attn_model has no whole number \"{}\"", key));

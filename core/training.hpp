@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "budget.hpp"
@@ -55,10 +57,25 @@ struct Evaluation {
 // The learning rate at `step` (1-based) of `steps`: linear warm-up over the first 5%, then a
 // cosine decay to a tenth.
 float learning_rate(const TrainConfig& config, std::size_t step);
+// The same schedule for any peak rate and length.
+float warmup_cosine(float peak, std::size_t steps, std::size_t step);
 
 // The held-out set: `config.held_out` sequences from a stream of their own.
 TaskBatch held_out_set(const TrainConfig& config);
 Evaluation evaluate(const TokenClassifier& model, const TaskBatch& set);
+
+// A checkpoint's "attn_training" metadata: how the run was made, and what it measured.
+struct TrainingRecord {
+  std::size_t steps = 0, batch = 0;
+  float lr = 0.0f, weight_decay = 0.0f, dropout = 0.0f;
+  std::uint64_t seed = 0;
+  std::size_t held_out = 0;
+  std::vector<std::pair<std::string, double>> results;  // {"token_accuracy", 0.99}, ...
+};
+std::string training_record_json(const TrainingRecord& record);
+// What `attn train --save-checkpoint` writes beside the weights: everything needed to rebuild the
+// model and read its tokens ("attn_model"), and the run ("attn_training").
+Metadata checkpoint_metadata(const TrainConfig& config, const Evaluation& held_out);
 
 // The model and task a checkpoint's metadata describes (what `attn train --save-checkpoint`
 // writes); throws attn::Error(bad_file) about "checkpoint" when it is missing or damaged.

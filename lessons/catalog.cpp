@@ -560,7 +560,15 @@ const std::vector<LessonInfo>& catalog() {
        "train",
        "training a tiny encoder: cross-entropy, AdamW, a loss curve, a trained head",
        {{"--task", "reverse", "--steps", "300"},
-        {"--task", "masked", "--tokens", "16", "--steps", "200"}},
+        {"--task", "masked", "--tokens", "16", "--steps", "200"},
+        {"--model", "transformer", "--task", "number-words", "--steps", "60"}},
+       {}},
+      {14,
+       "generate",
+       "decoding a trained encoder-decoder: greedy and sampled, top-k, top-p, the KV cache",
+       {{"--text", "hgfedcba"},
+        {"--text", "cabbage", "--temperature", "1.5", "--top-k", "3", "--seed", "4"},
+        {"--text", "dad", "--top-p", "0.5", "--no-cache"}},
        {}},
   };
   return lessons;

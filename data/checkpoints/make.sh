@@ -1,6 +1,7 @@
 #!/bin/sh
 # Trains the shipped checkpoints with attn itself and writes manifest.json: the command, the seed,
-# the steps and the held-out accuracy of each. Run from the repository root after building:
+# the steps and the held-out accuracy of each (for the encoder-decoder, its exact match). Run from
+# the repository root after building:
 #
 #     data/checkpoints/make.sh build/attn
 #
@@ -27,6 +28,16 @@ for task in reverse sort histogram previous-token; do
   printf '    {"name": "%s", "command": "%s", "seed": 0, "steps": 2000,\n     "held_out_token_accuracy": %s, "held_out_sequence_accuracy": %s, "seconds": %s}' \
     "$task" "$command" "$1" "$2" "$seconds" >> "$tmp"
 done
+# Seed 001's encoder-decoder on reverse: its held-out step is [exact match, token accuracy].
+command="attn train --model transformer --task reverse --steps 4000 --seed 0 --threads 1 --save-checkpoint $out/transformer-reverse.safetensors"
+start=$(date +%s.%N)
+# shellcheck disable=SC2086
+json=$("$attn" ${command#attn } --format json)
+seconds=$(printf '%s %s' "$start" "$(date +%s.%N)" | awk '{printf "%.1f", $2 - $1}')
+accuracy=$(printf '%s' "$json" | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); a=[s for s in d["steps"] if s["name"]=="held_out_accuracy"][0]["values"]; print(a[0], a[1])')
+set -- $accuracy
+printf ',\n    {"name": "transformer-reverse", "kind": "transformer", "command": "%s", "seed": 0, "steps": 4000,\n     "held_out_exact_match": %s, "held_out_token_accuracy": %s, "seconds": %s}' \
+  "$command" "$1" "$2" "$seconds" >> "$tmp"
 printf '\n  ]\n}\n' >> "$tmp"
 chmod 644 "$tmp"
 mv "$tmp" "$manifest"

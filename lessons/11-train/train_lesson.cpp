@@ -52,6 +52,28 @@ void attention_maps(LessonRun& run, const TokenClassifier& model, const Ids& exa
 
 }  // namespace
 
+void training_curves(LessonRun& run, const std::vector<double>& losses,
+                     const std::vector<double>& accuracies, const std::vector<double>& rates,
+                     std::string_view loss_what, std::string_view accuracy_what) {
+  run.curve({fmt::format("Loss on each step's batch ({})", loss_what), losses});
+  run.curve({fmt::format("Accuracy on each step's batch (% of {})", accuracy_what), accuracies, 5});
+  run.curve({"Learning rate (5% warm-up, then a cosine to a tenth)", rates, 4});
+  Table progress{"Every tenth of the run", {"step", "loss", "accuracy", "learning rate"}, {}};
+  const std::size_t steps = losses.size();
+  const std::size_t every = std::max<std::size_t>(1, steps / kLogRows);
+  for (std::size_t i = 0; i < steps; ++i) {
+    if ((i + 1) % every != 0 && i != 0 && i + 1 != steps) continue;
+    progress.rows.push_back({fmt::format("{}", i + 1), fmt::format("{:.4f}", losses[i]),
+                             fmt::format("{:.1f}%", accuracies[i]),
+                             fmt::format("{:.3g}", rates[i])});
+  }
+  run.table(std::move(progress));
+  const bool finite =
+      std::all_of(losses.begin(), losses.end(), [](double l) { return std::isfinite(l); });
+  run.check("every step's loss is finite", finite,
+            finite ? fmt::format("{} steps", steps) : "a loss is inf or nan: lower --lr");
+}
+
 TrainLessonResult run_train(const TrainLessonOptions& options) {
   const TrainConfig& c = options.config;
   check_train_config(c);
@@ -113,23 +135,8 @@ TrainLessonResult run_train(const TrainLessonOptions& options) {
   run.table(std::move(start));
 
   run.section("training");
-  run.curve(
-      {"Loss on each step's batch (cross-entropy, the mean over its labelled tokens)", losses});
-  run.curve({"Accuracy on each step's batch (% of its labelled tokens right)", accuracies, 5});
-  run.curve({"Learning rate (5% warm-up, then a cosine to a tenth)", rates, 4});
-  Table progress{"Every tenth of the run", {"step", "loss", "accuracy", "learning rate"}, {}};
-  const std::size_t every = std::max<std::size_t>(1, c.steps / kLogRows);
-  for (std::size_t i = 0; i < c.steps; ++i) {
-    if ((i + 1) % every != 0 && i != 0 && i + 1 != c.steps) continue;
-    progress.rows.push_back({fmt::format("{}", i + 1), fmt::format("{:.4f}", losses[i]),
-                             fmt::format("{:.1f}%", accuracies[i]),
-                             fmt::format("{:.3g}", rates[i])});
-  }
-  run.table(std::move(progress));
-  const bool finite =
-      std::all_of(losses.begin(), losses.end(), [](double l) { return std::isfinite(l); });
-  run.check("every step's loss is finite", finite,
-            finite ? fmt::format("{} steps", c.steps) : "a loss is inf or nan: lower --lr");
+  training_curves(run, losses, accuracies, rates,
+                  "cross-entropy, the mean over its labelled tokens", "its labelled tokens right");
   const std::size_t tenth = std::max<std::size_t>(1, c.steps / 10);
   double first = 0.0, last = 0.0;
   for (std::size_t i = 0; i < tenth; ++i)

@@ -1,12 +1,15 @@
 // The checkpoints shipped in data/checkpoints/ (made by data/checkpoints/make.sh with attn train):
 // each one reaches 99% on its task's held-out set, as its manifest says, and its attention shows
 // the pattern the lessons point to.
+#include <algorithm>
+#include <filesystem>
 #include <string>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "fixtures.hpp"
+#include "seq2seq.hpp"
 #include "training.hpp"
 
 namespace {
@@ -43,8 +46,9 @@ TEST_CASE("every shipped checkpoint gets at least 99% of its held-out tokens rig
           "[checkpoints]") {
   const auto manifest =
       nlohmann::json::parse(attn::testing::read_text(checkpoint_path("manifest.json")));
-  REQUIRE(manifest["checkpoints"].size() == 4);
+  REQUIRE(manifest["checkpoints"].size() == 5);
   for (const auto& entry : manifest["checkpoints"]) {
+    if (entry.contains("kind")) continue;  // the encoder-decoder, below
     const std::string name = entry["name"];
     INFO(name);
     Loaded l = load(name);
@@ -77,4 +81,49 @@ TEST_CASE("the reverse checkpoint has a head on the anti-diagonal: query i looks
     found = found || on_anti_diagonal == w.shape(0) * t;
   }
   CHECK(found);
+}
+
+TEST_CASE(
+    "the shipped encoder-decoder decodes at least 99% of its held-out sources exactly, and "
+    "its cross-attention reads the source backwards",
+    "[checkpoints][transformer]") {
+  const auto manifest =
+      nlohmann::json::parse(attn::testing::read_text(checkpoint_path("manifest.json")));
+  const nlohmann::json* entry = nullptr;
+  for (const auto& e : manifest["checkpoints"])
+    if (e["name"] == "transformer-reverse") entry = &e;
+  REQUIRE(entry != nullptr);
+  attn::Metadata metadata;
+  const std::string path = checkpoint_path("transformer-reverse.safetensors");
+  const attn::StateDict weights = attn::read_weights(path, &metadata);
+  REQUIRE(attn::is_seq2seq_checkpoint(metadata));
+  attn::Seq2SeqTrainConfig config = attn::seq2seq_config_from_metadata(metadata, path);
+  const attn::Transformer model = attn::transformer_from_checkpoint(metadata, weights, path);
+  config.seed = (*entry)["seed"];
+  const attn::Seq2SeqEvaluation e =
+      attn::evaluate(model, config.task, attn::held_out_examples(config));
+  CHECK(e.exact_match >= 0.99);
+  CHECK(e.exact_match == Approx((*entry)["held_out_exact_match"].get<double>()).margin(2e-3));
+  // Under 2 MB, and the anti-diagonal: writing token i of n, the heads' mean weight is largest
+  // on source position n-1-i or beside it (the last layer shares the work with the first).
+  CHECK(std::filesystem::file_size(path) < 2'000'000);
+  const std::vector<std::int64_t> source = attn::parse_source(config.task, "abcdefgh");
+  std::vector<std::int64_t> target = attn::seq2seq_answer(config.task, source);
+  attn::Ids s({1, source.size()}), t({1, target.size()});
+  std::copy(source.begin(), source.end(), s.begin());
+  t(0, 0) = attn::kStartId;
+  std::copy(target.begin(), target.end() - 1, t.begin() + 1);
+  const attn::Array causal = attn::target_causal_mask({target.size()}, target.size());
+  const attn::TransformerTape tape = attn::forward(model, s, t, nullptr, &causal);
+  const attn::Tensor4& w = tape.decoder_layers.back().cross_attention.weights;  // (1,H,T,S)
+  const std::size_t rows = w.shape(2), cols = w.shape(3);
+  for (std::size_t i = 0; i < rows; ++i) {
+    std::vector<double> mean(cols, 0.0);
+    for (std::size_t h = 0; h < w.shape(1); ++h)
+      for (std::size_t j = 0; j < cols; ++j)
+        mean[j] += w(0, h, i, j);
+    const auto best = static_cast<long>(std::max_element(mean.begin(), mean.end()) - mean.begin());
+    INFO("row " << i << ": largest at " << best);
+    CHECK(std::abs(best - static_cast<long>(cols - 1 - i)) <= 1);
+  }
 }

@@ -1,0 +1,133 @@
+// The encoder-decoder from the command line: attn train --model transformer saves a checkpoint
+// that PyTorch's state_dict keys describe, attn generate decodes the shipped one right, greedily
+// and sampled (seeded), with and without the KV cache, and bad options are refused.
+#include <filesystem>
+#include <string>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "run_attn.hpp"
+#include "scratch.hpp"
+#include "weights.hpp"
+
+using attn::testing::run_attn;
+using attn::testing::ScratchDir;
+
+namespace {
+const nlohmann::json& step(const nlohmann::json& doc, const std::string& name) {
+  for (const auto& s : doc["steps"])
+    if (s["name"] == name) return s;
+  FAIL("no step " << name);
+  return doc;
+}
+
+std::vector<std::int64_t> tokens(const nlohmann::json& doc) {
+  return step(doc, "tokens")["values"].get<std::vector<std::int64_t>>();
+}
+}  // namespace
+
+TEST_CASE("attn generate decodes the shipped encoder-decoder: the reverse, with or without cache",
+          "[cli][generate]") {
+  for (const char* cache : {"", "--no-cache"}) {
+    std::vector<std::string> args{"generate", "--text", "hgfedcba", "--format", "json"};
+    if (*cache != '\0') args.push_back(cache);
+    const auto run = run_attn(args);
+    INFO(run.err);
+    REQUIRE(run.exit_code == 0);
+    const auto doc = nlohmann::json::parse(run.out);
+    CHECK(doc["lesson"] == "generate");
+    CHECK(doc["settings"]["task"] == "reverse");
+    // a b c ... h </s>: target ids 3..10 and 2.
+    CHECK(tokens(doc) == std::vector<std::int64_t>{3, 4, 5, 6, 7, 8, 9, 10, 2});
+    for (const auto& check : doc["checks"])
+      CHECK(check["passed"] == true);
+    const auto saved = step(doc, "multiply_adds")["values"].get<std::vector<double>>();
+    CHECK(saved[0] < saved[1]);
+  }
+  // The heatmap's labels are the written tokens and the source's letters.
+  const auto text = run_attn({"generate", "--text", "dcba", "--color", "never"});
+  REQUIRE(text.exit_code == 0);
+  CHECK(text.out.find("d      c      b      a") != std::string::npos);
+  CHECK(text.out.find("Greedy decoding gives the task's answer.") != std::string::npos);
+}
+
+TEST_CASE("sampling is seeded: the same seed the same tokens; top-k 1 is greedy",
+          "[cli][generate]") {
+  const auto a = run_attn(
+      {"generate", "--text", "cabbage", "--temperature", "3", "--seed", "5", "--format", "json"});
+  const auto b = run_attn(
+      {"generate", "--text", "cabbage", "--temperature", "3", "--seed", "5", "--format", "json"});
+  REQUIRE(a.exit_code == 0);
+  CHECK(a.out == b.out);
+  const auto one = run_attn({"generate", "--text", "cabbage", "--top-k", "1", "--format", "json"});
+  REQUIRE(one.exit_code == 0);
+  const auto doc = nlohmann::json::parse(one.out);
+  for (const auto& row : step(doc, "probabilities")["values"]) {
+    std::size_t nonzero = 0;
+    for (const auto& p : row)
+      nonzero += p.get<double>() > 0.0;
+    CHECK(nonzero == 1);
+  }
+  CHECK(tokens(doc) == std::vector<std::int64_t>{7, 9, 3, 4, 4, 3, 5, 2});  // egabbac </s>
+}
+
+TEST_CASE("attn train --model transformer trains seed 001's model and saves PyTorch's keys",
+          "[cli][generate][train]") {
+  ScratchDir dir("train-transformer");
+  const std::string checkpoint = (dir.path / "words.safetensors").string();
+  const auto run = run_attn({"train", "--model", "transformer", "--task", "number-words", "--steps",
+                             "40", "--format", "json", "--save-checkpoint", checkpoint});
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  const auto doc = nlohmann::json::parse(run.out);
+  CHECK(doc["settings"]["model"] == "transformer");
+  REQUIRE(doc["curves"][0]["values"].size() == 40);
+  CHECK(doc["curves"][0]["values"][0].get<double>() == Approx(std::log(33.0)).margin(0.6));
+  attn::Metadata metadata;
+  const attn::StateDict weights = attn::read_weights(checkpoint, &metadata);
+  CHECK(weights.count("decoder.layers.1.cross_attention.W_Q.weight") == 1);
+  CHECK(weights.count("encoder.layers.0.residual_connection.1.norm.gamma") == 1);
+  CHECK(weights.at("projection.linear.weight").shape == attn::Shape{33, 32});
+  CHECK(weights.at("target_positional_encoding.pe").shape == attn::Shape{1, 7, 32});
+  CHECK(nlohmann::json::parse(metadata.at("attn_model"))["kind"] == "transformer");
+  // Its own checkpoint decodes (40 steps teach it little; it runs and stops).
+  const auto generated =
+      run_attn({"generate", "--checkpoint", checkpoint, "--text", "305", "--format", "json"});
+  INFO(generated.err);
+  CHECK(generated.exit_code == 0);
+}
+
+TEST_CASE("attn generate refuses what it cannot decode, in one line",
+          "[cli][generate][bad-input]") {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--checkpoint", "reverse"}, "has nothing to generate"},
+      {{"--temperature", "0"}, "--temperature"},
+      {{"--temperature", "-1"}, "--temperature"},
+      {{"--top-k", "0"}, "--top-k"},
+      {{"--top-p", "0"}, "--top-p"},
+      {{"--top-p", "1.5"}, "--top-p"},
+      {{"--seed", "3"}, "greedy decoding draws nothing"},
+      {{"--text", "xyz"}, "'x' is not a token of the reverse task"},
+      {{"--text", "abcdefghab"}, "more than the reverse task's 8"},
+      {{"--checkpoint", "no-such-checkpoint"}, "neither a file nor a shipped checkpoint"},
+  };
+  for (const auto& [args, expected] : cases) {
+    std::vector<std::string> all{"generate"};
+    all.insert(all.end(), args.begin(), args.end());
+    const auto run = run_attn(all);
+    INFO(all.back() << ": " << run.err);
+    CHECK(run.exit_code == 2);
+    CHECK(run.out.empty());
+    CHECK(run.err.find(expected) != std::string::npos);
+    CHECK(std::count(run.err.begin(), run.err.end(), '\n') == 1);
+  }
+  const auto encoder_on_pair = run_attn({"train", "--model", "transformer", "--task", "histogram"});
+  CHECK(encoder_on_pair.exit_code == 2);
+  CHECK(encoder_on_pair.err.find("use reverse, sort or number-words") != std::string::npos);
+  const auto vocab = run_attn({"train", "--model", "transformer", "--vocab", "5"});
+  CHECK(vocab.exit_code == 2);
+  const auto attention = run_attn({"attention", "--checkpoint", "transformer-reverse"});
+  CHECK(attention.exit_code == 2);
+  CHECK(attention.err.find("attn generate --checkpoint") != std::string::npos);
+}
