@@ -189,11 +189,15 @@ PlannedTensor planned_table_rows(std::string name, std::size_t rows, std::string
   return {std::move(name), {rows}, std::move(axes), kRowBytes, Held::kept};
 }
 
-std::vector<std::string> token_labels(std::size_t tokens) {
+std::vector<std::string> numbered_labels(std::string_view prefix, std::size_t count) {
   std::vector<std::string> labels;
-  for (std::size_t i = 0; i < tokens; ++i)
-    labels.push_back(fmt::format("x{}", i));
+  for (std::size_t i = 0; i < count; ++i)
+    labels.push_back(fmt::format("{}{}", prefix, i));
   return labels;
+}
+
+std::vector<std::string> token_labels(std::size_t tokens) {
+  return numbered_labels("x", tokens);
 }
 
 Array first_matrix(const Tensor3& t) {

@@ -172,6 +172,8 @@ PlannedTensor planned_table_rows(std::string name, std::size_t rows, std::string
 PlannedTensor planned_heatmap(std::size_t rows, std::size_t cols, std::string axes);
 
 // Row and column labels for T tokens: x0, x1, ...
+// "s0", "s1", ...: `count` labels with a prefix.
+std::vector<std::string> numbered_labels(std::string_view prefix, std::size_t count);
 std::vector<std::string> token_labels(std::size_t tokens);
 // A (rows, cols) heatmap of batch entry 0 of a (B, rows, cols) tensor.
 Array first_matrix(const Tensor3& t);

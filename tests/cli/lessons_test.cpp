@@ -93,11 +93,10 @@ TEST_CASE("json output is one document with every step, check and the parameter 
       CHECK(doc["settings"]["seed"] == 5);
       CHECK(doc["settings"]["batch"] == 2);
       const std::map<std::string, int> parameters = {
-          {"attention", 108},
-          {"multi-head", 168},
-          {"layer-norm", 12},
-          {"feed-forward", 318},
-          {"backward", 126}};  // backward: the head's three Linear(6, 6)
+          {"attention", 108},       {"multi-head", 168}, {"layer-norm", 12},
+          {"feed-forward", 318},    {"backward", 126},  // backward: the head's three Linear(6, 6)
+          {"cross-attention", 144},  // W_Q, W_K, W_V, W_O: Linear(6, 6) without bias
+          {"decoder", 580}};         // the block 508, the final norm 2, Linear(6, 10) 70
       CHECK(doc["parameters"] == (parameters.count(lesson) ? parameters.at(lesson) : 0));
       const auto& steps = doc["steps"];
       REQUIRE(steps.size() >= 3);

@@ -1,0 +1,154 @@
+// Lesson 12, cross-attention. Legend: B batch, T the decoder's tokens, S the source's, D model
+// width, H heads, hs = D / H.
+#include "12-cross-attention/cross_attention_lesson.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "array.hpp"
+#include "multi_head.hpp"
+#include "random.hpp"
+
+namespace attn::lessons {
+
+namespace {}  // namespace
+
+LessonRun run_cross_attention(const CrossAttentionLessonOptions& o) {
+  const Sizes3 sizes = lesson_sizes(o.common);
+  const std::size_t heads = o.heads, d = sizes.d_model, s_count = o.source_seq;
+  if (heads == 0 || d % heads != 0)
+    throw Error(ErrorKind::bad_size, "cross-attention",
+                fmt::format("{} heads do not divide D = {}: give a divisor of {}", heads, d, d))
+        .about("heads");
+  if (!o.source_lengths.empty() && o.source_lengths.size() != sizes.batch)
+    throw Error(ErrorKind::bad_size, "cross-attention",
+                fmt::format("{} source lengths for a batch of {}: give one per sequence",
+                            o.source_lengths.size(), sizes.batch))
+        .about("source-lengths");
+  for (std::size_t n : o.source_lengths)
+    if (n == 0 || n > s_count)
+      throw Error(ErrorKind::bad_size, "cross-attention",
+                  fmt::format("a source length of {} does not fit S = {}: give 1 to {}", n, s_count,
+                              s_count))
+          .about("source-lengths");
+  LessonRun run("cross-attention");
+  record_settings(
+      run, o.common,
+      {{"batch", sizes.batch}, {"T", sizes.seq}, {"S", s_count}, {"d-model", d}, {"heads", heads}});
+  run.setting("fill", std::string(fill_text(o.fill)));
+
+  run.section("intro");
+  run.section("inputs");
+  const Tensor3 x = lesson_input(o.common, "(B, T, D)", {sizes.batch, sizes.seq, d});
+  Rng rng(o.common.seed ^ 0x6d656d6f7279ULL);  // the memory's stream, apart from x's
+  const Tensor3 memory = randn(rng, sizes.batch, s_count, d);
+  Rng weights(o.common.seed);
+  const auto layer =
+      std::get<FusedMultiHead>(init_multi_head(weights, MultiHeadVariant::fused, d, heads));
+  run.step("input", "x, the decoder's side: queries come from it (B,T,D)", to_array(x));
+  run.step("memory", "the encoder's output: keys and values come from it (B,S,D)",
+           to_array(memory));
+
+  std::optional<ScoreMask> mask;
+  if (!o.source_lengths.empty()) {
+    const Array src = source_padding_mask(o.source_lengths, s_count);
+    mask = broadcast_mask(src, sizes.batch, heads, sizes.seq, s_count, o.fill);
+  }
+  const MultiHeadSteps steps = forward(layer, x, memory, mask ? &*mask : nullptr);
+
+  run.section("projections");
+  run.step("queries", "W_Q(x), split into heads (B,H,T,hs)", to_array(steps.queries));
+  run.step("keys", "W_K(memory), split into heads (B,H,S,hs)", to_array(steps.keys));
+  run.step("values", "W_V(memory), split into heads (B,H,S,hs)", to_array(steps.values));
+
+  run.section("scores");
+  // Each kept score again, summed here left to right: the two orders may differ by the
+  // round-off of hs products, at most hs · 2⁻²³ · Σ|q_i k_i| / √hs each.
+  const std::size_t hs = d / heads;
+  const float divisor = std::sqrt(static_cast<float>(hs));
+  double worst_ratio = 0.0, largest = 0.0;
+  std::size_t i = 0;
+  for (std::size_t b = 0; b < sizes.batch; ++b)
+    for (std::size_t h = 0; h < heads; ++h)
+      for (std::size_t t = 0; t < sizes.seq; ++t)
+        for (std::size_t j = 0; j < s_count; ++j, ++i) {
+          if (mask && mask->keep.data()[i] == 0.0f) continue;  // replaced by the fill
+          double dot = 0.0, magnitude = 0.0;
+          for (std::size_t k = 0; k < hs; ++k) {
+            dot += static_cast<double>(steps.queries(b, h, t, k)) * steps.keys(b, h, j, k);
+            magnitude +=
+                std::abs(static_cast<double>(steps.queries(b, h, t, k)) * steps.keys(b, h, j, k));
+          }
+          const double difference = std::abs(dot / divisor - steps.scores(b, h, t, j));
+          const double allowed = (static_cast<double>(hs) + 2.0) * std::ldexp(1.0, -23) *
+                                 (magnitude / divisor + std::abs(dot / divisor));
+          largest = std::max(largest, difference);
+          worst_ratio = std::max(worst_ratio, difference / std::max(allowed, 1e-30));
+        }
+  run.step("scores", "Q Kᵀ / √hs: T x S for each head, masked as below (B,H,T,S)",
+           to_array(steps.scores));
+  run.check("the scores are Q Kᵀ / √hs (each recomputed in float64)", worst_ratio <= 1.0,
+            fmt::format("largest |difference| {:.2g}, {} float32's round-off", largest,
+                        worst_ratio <= 1.0 ? "within" : "past"));
+
+  run.section("mask");
+  if (mask) {
+    const Array src = source_padding_mask(o.source_lengths, s_count);
+    run.step("src_mask", "1 on each source's real tokens, 0 on its padding (B,1,1,S)",
+             make_float32(src.shape, to_float_vector(src)));
+    std::size_t masked = 0, zero = 0;
+    for (std::size_t i = 0; i < mask->keep.size(); ++i)
+      if (mask->keep.data()[i] == 0.0f) {
+        ++masked;
+        zero += steps.weights.data()[i] == 0.0f;
+      }
+    run.check("every padded source token gets weight exactly 0", masked == zero,
+              fmt::format("{} of {} (query, padded key) pairs", zero, masked));
+  } else {
+    run.prose("No --source-lengths: every source token is real, and nothing is masked.");
+  }
+
+  run.section("weights");
+  run.step("weights", "softmax over the source tokens (B,H,T,S)", to_array(steps.weights));
+  double worst = 0.0;
+  for (std::size_t r = 0; r < steps.weights.size() / s_count; ++r) {
+    double sum = 0.0;
+    for (std::size_t j = 0; j < s_count; ++j)
+      sum += steps.weights.data()[r * s_count + j];
+    worst = std::max(worst, std::abs(sum - 1.0));
+  }
+  run.check("each row sums to 1 over the S source tokens", worst <= 1e-5,
+            fmt::format("largest |row sum - 1| {:.2g}", worst));
+  // The sequence with the most padding (the shortest source), or sequence 0.
+  std::size_t shown = 0;
+  for (std::size_t b = 0; b < o.source_lengths.size(); ++b)
+    if (o.source_lengths[b] < o.source_lengths[shown]) shown = b;
+  const std::size_t per_sequence = heads * sizes.seq * s_count;
+  Tensor4 one({1, heads, sizes.seq, s_count});
+  std::copy(steps.weights.data() + shown * per_sequence,
+            steps.weights.data() + (shown + 1) * per_sequence, one.data());
+  Heatmaps maps{fmt::format("sequence {}'s weights (rows: the decoder's tokens, columns: the "
+                            "source's{})",
+                            shown, o.source_lengths.empty() ? "" : "; a padded key is ·"),
+                {}};
+  for (std::size_t h = 0; h < heads && h < 4; ++h) {
+    Heatmap map{fmt::format("head {}", h), head_matrix(one, h), numbered_labels("x", sizes.seq),
+                numbered_labels("s", s_count)};
+    map.masked = mask.has_value();
+    maps.maps.push_back(std::move(map));
+  }
+  run.heatmaps(std::move(maps));
+
+  run.section("output");
+  run.step("output", "W_O(the heads' weighted values side by side) (B,T,D)",
+           to_array(steps.output));
+  run.check("the output has the decoder's T rows, not the source's S",
+            steps.output.shape(1) == sizes.seq,
+            fmt::format("({}, {}, {}) from T = {} queries and S = {} keys", steps.output.shape(0),
+                        steps.output.shape(1), steps.output.shape(2), sizes.seq, s_count));
+  run.parameters = static_cast<std::int64_t>(4 * d * d);
+  return run;
+}
+
+}  // namespace attn::lessons
