@@ -17,6 +17,7 @@
 #include "fixtures.hpp"
 #include "gradients.hpp"
 #include "loss.hpp"
+#include "transformer.hpp"
 #include "weights.hpp"
 
 namespace {
@@ -324,4 +325,147 @@ TEST_CASE("cross-entropy through a Linear head: backward = finite differences",
   };
   check_entries("x", x64, values(d_x), loss);
   check_parameters(grad, p, loss, "linear.");
+}
+
+namespace {
+
+// softmax(q kᵀ / √hs, masked) v with T queries and S keys: q (B,T,hs), k and v (B,S,hs); keep
+// (B,T,S) of 0/1 (a masked key gets no weight, as -1e9 and -inf give when a row keeps a key).
+T cross_attention64(const T& q, const T& k, const T& v, const std::vector<double>& keep) {
+  const std::size_t batch = q.shape[0], t = q.shape[1], s = k.shape[1], hs = q.shape[2];
+  T out{{batch, t, hs}, std::vector<double>(batch * t * hs, 0.0)};
+  for (std::size_t b = 0; b < batch; ++b)
+    for (std::size_t i = 0; i < t; ++i) {
+      std::vector<double> w(s, 0.0);
+      double top = -std::numeric_limits<double>::infinity(), sum = 0.0;
+      for (std::size_t j = 0; j < s; ++j) {
+        if (keep[(b * t + i) * s + j] == 0.0) continue;
+        double dot = 0.0;
+        for (std::size_t c = 0; c < hs; ++c)
+          dot += q.v[(b * t + i) * hs + c] * k.v[(b * s + j) * hs + c];
+        w[j] = dot / std::sqrt(static_cast<double>(hs));
+        top = std::max(top, w[j]);
+      }
+      for (std::size_t j = 0; j < s; ++j)
+        sum += (w[j] = keep[(b * t + i) * s + j] == 0.0 ? 0.0 : std::exp(w[j] - top));
+      for (std::size_t j = 0; j < s; ++j)
+        for (std::size_t c = 0; c < hs; ++c)
+          out.v[(b * t + i) * hs + c] += w[j] / sum * v.v[(b * s + j) * hs + c];
+    }
+  return out;
+}
+
+// Columns [h·hs, (h+1)·hs) of (B,N,D) as (B,N,hs), and back.
+T head_of(const T& x, std::size_t h, std::size_t hs) {
+  T out{{x.shape[0], x.shape[1], hs}, {}};
+  for (std::size_t r = 0; r < x.rows(); ++r)
+    for (std::size_t c = 0; c < hs; ++c)
+      out.v.push_back(x.v[r * x.cols() + h * hs + c]);
+  return out;
+}
+
+// Seed 001's MultiHeadAttention(x, memory, memory, mask), W_Q..W_O without bias.
+T fused_attention64(const Params& p, const std::string& at, const T& x, const T& memory,
+                    std::size_t heads, const std::vector<double>& keep) {
+  const T q = linear(x, p.at(at + "W_Q.weight"), nullptr);
+  const T k = linear(memory, p.at(at + "W_K.weight"), nullptr);
+  const T v = linear(memory, p.at(at + "W_V.weight"), nullptr);
+  const std::size_t hs = q.cols() / heads;
+  T cat{q.shape, std::vector<double>(q.v.size())};
+  for (std::size_t h = 0; h < heads; ++h) {
+    const T o = cross_attention64(head_of(q, h, hs), head_of(k, h, hs), head_of(v, h, hs), keep);
+    for (std::size_t r = 0; r < q.rows(); ++r)
+      for (std::size_t c = 0; c < hs; ++c)
+        cat.v[r * q.cols() + h * hs + c] = o.v[r * hs + c];
+  }
+  return linear(cat, p.at(at + "W_O.weight"), nullptr);
+}
+
+// A (B,1,N,S) or (B,1,1,S) 0/1 mask as (B,T,S).
+std::vector<double> keep_of(const attn::Array& mask, std::size_t t, std::size_t s) {
+  const std::size_t batch = mask.shape[0], rows = mask.shape[2];
+  std::vector<double> keep;
+  for (std::size_t b = 0; b < batch; ++b)
+    for (std::size_t i = 0; i < t; ++i)
+      for (std::size_t j = 0; j < s; ++j)
+        keep.push_back(mask.real((b * rows + (rows == 1 ? 0 : i)) * s + j));
+  return keep;
+}
+
+// Seed 001's DecoderBlock, pre-LN (x + f(norm(x))) or post-LN (norm(x + f(x))).
+T decoder_block64(const Params& p, const T& x, const T& memory, std::size_t heads, bool post,
+                  const std::vector<double>& target, const std::vector<double>& source) {
+  const auto norm = [&](std::size_t i, const T& in) {
+    const std::string at = "residual_connection." + std::to_string(i) + ".norm.";
+    return layer_normalization(in, p.at(at + "gamma").v[0], p.at(at + "beta").v[0], 1e-6);
+  };
+  const auto ff = [&](const T& in) {
+    T h = linear(in, p.at("feed_forward_neural_network.layer1.weight"),
+                 &p.at("feed_forward_neural_network.layer1.bias"));
+    for (double& v : h.v)
+      v = std::max(v, 0.0);
+    return linear(h, p.at("feed_forward_neural_network.layer2.weight"),
+                  &p.at("feed_forward_neural_network.layer2.bias"));
+  };
+  const std::function<T(const T&)> sublayers[3] = {
+      [&](const T& in) {
+        return fused_attention64(p, "multi_head_attention.", in, in, heads, target);
+      },
+      [&](const T& in) {
+        return fused_attention64(p, "cross_attention.", in, memory, heads, source);
+      },
+      ff};
+  T stream = x;
+  for (std::size_t i = 0; i < 3; ++i)
+    stream = post ? norm(i, add(stream, sublayers[i](stream)))
+                  : add(stream, sublayers[i](norm(i, stream)));
+  return stream;
+}
+
+}  // namespace
+
+TEST_CASE("seed 001's decoder block, pre-LN and post-LN: backward = finite differences",
+          "[gradients][finite-differences][transformer]") {
+  for (const std::string name :
+       {"decoder_block_pre_b2_t5_s7_d12_h3_f20", "decoder_block_post_b2_t5_s7_d12_h3_f20"}) {
+    const auto cases = nlohmann::json::parse(
+        attn::testing::read_text(attn::testing::fixture_path("transformer/cases.json")));
+    const Fixture f{attn::read_weights(attn::testing::fixture_path("transformer/" + name + ".npz")),
+                    cases.at(name)};
+    attn::TransformerConfig config;
+    config.d_model = f.meta["d_model"];
+    config.heads = f.meta["heads"];
+    config.d_ff = f.meta["d_ff"];
+    config.placement =
+        f.meta["placement"] == "post" ? attn::NormPlacement::post : attn::NormPlacement::pre;
+    config.fill = f.meta["fill"] == "seed" ? attn::MaskFill::seed : attn::MaskFill::torch;
+    attn::Rng rng(3);
+    attn::DecoderBlock block = attn::init_decoder_block(rng, config);
+    load_into(block, f);
+    const attn::Tensor3 x = attn::to_tensor<3>(f.arrays.at("input.x"), "x");
+    const attn::Tensor3 memory = attn::to_tensor<3>(f.arrays.at("input.memory"), "memory");
+    const std::size_t b = x.shape(0), t = x.shape(1), s = memory.shape(1);
+    const attn::ScoreMask target =
+        attn::broadcast_mask(f.arrays.at("mask.target"), b, config.heads, t, t, config.fill);
+    const attn::ScoreMask source =
+        attn::broadcast_mask(f.arrays.at("mask.source"), b, config.heads, t, s, config.fill);
+    attn::DecoderBlock grad = attn::zeros_like(block);
+    const attn::DecoderBlockGradients g =
+        attn::backward(block, attn::forward(block, x, memory, &target, &source), memory, &target,
+                       &source, attn::to_tensor<3>(f.arrays.at("grad_output"), "g"), grad);
+    Params p = f.params();
+    T x64 = of(f.arrays.at("input.x")), memory64 = of(f.arrays.at("input.memory"));
+    const T go = of(f.arrays.at("grad_output"));
+    const std::vector<double> keep_target = keep_of(f.arrays.at("mask.target"), t, t),
+                              keep_source = keep_of(f.arrays.at("mask.source"), t, s);
+    const bool post = config.placement == attn::NormPlacement::post;
+    const auto loss = [&] {
+      return dot(decoder_block64(p, x64, memory64, config.heads, post, keep_target, keep_source),
+                 go);
+    };
+    INFO(name);
+    check_entries("x", x64, values(g.x), loss);
+    check_entries("memory", memory64, values(g.memory), loss);
+    check_parameters(grad, p, loss);
+  }
 }
