@@ -39,6 +39,13 @@ void refuse_model_options(const CLI::App& sub) {
 
 int run_model(BackwardCliOptions& o, const CLI::App& sub, Context& context) {
   const lessons::ModelInfo& model = find_model(o.model, "backward");
+  if (model.differentiate == nullptr)
+    throw Error(ErrorKind::bad_value, "backward",
+                fmt::format("--model {} has a summary but no backward from the command line: its "
+                            "gradients are held to PyTorch in tests/core/transformer_test.cpp; "
+                            "pick another model",
+                            o.model))
+        .about("model");
   refuse_other_options(sub, model, "backward", "backward --model");
   lessons::ModelRequest request = resolved_request(o.models);
   request.batch = o.lesson.lesson.batch;

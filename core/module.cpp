@@ -137,6 +137,14 @@ void Trace::call(const Module& module, const Shape& input, const Shape& output) 
   row.output_shape = output;
   row.parameters = module.parameters;
   row.is_leaf = module.children.empty();
+  add(std::move(row));
+}
+
+void Trace::add(LayerInfo row) {
+  const auto depth = static_cast<std::size_t>(std::max(depth_, 0));
+  if (depth > 0 && depth - 1 < open_.size()) row.parent = open_[depth - 1];
+  open_.resize(depth + 1);
+  open_[depth] = layers_.size();
   layers_.push_back(std::move(row));
 }
 
@@ -148,7 +156,7 @@ void Trace::container(const Module& module) {
   row.executed = false;
   row.parameters = module.parameters;
   row.is_leaf = module.children.empty();
-  layers_.push_back(std::move(row));
+  add(std::move(row));
 }
 
 Shape linear_output(Shape input, std::size_t out) {

@@ -76,6 +76,22 @@ class Trace {
   void container(const Module& module);
   void enter() { ++depth_; }
   void leave() { --depth_; }
+  // A call made from `levels` deeper than the module's own place in the tree (seed 001's
+  // ResidualConnection calling its sublayer): step_out before its rows, step_back after, so that
+  // they keep their tree depth and parent and the caller's rows resume where they were.
+  struct Detour {
+    int depth;
+    std::vector<std::size_t> open;
+  };
+  Detour step_out(int levels) {
+    Detour saved{depth_, open_};
+    depth_ -= levels;
+    return saved;
+  }
+  void step_back(const Detour& saved) {
+    depth_ = saved.depth;
+    open_ = saved.open;
+  }
   // The row of the most recent call at the current depth, to fill in its output later.
   LayerInfo& last() { return layers_.back(); }
   std::vector<LayerInfo> layers() const { return layers_; }
@@ -83,7 +99,9 @@ class Trace {
   std::size_t size() const { return layers_.size(); }
 
  private:
+  void add(LayerInfo row);
   int depth_ = 0;
+  std::vector<std::size_t> open_;  // the latest row at each depth: the parents of the next rows
   std::vector<LayerInfo> layers_;
 };
 

@@ -100,6 +100,10 @@ struct Tree {
   std::vector<Count> trainable_params;
   std::vector<Count> own_params;
   std::vector<Count> own_trainable_params;
+  // leftover_params: what the row holds that the rows after it and deeper (torchinfo's
+  // "children") do not show. Where rows nest as the modules do, that is its own.
+  std::vector<std::int64_t> leftover;  // filled only when some row is out of place
+  bool out_of_place = false;
 };
 
 Tree build_tree(const std::vector<LayerInfo>& layers) {
@@ -112,13 +116,21 @@ Tree build_tree(const std::vector<LayerInfo>& layers) {
             std::vector<Count>(n),
             std::vector<Count>(n)};
   std::vector<std::size_t> open;  // the chain of ancestors of the current row
+  bool out_of_place = false;      // a row whose module's parent is not the row above it
   for (std::size_t i = 0; i < n; ++i) {
-    while (!open.empty() && layers[open.back()].depth >= layers[i].depth) {
-      tree.subtree_end[open.back()] = i;
+    while (!open.empty() && layers[open.back()].depth >= layers[i].depth)
       open.pop_back();
+    if (layers[i].parent && *layers[i].parent < i) {
+      tree.parent[i] = *layers[i].parent;
+    } else if (!open.empty()) {
+      tree.parent[i] = open.back();
     }
-    if (!open.empty()) tree.parent[i] = open.back();
+    out_of_place =
+        out_of_place || (layers[i].parent && !open.empty() && *layers[i].parent != open.back());
     open.push_back(i);
+    tree.subtree_end[i] = i + 1;
+    for (std::size_t up = tree.parent[i]; up != std::string::npos; up = tree.parent[up])
+      tree.subtree_end[up] = i + 1;
     for (const ParameterInfo& parameter : layers[i].parameters) {
       tree.own_params[i] += numel(parameter);
       if (parameter.trainable) tree.own_trainable_params[i] += numel(parameter);
@@ -132,6 +144,16 @@ Tree build_tree(const std::vector<LayerInfo>& layers) {
       tree.trainable_params[tree.parent[i]] += tree.trainable_params[i];
     }
   }
+  tree.out_of_place = out_of_place;
+  if (out_of_place) tree.leftover.resize(n);
+  for (std::size_t i = n; out_of_place && i-- > 0;) {
+    // LayerInfo._leftover: num_params less each deeper row that follows (a leaf's num_params,
+    // another row's leftover).
+    std::int64_t left = tree.num_params[i].value();
+    for (std::size_t j = i + 1; j < n && layers[j].depth > layers[i].depth; ++j)
+      left -= layers[j].is_leaf ? tree.num_params[j].value() : tree.leftover[j];
+    tree.leftover[i] = left;
+  }
   return tree;
 }
 
@@ -140,6 +162,13 @@ struct NamedParameter {
   const ParameterInfo* parameter;
 };
 
+// Whether row d is in row's subtree (rows come after their parents).
+bool descends(const Tree& tree, std::size_t d, std::size_t row) {
+  for (std::size_t up = tree.parent[d]; up != std::string::npos && up >= row; up = tree.parent[up])
+    if (up == row) return true;
+  return false;
+}
+
 // module.named_parameters(): the row's own first, then each descendant's, dotted with the
 // attribute names on the way down (in call order, which is registration order in practice).
 std::vector<NamedParameter> named_parameters(const Tree& tree, std::size_t row) {
@@ -147,6 +176,7 @@ std::vector<NamedParameter> named_parameters(const Tree& tree, std::size_t row) 
   for (const ParameterInfo& parameter : tree.layers[row].parameters)
     result.push_back({parameter.name, &parameter});
   for (std::size_t d = row + 1; d < tree.subtree_end[row]; ++d) {
+    if (!descends(tree, d, row)) continue;
     std::string prefix;
     for (std::size_t up = d; up != row; up = tree.parent[up])
       prefix = tree.layers[up].var_name + "." + prefix;
@@ -382,8 +412,7 @@ Values current_row_values(const Tree& tree, std::size_t i, bool reached_max_dept
   const bool whole = reached_max_depth || layer.is_leaf;
   const std::int64_t num_params = tree.num_params[i].value();
   const std::int64_t trainable_params = tree.trainable_params[i].value();
-  // leftover_params: what the row holds that no descendant row shows, i.e. its own.
-  const std::int64_t leftover = tree.own_params[i].value();
+  const std::int64_t leftover = tree.out_of_place ? tree.leftover[i] : tree.own_params[i].value();
   Values values;
   auto set = [&](std::string_view column, std::string value) {
     values[column_index(column)] = std::move(value);
@@ -427,7 +456,7 @@ Values current_row_values(const Tree& tree, std::size_t i, bool reached_max_dept
   } else if (!macs[i].is_zero() && reached_max_depth) {
     Count sum;
     for (std::size_t d = i + 1; d < tree.subtree_end[i]; ++d)
-      if (tree.layers[d].is_leaf) sum += macs[d];
+      if (tree.layers[d].is_leaf && descends(tree, d, i)) sum += macs[d];
     mult_adds = with_commas(sum.value());
   }
   set("mult_adds", mult_adds);

@@ -27,6 +27,10 @@ struct LayerInfo {
   Shape output_shape;
   std::vector<ParameterInfo> parameters;  // the module's own parameters, registration order
   bool is_leaf = true;                    // no child modules
+  // The row of the module this one belongs to in the module tree, when a Trace knows it: not
+  // always the nearest row above one level up, since a module may be called from outside its
+  // parent (seed 001's ResidualConnection calls the attention through a lambda).
+  std::optional<std::size_t> parent;
 };
 
 struct SummaryInput {

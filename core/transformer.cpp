@@ -579,6 +579,153 @@ Tensor3 decode_last(const Transformer& model, const Tensor3& memory, const Array
   return log_softmax(forward(model.projection, forward(model.decoder.norm, last).output));
 }
 
+namespace {
+// Seed 001's MultiHeadAttention called on queries of `q` (B,T,D) and keys and values of `kv`.
+void trace_attention(Trace& trace, const Module& m, const Shape& q, const Shape& kv,
+                     std::size_t heads) {
+  trace.call(m, q, q);
+  trace.enter();
+  trace.call(child(m, "W_Q"), q, q);
+  trace.call(child(m, "W_K"), kv, kv);
+  trace.call(child(m, "W_V"), kv, kv);
+  const Shape weights{q[0], heads, q[1], kv[1]};
+  trace.call(child(m, "dropout"), weights, weights);
+  trace.call(child(m, "W_O"), q, q);
+  trace.leave();
+}
+
+void trace_relu_feed_forward(Trace& trace, const Module& m, const Shape& x) {
+  const Module& first = child(m, "layer1");
+  const Shape hidden = linear_output(x, first.parameters.front().shape.front());
+  trace.call(m, x, x);
+  trace.enter();
+  trace.call(first, x, hidden);
+  trace.call(child(m, "relu"), hidden, hidden);
+  trace.call(child(m, "dropout"), hidden, hidden);
+  trace.call(child(m, "layer2"), hidden, x);
+  trace.leave();
+}
+
+// ResidualConnection i of a block (the trace at the block's children's depth): its row, its
+// norm and dropout one level down inside the list, and the sublayer's rows at the block's
+// children's depth, in the order the connection calls them.
+template <class Sublayer>
+void trace_residual(Trace& trace, const Module& list, std::size_t i, const Shape& x,
+                    NormPlacement placement, Sublayer&& sublayer) {
+  if (i == 0) trace.container(list);
+  trace.enter();
+  const Module& r = list.children.at(i);
+  trace.call(r, x, x);
+  trace.enter();
+  const auto norm = [&] { trace.call(child(r, "norm"), x, x); };
+  const auto lambda = [&] {  // called from inside the connection, at its own depth
+    const Trace::Detour detour = trace.step_out(2);
+    sublayer();
+    trace.step_back(detour);
+  };
+  if (placement == NormPlacement::pre) {
+    norm();
+    lambda();
+    trace.call(child(r, "dropout"), x, x);
+  } else {
+    lambda();
+    trace.call(child(r, "dropout"), x, x);
+    norm();
+  }
+  trace.leave();
+  trace.leave();
+}
+
+// An EncoderBlock (memory null: self-attention, feed-forward) or a DecoderBlock (self-attention,
+// cross-attention on the memory, feed-forward).
+void trace_block(Trace& trace, const Module& block, const Shape& x, const Shape* memory,
+                 std::size_t heads, NormPlacement placement) {
+  trace.call(block, x, x);
+  trace.enter();
+  const Module& list = child(block, "residual_connection");
+  std::size_t i = 0;
+  trace_residual(trace, list, i++, x, placement, [&] {
+    trace_attention(trace, child(block, "multi_head_attention"), x, x, heads);
+  });
+  if (memory != nullptr)
+    trace_residual(trace, list, i++, x, placement, [&] {
+      trace_attention(trace, child(block, "cross_attention"), x, *memory, heads);
+    });
+  trace_residual(trace, list, i, x, placement, [&] {
+    trace_relu_feed_forward(trace, child(block, "feed_forward_neural_network"), x);
+  });
+  trace.leave();
+}
+
+void trace_stack(Trace& trace, const Module& stack, const Shape& x, const Shape& memory,
+                 const TransformerConfig& c, bool decoder) {
+  trace.call(stack, x, x);
+  trace.enter();
+  const Module& layers = child(stack, "layers");
+  trace.container(layers);
+  trace.enter();
+  for (const Module& block : layers.children) {
+    trace_block(trace, block, x, decoder ? &memory : nullptr, c.heads, c.placement);
+  }
+  trace.leave();
+  trace.call(child(stack, "norm"), x, x);
+  trace.leave();
+}
+
+// InputEmbedding then PositionalEncoding on ids (B,N).
+void trace_inputs(Trace& trace, const Module& embedding, const Module& positions, const Shape& ids,
+                  std::size_t d_model) {
+  const Shape x{ids[0], ids[1], d_model};
+  trace.call(embedding, ids, x);
+  trace.enter();
+  trace.call(child(embedding, "embedding"), ids, x);
+  trace.leave();
+  trace.call(positions, x, x);
+  trace.enter();
+  trace.call(child(positions, "dropout"), x, x);
+  trace.leave();
+}
+}  // namespace
+
+std::vector<LayerInfo> trace_decoder_block(const TransformerConfig& c, std::size_t batch,
+                                           std::size_t tokens, std::size_t source_tokens) {
+  Trace trace;
+  const Shape memory{batch, source_tokens, c.d_model};
+  trace_block(trace, describe_decoder_block(c), {batch, tokens, c.d_model}, &memory, c.heads,
+              c.placement);
+  return trace.layers();
+}
+
+std::vector<LayerInfo> trace_decoder(const TransformerConfig& c, std::size_t batch,
+                                     std::size_t tokens, std::size_t source_tokens) {
+  Trace trace;
+  trace_stack(trace, describe_decoder(c), {batch, tokens, c.d_model},
+              {batch, source_tokens, c.d_model}, c, true);
+  return trace.layers();
+}
+
+std::vector<LayerInfo> trace_transformer(const TransformerConfig& c, std::size_t batch,
+                                         std::size_t tokens, std::size_t source_tokens) {
+  const Module m = describe_transformer(c);
+  const Shape source{batch, source_tokens, c.d_model}, target{batch, tokens, c.d_model};
+  Trace trace;
+  trace.call(m, {batch, source_tokens}, {batch, tokens, c.target_vocab});
+  trace.enter();
+  trace_inputs(trace, child(m, "source_embedding"), child(m, "source_positional_encoding"),
+               {batch, source_tokens}, c.d_model);
+  trace_stack(trace, child(m, "encoder"), source, source, c, false);
+  trace_inputs(trace, child(m, "target_embedding"), child(m, "target_positional_encoding"),
+               {batch, tokens}, c.d_model);
+  trace_stack(trace, child(m, "decoder"), target, source, c, true);
+  const Module& projection = child(m, "projection");
+  trace.call(projection, target, {batch, tokens, c.target_vocab});
+  trace.enter();
+  trace.call(child(projection, "linear"), target, {batch, tokens, c.target_vocab});
+  trace.leave();
+  trace.leave();
+  return trace.layers();
+}
+
 DecodeCost decode_cost(const TransformerConfig& c, std::size_t source_tokens, std::size_t t) {
   const std::uint64_t d = c.d_model, f = c.d_ff, v = c.target_vocab, s = source_tokens, n = t + 1,
                       layers = c.layers;

@@ -193,6 +193,18 @@ Tensor3 decode_step(const Transformer& model, DecoderCache& cache,
 Tensor3 decode_last(const Transformer& model, const Tensor3& memory, const Array* source_mask,
                     const Ids& prefix);
 
+// torchinfo's rows (call order, the module tree's depths) of one call of: a DecoderBlock on x
+// (B,T,D) and a memory of S tokens; the Decoder likewise; the Transformer on source ids (B,S) and
+// target ids (B,T), as Transformer.forward(source, target) = project(decode(encode(source),
+// target)) with no masks. A module a ResidualConnection calls through its lambda keeps its own
+// depth (its place in the tree), as torchinfo 1.8 resolves it.
+std::vector<LayerInfo> trace_decoder_block(const TransformerConfig& config, std::size_t batch,
+                                           std::size_t tokens, std::size_t source_tokens);
+std::vector<LayerInfo> trace_decoder(const TransformerConfig& config, std::size_t batch,
+                                     std::size_t tokens, std::size_t source_tokens);
+std::vector<LayerInfo> trace_transformer(const TransformerConfig& config, std::size_t batch,
+                                         std::size_t tokens, std::size_t source_tokens);
+
 // Multiply-adds of the decoder and projection for step t (the prefix holds t + 1 tokens) with and
 // without the cache, counted from the shapes: the products of the Linears and of attention.
 struct DecodeCost {

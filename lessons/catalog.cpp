@@ -10,6 +10,7 @@
 #include "06-positional-encoding/positional_encoding_lesson.hpp"
 #include "07-layer-norm/layer_norm_lesson.hpp"
 #include "08-feed-forward/feed_forward_lesson.hpp"
+#include "13-decoder/decoder_lesson.hpp"
 #include "attention.hpp"
 #include "embedding.hpp"
 #include "encoder.hpp"
@@ -22,6 +23,7 @@
 #include "random.hpp"
 #include "shipped.hpp"
 #include "state_dict.hpp"
+#include "transformer.hpp"
 
 namespace attn::lessons {
 
@@ -176,6 +178,58 @@ ModelDescription encoder_model(const ModelRequest& r) {
   return {describe_encoder(c, r.embeddings),
           trace_encoder(c, r.embeddings, norm, input),
           {{input, r.embeddings ? kInt64 : kFloat32}}};
+}
+
+// ---- 13 decoder: seed 001's DecoderBlock, Decoder and Transformer (S = T = --seq)
+
+TransformerConfig seed001_config(const ModelRequest& r) {
+  const DecoderLessonOptions lesson;
+  TransformerConfig c;
+  c.d_model = or_default(r.d_model, LessonOptions{}.d_model);
+  c.heads = or_default(r.heads, lesson.heads);
+  c.d_ff = or_default(r.d_ff, lesson.d_ff);
+  c.layers = or_default(r.layers, 2);
+  c.source_vocab = c.target_vocab = or_default(r.vocab_size, lesson.vocab);
+  c.source_positions = c.target_positions = or_default(r.max_positions, r.seq);
+  if (!r.norm.empty() && r.norm != "pre" && r.norm != "post")
+    throw Error("describe", fmt::format("'{}' is not a placement: use pre or post", r.norm))
+        .about("norm");
+  c.placement = r.norm == "post" ? NormPlacement::post : NormPlacement::pre;
+  try {
+    check_config(c);
+  } catch (const Error& e) {
+    throw Error(ErrorKind::bad_size, "describe", e.detail()).about("heads");
+  }
+  if (r.seq > c.target_positions)
+    throw Error(ErrorKind::bad_size, "describe",
+                fmt::format("--seq {} is past the positional encoding's {} positions: give "
+                            "--max-positions {} or more",
+                            r.seq, c.target_positions, r.seq))
+        .about("seq");
+  return c;
+}
+
+ModelDescription decoder_block_model(const ModelRequest& r) {
+  const TransformerConfig c = seed001_config(r);
+  const Shape x = hidden_states(r, c.d_model);
+  return {describe_decoder_block(c),
+          trace_decoder_block(c, r.batch, r.seq, r.seq),
+          {{x, kFloat32}, {x, kFloat32}}};
+}
+
+ModelDescription decoder_model(const ModelRequest& r) {
+  const TransformerConfig c = seed001_config(r);
+  const Shape x = hidden_states(r, c.d_model);
+  return {
+      describe_decoder(c), trace_decoder(c, r.batch, r.seq, r.seq), {{x, kFloat32}, {x, kFloat32}}};
+}
+
+ModelDescription transformer_model(const ModelRequest& r) {
+  const TransformerConfig c = seed001_config(r);
+  const Shape ids{r.batch, r.seq};
+  return {describe_transformer(c),
+          trace_transformer(c, r.batch, r.seq, r.seq),
+          {{ids, kInt64}, {ids, kInt64}}};
 }
 
 // ---- attn backward --model: the forward on X (or ids), then backward from G
@@ -575,7 +629,22 @@ const std::vector<LessonInfo>& catalog() {
        "the causal mask and teacher forcing, a decoder block, log_softmax; seed 001's bugs",
        {{"--seed", "4", "--batch", "2", "--lengths", "5,3"},
         {"--seq", "7", "--d-model", "12", "--heads", "3", "--d-ff", "20", "--source-seq", "9"}},
-       {}},
+       {{"decoder-block",
+         "seed 001's DecoderBlock(x, memory): masked self-attention, cross-attention, "
+         "feed-forward",
+         {"d_model", "heads", "d_ff", "max_positions", "norm"},
+         decoder_block_model,
+         nullptr},
+        {"decoder",
+         "seed 001's Decoder(x, memory): --layers DecoderBlocks and a LayerNormalization",
+         {"d_model", "heads", "d_ff", "layers", "max_positions", "norm"},
+         decoder_model,
+         nullptr},
+        {"transformer",
+         "seed 001's Transformer(source, target), bugs fixed: encoder, decoder, projection",
+         {"d_model", "heads", "d_ff", "layers", "vocab_size", "max_positions", "norm"},
+         transformer_model,
+         nullptr}}},
       {14,
        "generate",
        "decoding a trained encoder-decoder: greedy and sampled, top-k, top-p, the KV cache",

@@ -177,6 +177,11 @@ class Transformer(nn.Module):
     def project(self, x):
         return self.projection(x)
 
+    def forward(self, source, target, src_mask=None, target_mask=None):
+        """The seed has none; torchinfo needs one: project(decode(encode(source), target))."""
+        memory = self.encode(source, src_mask)
+        return self.project(self.decode(memory, src_mask, target, target_mask))
+
 
 def build_transformer(source_vocab_size, target_vocab_size, source_seq_length, target_seq_length, d_model=512,
                       dropout=0.1, dff=2048, h=8, N=6, placement="pre", fill=SEED_FILL):

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "golden.hpp"
 #include "run_attn.hpp"
 #include "scratch.hpp"
 #include "weights.hpp"
@@ -130,4 +131,26 @@ TEST_CASE("attn generate refuses what it cannot decode, in one line",
   const auto attention = run_attn({"attention", "--checkpoint", "transformer-reverse"});
   CHECK(attention.exit_code == 2);
   CHECK(attention.err.find("attn generate --checkpoint") != std::string::npos);
+}
+
+TEST_CASE("attn summary describes seed 001's decoder block, decoder and Transformer",
+          "[cli][summary][transformer]") {
+  // attn's own tables (data/torchinfo_seed001.py prints torchinfo's for the same modules).
+  attn::testing::check_golden("summary_decoder-block", {"summary", "decoder-block"});
+  attn::testing::check_golden("summary_transformer_post", {"summary", "transformer", "--layers",
+                                                           "1", "--norm", "post", "--depth", "6"});
+  // sum(p.numel()) of the fixed seed's classes (data/torchinfo_seed001.py's sizes).
+  const auto total = [](const std::vector<std::string>& args) {
+    const auto run = run_attn(args);
+    REQUIRE(run.exit_code == 0);
+    const std::size_t at = run.out.find("Total params: ");
+    REQUIRE(at != std::string::npos);
+    return run.out.substr(at + 14, run.out.find('\n', at) - at - 14);
+  };
+  CHECK(total({"summary", "decoder-block"}) == "508");
+  CHECK(total({"summary", "decoder"}) == "1,018");
+  CHECK(total({"summary", "transformer"}) == "1,934");
+  CHECK(total({"summary", "transformer", "--d-model", "512", "--heads", "8", "--d-ff", "2048",
+               "--layers", "6", "--vocab-size", "10000", "--max-positions", "512"}) ==
+        "59,440,976");  // buildingTranformers(10000, 10000, 512, 512)
 }
