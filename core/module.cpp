@@ -148,6 +148,18 @@ void Trace::add(LayerInfo row) {
   layers_.push_back(std::move(row));
 }
 
+void Trace::relist(std::size_t row, bool same_object) {
+  LayerInfo copy = layers_.at(row);
+  copy.executed = false;
+  copy.input_shape.clear();
+  copy.output_shape.clear();
+  copy.stands_for = layers_[row].stands_for.value_or(row);
+  if (same_object) copy.same_as = layers_[row].same_as.value_or(row);
+  copy.parent.reset();  // it adds nothing to its parents: its module is counted where it ran
+  copy.parameters.clear();
+  layers_.push_back(std::move(copy));
+}
+
 void Trace::container(const Module& module) {
   LayerInfo row;
   row.class_name = module.class_name;

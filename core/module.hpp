@@ -92,6 +92,10 @@ class Trace {
     depth_ = saved.depth;
     open_ = saved.open;
   }
+  // Lists row `row`'s module again at its depth, without shapes, as torchinfo re-inserts the
+  // hierarchy of a row whose ancestors other rows came between. `same_object`: torchinfo inserts
+  // the LayerInfo of `row` itself (a container's), not a stand-in of its own.
+  void relist(std::size_t row, bool same_object);
   // The row of the most recent call at the current depth, to fill in its output later.
   LayerInfo& last() { return layers_.back(); }
   std::vector<LayerInfo> layers() const { return layers_; }

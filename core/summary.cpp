@@ -104,6 +104,7 @@ struct Tree {
   // "children") do not show. Where rows nest as the modules do, that is its own.
   std::vector<std::int64_t> leftover;  // filled only when some row is out of place
   bool out_of_place = false;
+  std::vector<std::size_t> last_listing;  // the last row listing the same LayerInfo object
 };
 
 Tree build_tree(const std::vector<LayerInfo>& layers) {
@@ -137,6 +138,7 @@ Tree build_tree(const std::vector<LayerInfo>& layers) {
     }
   }
   for (std::size_t i = n; i-- > 0;) {
+    if (layers[i].stands_for) continue;  // counted at the row of its module
     tree.num_params[i] += tree.own_params[i];
     tree.trainable_params[i] += tree.own_trainable_params[i];
     if (tree.parent[i] != std::string::npos) {
@@ -144,16 +146,35 @@ Tree build_tree(const std::vector<LayerInfo>& layers) {
       tree.trainable_params[tree.parent[i]] += tree.trainable_params[i];
     }
   }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!layers[i].stands_for) continue;
+    out_of_place = true;
+    tree.num_params[i] = tree.num_params[*layers[i].stands_for];
+    tree.trainable_params[i] = tree.trainable_params[*layers[i].stands_for];
+    tree.own_params[i] = Count();
+    tree.own_trainable_params[i] = Count();
+  }
+  // Every listing of one LayerInfo object (same_as) shows its last listing's children.
+  tree.last_listing.resize(n);
+  for (std::size_t i = 0; i < n; ++i)
+    tree.last_listing[i] = i;
+  for (std::size_t i = 0; i < n; ++i)
+    if (layers[i].same_as) tree.last_listing[*layers[i].same_as] = i;
+  for (std::size_t i = 0; i < n; ++i)
+    if (layers[i].same_as) tree.last_listing[i] = tree.last_listing[*layers[i].same_as];
   tree.out_of_place = out_of_place;
   if (out_of_place) tree.leftover.resize(n);
   for (std::size_t i = n; out_of_place && i-- > 0;) {
     // LayerInfo._leftover: num_params less each deeper row that follows (a leaf's num_params,
     // another row's leftover).
+    if (tree.last_listing[i] != i) continue;  // filled from its last listing below
     std::int64_t left = tree.num_params[i].value();
     for (std::size_t j = i + 1; j < n && layers[j].depth > layers[i].depth; ++j)
-      left -= layers[j].is_leaf ? tree.num_params[j].value() : tree.leftover[j];
+      left -= layers[j].is_leaf ? tree.num_params[j].value() : tree.leftover[tree.last_listing[j]];
     tree.leftover[i] = left;
   }
+  for (std::size_t i = 0; out_of_place && i < n; ++i)
+    tree.leftover[i] = tree.leftover[tree.last_listing[i]];
   return tree;
 }
 
@@ -479,11 +500,16 @@ std::string format_current(const Tree& tree, const std::vector<SummaryInput>& in
   // set_children_layers: a running index per depth over the whole list.
   std::vector<std::string> names(n);
   std::vector<std::pair<std::string, int>> widths;
-  std::vector<int> counters;
+  std::vector<int> counters, indices(n);
   for (std::size_t i = 0; i < n; ++i) {
     const int depth = layers[i].depth;
     if (counters.size() <= static_cast<std::size_t>(depth)) counters.resize(depth + 1, 0);
-    const int index = ++counters[depth];
+    indices[i] = ++counters[depth];
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const int depth = layers[i].depth;
+    // One LayerInfo listed several times shows the index its last listing set.
+    const int index = indices[tree.last_listing[i]];
     names[i] = depth == 0 ? layers[i].class_name
                           : fmt::format("{}: {}-{}", layers[i].class_name, depth, index);
     widths.emplace_back(names[i], depth);

@@ -31,6 +31,12 @@ struct LayerInfo {
   // always the nearest row above one level up, since a module may be called from outside its
   // parent (seed 001's ResidualConnection calls the attention through a lambda).
   std::optional<std::size_t> parent;
+  // torchinfo lists a module's hierarchy again when the rows of another module came between
+  // (add_missing_container_layers). Such a row stands for the module of an earlier row (its
+  // parameters are that row's; it adds none to its parents), and when torchinfo inserts the same
+  // LayerInfo object again it is the same_as an earlier row: every listing of one object shows
+  // the index and the parameters of its last.
+  std::optional<std::size_t> stands_for, same_as;
 };
 
 struct SummaryInput {

@@ -608,13 +608,20 @@ void trace_relu_feed_forward(Trace& trace, const Module& m, const Shape& x) {
 
 // ResidualConnection i of a block (the trace at the block's children's depth): its row, its
 // norm and dropout one level down inside the list, and the sublayer's rows at the block's
-// children's depth, in the order the connection calls them.
+// children's depth, in the order the connection calls them. The rows that follow the sublayer's
+// are listed under the list and the connection again, as torchinfo's
+// add_missing_container_layers re-inserts them: the list's own LayerInfo, and a stand-in for the
+// connection. `list_row` is the list's first row.
 template <class Sublayer>
 void trace_residual(Trace& trace, const Module& list, std::size_t i, const Shape& x,
-                    NormPlacement placement, Sublayer&& sublayer) {
-  if (i == 0) trace.container(list);
+                    NormPlacement placement, std::size_t& list_row, Sublayer&& sublayer) {
+  if (i == 0) {
+    list_row = trace.size();
+    trace.container(list);
+  }
   trace.enter();
   const Module& r = list.children.at(i);
+  const std::size_t connection_row = trace.size();
   trace.call(r, x, x);
   trace.enter();
   const auto norm = [&] { trace.call(child(r, "norm"), x, x); };
@@ -622,6 +629,12 @@ void trace_residual(Trace& trace, const Module& list, std::size_t i, const Shape
     const Trace::Detour detour = trace.step_out(2);
     sublayer();
     trace.step_back(detour);
+    trace.leave();
+    trace.leave();
+    trace.relist(list_row, true);
+    trace.enter();
+    trace.relist(connection_row, false);
+    trace.enter();
   };
   if (placement == NormPlacement::pre) {
     norm();
@@ -643,15 +656,15 @@ void trace_block(Trace& trace, const Module& block, const Shape& x, const Shape*
   trace.call(block, x, x);
   trace.enter();
   const Module& list = child(block, "residual_connection");
-  std::size_t i = 0;
-  trace_residual(trace, list, i++, x, placement, [&] {
+  std::size_t i = 0, list_row = 0;
+  trace_residual(trace, list, i++, x, placement, list_row, [&] {
     trace_attention(trace, child(block, "multi_head_attention"), x, x, heads);
   });
   if (memory != nullptr)
-    trace_residual(trace, list, i++, x, placement, [&] {
+    trace_residual(trace, list, i++, x, placement, list_row, [&] {
       trace_attention(trace, child(block, "cross_attention"), x, *memory, heads);
     });
-  trace_residual(trace, list, i, x, placement, [&] {
+  trace_residual(trace, list, i, x, placement, list_row, [&] {
     trace_relu_feed_forward(trace, child(block, "feed_forward_neural_network"), x);
   });
   trace.leave();
