@@ -84,7 +84,7 @@ int run_summary(SummaryCliOptions& o, const CLI::App& sub) {
   options.depth = o.depth;
   options.verbose = o.verbose;
   options.format = o.torchinfo_format == "0.1" ? TorchinfoFormat::v0_1 : TorchinfoFormat::current;
-  const std::string table = format_summary(d.layers, d.inputs, options);
+  const std::string table = format_summary(d.module, d.layers, d.inputs, options);
   const std::string out = o.format == render::Format::json ? json_document(o, d, table) : table;
   std::fputs(out.c_str(), stdout);
   return kExitOk;

@@ -23,6 +23,7 @@
 
 #include "count.hpp"
 #include "error.hpp"
+#include "module.hpp"
 
 namespace attn {
 namespace {
@@ -94,6 +95,7 @@ bool contains(std::string_view text, std::string_view part) {
 
 struct Tree {
   const std::vector<LayerInfo>& layers;
+  const Module* model;                   // the module tree of row 0, when known
   std::vector<std::size_t> parent;       // index of the parent row; npos for the top rows
   std::vector<std::size_t> subtree_end;  // one past the last descendant
   std::vector<Count> num_params;         // own + descendants' (module.named_parameters())
@@ -105,17 +107,23 @@ struct Tree {
   std::vector<std::int64_t> leftover;  // filled only when some row is out of place
   bool out_of_place = false;
   std::vector<std::size_t> last_listing;  // the last row listing the same LayerInfo object
+  std::vector<bool> recursive;            // LayerInfo.is_recursive
 };
 
-Tree build_tree(const std::vector<LayerInfo>& layers) {
+Tree build_tree(const std::vector<LayerInfo>& layers, const Module* model) {
   const std::size_t n = layers.size();
   Tree tree{layers,
+            model,
             std::vector<std::size_t>(n, std::string::npos),
             std::vector<std::size_t>(n, n),
             std::vector<Count>(n),
             std::vector<Count>(n),
             std::vector<Count>(n),
-            std::vector<Count>(n)};
+            std::vector<Count>(n),
+            {},
+            false,
+            {},
+            {}};
   std::vector<std::size_t> open;  // the chain of ancestors of the current row
   bool out_of_place = false;      // a row whose module's parent is not the row above it
   for (std::size_t i = 0; i < n; ++i) {
@@ -162,15 +170,41 @@ Tree build_tree(const std::vector<LayerInfo>& layers) {
     if (layers[i].same_as) tree.last_listing[*layers[i].same_as] = i;
   for (std::size_t i = 0; i < n; ++i)
     if (layers[i].same_as) tree.last_listing[i] = tree.last_listing[*layers[i].same_as];
+  // LayerInfo.check_recursive: a row torchinfo inserts for a module it has listed before is
+  // "(recursive)", and when the row is an earlier row's LayerInfo object, so is every listing
+  // of that object (the flag lives on the object).
+  tree.recursive.assign(n, false);
+  for (std::size_t i = 0; i < n; ++i)
+    if (layers[i].stands_for) tree.recursive[layers[i].same_as.value_or(i)] = true;
+  for (std::size_t i = 0; i < n; ++i)
+    if (layers[i].same_as && tree.recursive[*layers[i].same_as]) tree.recursive[i] = true;
   tree.out_of_place = out_of_place;
   if (out_of_place) tree.leftover.resize(n);
+  auto module_of = [&](std::size_t row) { return layers[row].stands_for.value_or(row); };
   for (std::size_t i = n; out_of_place && i-- > 0;) {
     // LayerInfo._leftover: num_params less each deeper row that follows (a leaf's num_params,
-    // another row's leftover).
+    // another row's leftover); a recursive row's module is taken off once, whole, and the rows
+    // below it are skipped.
     if (tree.last_listing[i] != i) continue;  // filled from its last listing below
     std::int64_t left = tree.num_params[i].value();
-    for (std::size_t j = i + 1; j < n && layers[j].depth > layers[i].depth; ++j)
+    std::vector<std::size_t> seen;
+    std::size_t j = i + 1;
+    while (j < n && layers[j].depth > layers[i].depth) {
+      const std::size_t module = module_of(j);
+      if (tree.recursive[j]) {
+        if (std::find(seen.begin(), seen.end(), module) == seen.end()) {
+          seen.push_back(module);
+          left -= tree.num_params[j].value();
+        }
+        const int depth = layers[j].depth;
+        for (++j; j < n && layers[j].depth > depth; ++j) {
+        }
+        continue;
+      }
+      seen.push_back(module);
       left -= layers[j].is_leaf ? tree.num_params[j].value() : tree.leftover[tree.last_listing[j]];
+      ++j;
+    }
     tree.leftover[i] = left;
   }
   for (std::size_t i = 0; out_of_place && i < n; ++i)
@@ -190,10 +224,42 @@ bool descends(const Tree& tree, std::size_t d, std::size_t row) {
   return false;
 }
 
+// The module of `row` in the model's tree, found by the attribute names on the way down; null
+// when the rows and the tree disagree.
+const Module* module_of_row(const Tree& tree, std::size_t row) {
+  if (tree.model == nullptr) return nullptr;
+  std::vector<const std::string*> path;
+  for (std::size_t up = row; tree.parent[up] != std::string::npos; up = tree.parent[up])
+    path.push_back(&tree.layers[up].var_name);
+  if (tree.layers[row].depth != static_cast<int>(path.size())) return nullptr;
+  const Module* module = tree.model;
+  for (auto name = path.rbegin(); name != path.rend(); ++name) {
+    const auto found = std::find_if(module->children.begin(), module->children.end(),
+                                    [&](const Module& c) { return c.name == **name; });
+    if (found == module->children.end()) return nullptr;
+    module = &*found;
+  }
+  return module->class_name == tree.layers[row].class_name ? module : nullptr;
+}
+
+void add_named_parameters(const Module& module, const std::string& prefix,
+                          std::vector<NamedParameter>& result) {
+  for (const ParameterInfo& parameter : module.parameters)
+    result.push_back({prefix + parameter.name, &parameter});
+  for (const Module& child : module.children)
+    add_named_parameters(child, prefix + child.name + ".", result);
+}
+
 // module.named_parameters(): the row's own first, then each descendant's, dotted with the
-// attribute names on the way down (in call order, which is registration order in practice).
+// attribute names on the way down, in registration order when the module tree is known (else in
+// the order the rows ran). A row torchinfo lists again has its module's parameters.
 std::vector<NamedParameter> named_parameters(const Tree& tree, std::size_t row) {
+  row = tree.layers[row].stands_for.value_or(row);
   std::vector<NamedParameter> result;
+  if (const Module* module = module_of_row(tree, row)) {
+    add_named_parameters(*module, "", result);
+    return result;
+  }
   for (const ParameterInfo& parameter : tree.layers[row].parameters)
     result.push_back({parameter.name, &parameter});
   for (std::size_t d = row + 1; d < tree.subtree_end[row]; ++d) {
@@ -454,7 +520,9 @@ Values current_row_values(const Tree& tree, std::size_t i, bool reached_max_dept
   // num_params_to_str
   std::string params = "--";
   if (num_params > 0) {
-    if (whole) {
+    if (tree.recursive[i]) {
+      params = "(recursive)";
+    } else if (whole) {
       params = with_commas(num_params);
       if (trainable_params == 0) params = "(" + params + ")";
     } else if (leftover > 0) {
@@ -465,7 +533,9 @@ Values current_row_values(const Tree& tree, std::size_t i, bool reached_max_dept
   // params_percent: right-aligned in 7, "     --" for nothing.
   const std::int64_t shown = whole ? num_params : leftover;
   set("params_percent",
-      total_params == 0 || shown == 0
+      total_params == 0   ? "     --"
+      : tree.recursive[i] ? "(recursive)"
+      : shown == 0
           ? "     --"
           : fmt::format("{:>7}",
                         fmt::format("{:.2f}%", static_cast<double>(shown) /
@@ -701,15 +771,25 @@ std::string format_v0_1(const Tree& tree, const std::vector<SummaryInput>& input
   return out + line;
 }
 
+std::string summary_of(const Module* model, const std::vector<LayerInfo>& layers,
+                       const std::vector<SummaryInput>& inputs, const SummaryOptions& options) {
+  check_options(layers, options);
+  if (options.verbose == 0) return "";  // Verbosity.QUIET prints nothing
+  const Tree tree = build_tree(layers, model);
+  return options.format == TorchinfoFormat::v0_1 ? format_v0_1(tree, inputs, options)
+                                                 : format_current(tree, inputs, options);
+}
+
 }  // namespace
 
 std::string format_summary(const std::vector<LayerInfo>& layers,
                            const std::vector<SummaryInput>& inputs, const SummaryOptions& options) {
-  check_options(layers, options);
-  if (options.verbose == 0) return "";  // Verbosity.QUIET prints nothing
-  const Tree tree = build_tree(layers);
-  return options.format == TorchinfoFormat::v0_1 ? format_v0_1(tree, inputs, options)
-                                                 : format_current(tree, inputs, options);
+  return summary_of(nullptr, layers, inputs, options);
+}
+
+std::string format_summary(const Module& model, const std::vector<LayerInfo>& layers,
+                           const std::vector<SummaryInput>& inputs, const SummaryOptions& options) {
+  return summary_of(&model, layers, inputs, options);
 }
 
 std::string with_commas(std::int64_t n) {

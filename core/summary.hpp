@@ -12,6 +12,8 @@
 
 namespace attn {
 
+struct Module;
+
 struct ParameterInfo {
   std::string name;  // "weight", "bias", "gamma"
   Shape shape;
@@ -61,6 +63,12 @@ std::string with_commas(std::int64_t n);
 // The table torchinfo.summary(model, input_size=..., **options) prints, ending in a newline.
 // Throws attn::Error for an unknown column name or an option out of range.
 std::string format_summary(const std::vector<LayerInfo>& layers,
+                           const std::vector<SummaryInput>& inputs, const SummaryOptions& options);
+// The same, knowing the model's module tree: verbose 2 lists a row's parameters in
+// module.named_parameters() order (registration order), which differs from the order the rows
+// ran in when a module calls its children in another order than it made them (seed 001's
+// EncoderBlock makes its attention first and calls its ResidualConnection first).
+std::string format_summary(const Module& model, const std::vector<LayerInfo>& layers,
                            const std::vector<SummaryInput>& inputs, const SummaryOptions& options);
 
 }  // namespace attn

@@ -209,19 +209,30 @@ TransformerConfig seed001_config(const ModelRequest& r) {
   return c;
 }
 
+// The masks a decoder is trained with, as torchinfo counts them among the inputs: the source
+// padding mask (B,1,1,S) and the causal target mask (B,1,T,T), int64 as the generator makes them.
+SummaryInput source_mask_input(const ModelRequest& r) {
+  return {Shape{r.batch, 1, 1, r.seq}, kInt64};
+}
+
+SummaryInput target_mask_input(const ModelRequest& r) {
+  return {Shape{r.batch, 1, r.seq, r.seq}, kInt64};
+}
+
 ModelDescription decoder_block_model(const ModelRequest& r) {
   const TransformerConfig c = seed001_config(r);
   const Shape x = hidden_states(r, c.d_model);
   return {describe_decoder_block(c),
           trace_decoder_block(c, r.batch, r.seq, r.seq),
-          {{x, kFloat32}, {x, kFloat32}}};
+          {{x, kFloat32}, {x, kFloat32}, source_mask_input(r), target_mask_input(r)}};
 }
 
 ModelDescription decoder_model(const ModelRequest& r) {
   const TransformerConfig c = seed001_config(r);
   const Shape x = hidden_states(r, c.d_model);
-  return {
-      describe_decoder(c), trace_decoder(c, r.batch, r.seq, r.seq), {{x, kFloat32}, {x, kFloat32}}};
+  return {describe_decoder(c),
+          trace_decoder(c, r.batch, r.seq, r.seq),
+          {{x, kFloat32}, {x, kFloat32}, source_mask_input(r), target_mask_input(r)}};
 }
 
 ModelDescription transformer_model(const ModelRequest& r) {
@@ -229,7 +240,7 @@ ModelDescription transformer_model(const ModelRequest& r) {
   const Shape ids{r.batch, r.seq};
   return {describe_transformer(c),
           trace_transformer(c, r.batch, r.seq, r.seq),
-          {{ids, kInt64}, {ids, kInt64}}};
+          {{ids, kInt64}, {ids, kInt64}, source_mask_input(r), target_mask_input(r)}};
 }
 
 // ---- attn backward --model: the forward on X (or ids), then backward from G
@@ -630,18 +641,20 @@ const std::vector<LessonInfo>& catalog() {
        {{"--seed", "4", "--batch", "2", "--lengths", "5,3"},
         {"--seq", "7", "--d-model", "12", "--heads", "3", "--d-ff", "20", "--source-seq", "9"}},
        {{"decoder-block",
-         "seed 001's DecoderBlock(x, memory): masked self-attention, cross-attention, "
-         "feed-forward",
+         "seed 001's DecoderBlock(x, memory, source mask, causal target mask): masked "
+         "self-attention, cross-attention, feed-forward",
          {"d_model", "heads", "d_ff", "max_positions", "norm"},
          decoder_block_model,
          nullptr},
         {"decoder",
-         "seed 001's Decoder(x, memory): --layers DecoderBlocks and a LayerNormalization",
+         "seed 001's Decoder(x, memory, source mask, causal target mask): --layers "
+         "DecoderBlocks and a LayerNormalization",
          {"d_model", "heads", "d_ff", "layers", "max_positions", "norm"},
          decoder_model,
          nullptr},
         {"transformer",
-         "seed 001's Transformer(source, target), bugs fixed: encoder, decoder, projection",
+         "seed 001's Transformer(source, target, source mask, causal target mask), bugs "
+         "fixed: encoder, decoder, projection",
          {"d_model", "heads", "d_ff", "layers", "vocab_size", "max_positions", "norm"},
          transformer_model,
          nullptr}}},

@@ -135,10 +135,32 @@ TEST_CASE("attn generate refuses what it cannot decode, in one line",
 
 TEST_CASE("attn summary describes seed 001's decoder block, decoder and Transformer",
           "[cli][summary][transformer]") {
-  // attn's own tables (data/torchinfo_seed001.py prints torchinfo's for the same modules).
-  attn::testing::check_golden("summary_decoder-block", {"summary", "decoder-block"});
-  attn::testing::check_golden("summary_transformer_post", {"summary", "transformer", "--layers",
-                                                           "1", "--norm", "post", "--depth", "6"});
+  // Byte for byte against the real torchinfo's tables of the same modules, with the masks as
+  // tensors (tests/golden/torchinfo/seed001/, made by data/torchinfo_seed001.py with the same
+  // arguments).
+  const std::string all =
+      "input_size,output_size,num_params,params_percent,kernel_size,mult_"
+      "adds,trainable";
+  const std::vector<std::pair<std::string, std::vector<std::string>>> tables = {
+      {"decoder-block", {"decoder-block"}},
+      {"decoder-block_post_allcols_depth4",
+       {"decoder-block", "--norm", "post", "--depth", "4", "--col-names", all}},
+      {"decoder_verbose2_depth2", {"decoder", "--verbose", "2", "--depth", "2"}},
+      {"transformer", {"transformer"}},
+      {"transformer_post_allcols_depth6",
+       {"transformer", "--norm", "post", "--depth", "6", "--col-names", all}},
+      {"transformer_b3_t7_verbose2_depth1",
+       {"transformer", "--batch", "3", "--seq", "7", "--verbose", "2", "--depth", "1"}},
+  };
+  for (const auto& [name, args] : tables) {
+    std::vector<std::string> command = {"summary"};
+    command.insert(command.end(), args.begin(), args.end());
+    const auto run = run_attn(command);
+    INFO("attn " << fmt::format("{}", fmt::join(command, " ")) << "\nstderr: " << run.err);
+    REQUIRE(run.exit_code == 0);
+    CHECK(run.out == attn::testing::read_text(std::string(ATTN_GOLDEN_DIR) + "/torchinfo/seed001/" +
+                                              name + ".txt"));
+  }
   // sum(p.numel()) of the fixed seed's classes (data/torchinfo_seed001.py's sizes).
   const auto total = [](const std::vector<std::string>& args) {
     const auto run = run_attn(args);
