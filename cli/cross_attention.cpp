@@ -2,6 +2,8 @@
 #include <memory>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "12-cross-attention/cross_attention_lesson.hpp"
 #include "command.hpp"
 #include "lesson_io.hpp"
@@ -15,7 +17,40 @@ struct CrossAttentionCliOptions {
   LessonCliOptions cli;
   lessons::CrossAttentionLessonOptions lesson;
   std::string source_lengths, fill = "seed";
+  std::string checkpoint, text;
+  std::size_t layer = 0;
 };
+
+// --checkpoint: the trained encoder-decoder on --text (the task's example by default), reading
+// decoder layer --layer (default the last). Refuses what the checkpoint replaces, and --text and
+// --layer without it.
+void use_checkpoint(CrossAttentionCliOptions& o, const CLI::App& app) {
+  if (o.checkpoint.empty()) {
+    for (const char* name : {"--text", "--layer"})
+      if (app.count(name) > 0)
+        throw Error("cross-attention",
+                    fmt::format("{} reads a trained encoder-decoder: add --checkpoint {}, or "
+                                "drop {}",
+                                name, kShippedSeq2Seq, name))
+            .about(std::string(name).substr(2));
+    return;
+  }
+  for (const char* name : {"--seed", "--batch", "--seq", "--d-model", "--input", "--heads",
+                           "--source-seq", "--source-lengths", "--fill"})
+    if (app.count(name) > 0)
+      throw Error("cross-attention",
+                  fmt::format("a checkpoint brings its own model, source and answer: drop {} "
+                              "(the sizes and the inputs come from it)",
+                              name))
+          .about(std::string(name).substr(2));
+  Seq2SeqCheckpoint c = load_seq2seq_checkpoint(o.checkpoint, "cross-attention");
+  lessons::TrainedCrossAttention& t = o.lesson.trained.emplace();
+  t.checkpoint = o.checkpoint;
+  t.task = c.config.task;
+  t.source = parse_source(t.task, o.text.empty() ? seq2seq_example(t.task) : o.text);
+  t.layer = app.count("--layer") > 0 ? o.layer : c.model.config.layers - 1;
+  t.model = std::move(c.model);
+}
 
 void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<CrossAttentionCliOptions>();
@@ -37,8 +72,22 @@ void setup(CLI::App& app, Context& context) {
          "what a masked score becomes: seed (-1e9, the seed's masked_fill) or torch (-inf)")
       ->check(choice_validator("a fill", {"seed", "torch"}))
       ->option_text("seed|torch");
-  sub->callback([o, &context] {
+  sub->add_option("--checkpoint", o->checkpoint,
+                  fmt::format("a trained encoder-decoder (attn train --model transformer, or {}): "
+                              "its cross-attention on the task's tokens",
+                              kShippedSeq2Seq))
+      ->check(not_empty_validator("--checkpoint", kShippedSeq2Seq))
+      ->option_text("NAME|FILE");
+  sub->add_option("--text", o->text,
+                  "with --checkpoint: the source in the task's tokens (default its example)")
+      ->option_text("TEXT");
+  sub->add_option("--layer", o->layer,
+                  "with --checkpoint: which decoder layer's cross-attention (default the last)")
+      ->check(CLI::NonNegativeNumber)
+      ->option_text("L");
+  sub->callback([o, sub, &context] {
     check_outputs(o->cli.output);
+    use_checkpoint(*o, *sub);
     load_lesson_input(o->cli, context);
     o->lesson.common = o->cli.lesson;
     if (!o->source_lengths.empty())

@@ -127,12 +127,7 @@ void run_checkpoint(EncoderCliOptions& o, Context& context) {
   lessons::EncoderLessonOptions& l = o.lesson;
   const std::string path = resolve_checkpoint(o.checkpoint);
   Metadata metadata;
-  StateDict all;
-  try {
-    all = read_weights(path, &metadata);
-  } catch (const Error& e) {
-    throw Error(e.kind(), e.function(), e.detail()).about("checkpoint");
-  }
+  const StateDict all = read_checkpoint_file(path, metadata);
   const TrainConfig c = train_config_from_metadata(metadata, path);
   l.config = model_config(c);
   l.config_name = o.checkpoint;

@@ -17,7 +17,7 @@ namespace attn::cli {
 
 namespace {
 
-constexpr const char* kDefaultCheckpoint = "transformer-reverse";
+constexpr const char* kDefaultCheckpoint = kShippedSeq2Seq;
 
 struct GenerateCliOptions {
   std::string checkpoint = kDefaultCheckpoint;
@@ -28,26 +28,12 @@ struct GenerateCliOptions {
 };
 
 int run_generate(GenerateCliOptions& o, const CLI::App& app, const Context& context) {
-  const std::string path = resolve_checkpoint(o.checkpoint);
-  Metadata metadata;
-  StateDict weights;
-  try {
-    weights = read_weights(path, &metadata);
-  } catch (const Error& e) {
-    throw Error(e.kind(), e.function(), e.detail()).about("checkpoint");
-  }
-  if (!is_seq2seq_checkpoint(metadata))
-    throw Error(ErrorKind::bad_value, "generate",
-                fmt::format("'{}' holds an encoder with a head on every token, which has nothing "
-                            "to generate: give an encoder-decoder (attn train --model "
-                            "transformer), e.g. --checkpoint {}",
-                            o.checkpoint, kDefaultCheckpoint))
-        .about("checkpoint");
+  Seq2SeqCheckpoint checkpoint = load_seq2seq_checkpoint(o.checkpoint, "generate");
+  const Seq2SeqTrainConfig& config = checkpoint.config;
   lessons::GenerateLessonOptions lesson;
   lesson.checkpoint_name = o.checkpoint;
-  const Seq2SeqTrainConfig config = seq2seq_config_from_metadata(metadata, path);
   lesson.task = config.task;
-  lesson.model = transformer_from_checkpoint(metadata, weights, path);
+  lesson.model = std::move(checkpoint.model);
   lesson.source = parse_source(config.task, o.text.empty() ? seq2seq_example(config.task) : o.text);
   lesson.decode = o.decode;
   lesson.decode.sample =

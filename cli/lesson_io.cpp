@@ -181,15 +181,18 @@ std::string resolve_checkpoint(const std::string& name) {
       .about("checkpoint");
 }
 
-TrainedCheckpoint load_checkpoint(const std::string& name) {
-  const std::string path = resolve_checkpoint(name);
-  Metadata metadata;
-  StateDict all;
+StateDict read_checkpoint_file(const std::string& path, Metadata& metadata) {
   try {
-    all = read_weights(path, &metadata);
+    return read_weights(path, &metadata);
   } catch (const Error& e) {
     throw Error(e.kind(), e.function(), e.detail()).about("checkpoint");
   }
+}
+
+TrainedCheckpoint load_checkpoint(const std::string& name) {
+  const std::string path = resolve_checkpoint(name);
+  Metadata metadata;
+  const StateDict all = read_checkpoint_file(path, metadata);
   TrainedCheckpoint c{name, train_config_from_metadata(metadata, name), {}};
   c.model = initial_model(c.config);  // the shapes; every value is replaced below
   visit_parameters(c.model, [&](const std::string& key, float* data, const Shape& shape) {
@@ -202,6 +205,22 @@ TrainedCheckpoint load_checkpoint(const std::string& name) {
     const std::vector<float> values = to_float_vector(it->second);
     std::copy(values.begin(), values.end(), data);
   });
+  return c;
+}
+
+Seq2SeqCheckpoint load_seq2seq_checkpoint(const std::string& name, std::string_view command) {
+  const std::string path = resolve_checkpoint(name);
+  Metadata metadata;
+  const StateDict weights = read_checkpoint_file(path, metadata);
+  if (!is_seq2seq_checkpoint(metadata))
+    throw Error(ErrorKind::bad_value, command,
+                fmt::format("'{}' holds an encoder with a head on every token, which has no "
+                            "decoder: give an encoder-decoder (attn train --model transformer), "
+                            "e.g. --checkpoint {}",
+                            name, kShippedSeq2Seq))
+        .about("checkpoint");
+  Seq2SeqCheckpoint c{name, seq2seq_config_from_metadata(metadata, path), {}};
+  c.model = transformer_from_checkpoint(metadata, weights, path);
   return c;
 }
 

@@ -10,6 +10,7 @@
 #include "lesson.hpp"
 #include "options.hpp"
 #include "output.hpp"
+#include "seq2seq.hpp"
 #include "training.hpp"
 #include "weights.hpp"
 
@@ -40,6 +41,9 @@ EncoderConfig resolve_config(const std::string& path);
 // "checkpoint" and list the shipped names.
 std::string resolve_checkpoint(const std::string& name);
 
+// The tensors and metadata of a checkpoint file; errors are about "checkpoint".
+StateDict read_checkpoint_file(const std::string& path, Metadata& metadata);
+
 // A checkpoint of attn train, read whole: its task and sizes, and the model.
 struct TrainedCheckpoint {
   std::string name;  // as given to --checkpoint
@@ -48,6 +52,17 @@ struct TrainedCheckpoint {
 };
 // --checkpoint NAME|FILE; errors are about "checkpoint".
 TrainedCheckpoint load_checkpoint(const std::string& name);
+// A checkpoint of attn train --model transformer: an encoder-decoder, its task and sizes.
+struct Seq2SeqCheckpoint {
+  std::string name;  // as given to --checkpoint
+  Seq2SeqTrainConfig config;
+  Transformer model;
+};
+// --checkpoint NAME|FILE of an encoder-decoder; a checkpoint of an encoder with a head is refused
+// (`command` needs a decoder). Errors are about "checkpoint".
+Seq2SeqCheckpoint load_seq2seq_checkpoint(const std::string& name, std::string_view command);
+inline constexpr const char* kShippedSeq2Seq = "transformer-reverse";
+
 // --text in the checkpoint's tokens (its task's example when empty): ids (1,T), T at most the
 // checkpoint's; errors are about "text".
 Ids checkpoint_ids(const TrainedCheckpoint& checkpoint, const std::string& text,

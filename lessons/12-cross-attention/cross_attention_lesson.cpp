@@ -12,40 +12,115 @@
 
 namespace attn::lessons {
 
-namespace {}  // namespace
+namespace {
 
-LessonRun run_cross_attention(const CrossAttentionLessonOptions& o) {
+// What the lesson runs on: random inputs of the given sizes, or a trained model's.
+struct CrossInputs {
+  std::size_t batch = 1, seq = 0, sources = 0, d = 0, heads = 0;
+  Tensor3 x, memory;
+  FusedMultiHead layer;
+  std::vector<std::string> rows, columns;  // the heatmaps' labels
+  std::optional<Tensor4> model_weights;    // the trained model's own forward's weights
+};
+
+CrossInputs random_inputs(const CrossAttentionLessonOptions& o) {
   const Sizes3 sizes = lesson_sizes(o.common);
-  const std::size_t heads = o.heads, d = sizes.d_model, s_count = o.source_seq;
-  if (heads == 0 || d % heads != 0)
-    throw Error(ErrorKind::bad_size, "cross-attention",
-                fmt::format("{} heads do not divide D = {}: give a divisor of {}", heads, d, d))
+  CrossInputs in;
+  in.batch = sizes.batch;
+  in.seq = sizes.seq;
+  in.sources = o.source_seq;
+  in.d = sizes.d_model;
+  in.heads = o.heads;
+  if (in.heads == 0 || in.d % in.heads != 0)
+    throw Error(
+        ErrorKind::bad_size, "cross-attention",
+        fmt::format("{} heads do not divide D = {}: give a divisor of {}", in.heads, in.d, in.d))
         .about("heads");
-  if (!o.source_lengths.empty() && o.source_lengths.size() != sizes.batch)
+  if (!o.source_lengths.empty() && o.source_lengths.size() != in.batch)
     throw Error(ErrorKind::bad_size, "cross-attention",
                 fmt::format("{} source lengths for a batch of {}: give one per sequence",
-                            o.source_lengths.size(), sizes.batch))
+                            o.source_lengths.size(), in.batch))
         .about("source-lengths");
   for (std::size_t n : o.source_lengths)
-    if (n == 0 || n > s_count)
+    if (n == 0 || n > in.sources)
       throw Error(ErrorKind::bad_size, "cross-attention",
-                  fmt::format("a source length of {} does not fit S = {}: give 1 to {}", n, s_count,
-                              s_count))
+                  fmt::format("a source length of {} does not fit S = {}: give 1 to {}", n,
+                              in.sources, in.sources))
           .about("source-lengths");
+  in.x = lesson_input(o.common, "(B, T, D)", {in.batch, in.seq, in.d});
+  Rng rng(o.common.seed ^ 0x6d656d6f7279ULL);  // the memory's stream, apart from x's
+  in.memory = randn(rng, in.batch, in.sources, in.d);
+  Rng weights(o.common.seed);
+  in.layer =
+      std::get<FusedMultiHead>(init_multi_head(weights, MultiHeadVariant::fused, in.d, in.heads));
+  in.rows = numbered_labels("x", in.seq);
+  in.columns = numbered_labels("s", in.sources);
+  return in;
+}
+
+// The trained model on the task's source and answer: the memory is its encoder's output, x what
+// decoder layer `layer`'s cross-attention reads (pre-LN: the normalised stream; post-LN: the
+// stream itself).
+CrossInputs trained_inputs(const TrainedCrossAttention& t) {
+  const TransformerConfig& c = t.model.config;
+  if (t.layer >= c.layers)
+    throw Error(ErrorKind::bad_size, "cross-attention",
+                fmt::format("--layer {} is past the checkpoint's {} decoder layers: give 0 to {}",
+                            t.layer, c.layers, c.layers - 1))
+        .about("layer");
+  std::vector<std::int64_t> target = {kStartId};
+  for (std::int64_t id : seq2seq_answer(t.task, t.source))
+    target.push_back(id);
+  CrossInputs in;
+  in.seq = target.size();
+  in.sources = t.source.size();
+  in.d = c.d_model;
+  in.heads = c.heads;
+  Ids source_ids({1, in.sources}), target_ids({1, in.seq});
+  std::copy(t.source.begin(), t.source.end(), source_ids.begin());
+  std::copy(target.begin(), target.end(), target_ids.begin());
+  const Array causal = target_causal_mask({in.seq}, in.seq);
+  const TransformerTape tape = forward(t.model, source_ids, target_ids, nullptr, &causal);
+  const DecoderBlockTape& block = tape.decoder_layers[t.layer];
+  in.x =
+      c.placement == NormPlacement::pre ? block.residual[1].norm.output : block.residual[1].input;
+  in.memory = tape.memory();
+  in.layer = t.model.decoder.layers[t.layer].cross_attention;
+  in.model_weights = block.cross_attention.weights;
+  for (std::int64_t id : target)
+    in.rows.push_back(target_tokens(t.task)[static_cast<std::size_t>(id)]);
+  for (std::int64_t id : t.source)
+    in.columns.push_back(source_tokens(t.task)[static_cast<std::size_t>(id)]);
+  return in;
+}
+
+}  // namespace
+
+LessonRun run_cross_attention(const CrossAttentionLessonOptions& o) {
+  const CrossInputs in = o.trained ? trained_inputs(*o.trained) : random_inputs(o);
+  const std::size_t heads = in.heads, d = in.d, s_count = in.sources;
+  const Sizes3 sizes{in.batch, in.seq, in.d};
   LessonRun run("cross-attention");
-  record_settings(
-      run, o.common,
-      {{"batch", sizes.batch}, {"T", sizes.seq}, {"S", s_count}, {"d-model", d}, {"heads", heads}});
-  run.setting("fill", std::string(fill_text(o.fill)));
+  if (o.trained) {
+    run.setting("checkpoint", o.trained->checkpoint);
+    run.setting("task", std::string(seq2seq_task_info(o.trained->task).name));
+    run.setting("text", source_text(o.trained->task, o.trained->source));
+    run.setting("layer", std::to_string(o.trained->layer));
+  } else {
+    record_settings(run, o.common,
+                    {{"batch", sizes.batch},
+                     {"T", sizes.seq},
+                     {"S", s_count},
+                     {"d-model", d},
+                     {"heads", heads}});
+    run.setting("fill", std::string(fill_text(o.fill)));
+  }
 
   run.section("intro");
-  run.section("inputs");
-  const Tensor3 x = lesson_input(o.common, "(B, T, D)", {sizes.batch, sizes.seq, d});
-  Rng rng(o.common.seed ^ 0x6d656d6f7279ULL);  // the memory's stream, apart from x's
-  const Tensor3 memory = randn(rng, sizes.batch, s_count, d);
-  Rng weights(o.common.seed);
-  const auto layer =
-      std::get<FusedMultiHead>(init_multi_head(weights, MultiHeadVariant::fused, d, heads));
+  run.section(o.trained ? "inputs_trained" : "inputs");
+  const Tensor3& x = in.x;
+  const Tensor3& memory = in.memory;
+  const FusedMultiHead& layer = in.layer;
   run.step("input", "x, the decoder's side: queries come from it (B,T,D)", to_array(x));
   run.step("memory", "the encoder's output: keys and values come from it (B,S,D)",
            to_array(memory));
@@ -106,7 +181,9 @@ LessonRun run_cross_attention(const CrossAttentionLessonOptions& o) {
     run.check("every padded source token gets weight exactly 0", masked == zero,
               fmt::format("{} of {} (query, padded key) pairs", zero, masked));
   } else {
-    run.prose("No --source-lengths: every source token is real, and nothing is masked.");
+    run.prose(o.trained
+                  ? "One source, not padded: nothing is masked."
+                  : "No --source-lengths: every source token is real, and nothing is masked.");
   }
 
   run.section("weights");
@@ -133,12 +210,21 @@ LessonRun run_cross_attention(const CrossAttentionLessonOptions& o) {
                             shown, o.source_lengths.empty() ? "" : "; a padded key is ·"),
                 {}};
   for (std::size_t h = 0; h < heads && h < 4; ++h) {
-    Heatmap map{fmt::format("head {}", h), head_matrix(one, h), numbered_labels("x", sizes.seq),
-                numbered_labels("s", s_count)};
+    Heatmap map{fmt::format("head {}", h), head_matrix(one, h), in.rows, in.columns};
     map.masked = mask.has_value();
     maps.maps.push_back(std::move(map));
   }
   run.heatmaps(std::move(maps));
+  if (o.trained) {
+    float apart = 0.0f;
+    for (std::size_t i = 0; i < steps.weights.size(); ++i)
+      apart = std::max(apart, std::abs(steps.weights.data()[i] - in.model_weights->data()[i]));
+    run.check("these are the weights the model's own forward computed", apart <= 1e-6f,
+              fmt::format("largest |difference| {:.2g} (allowed 1e-6)", apart));
+    run.prose(wrapped_prose(fmt::format("What the trained heads learned ({}): {}",
+                                        seq2seq_task_info(o.trained->task).name,
+                                        seq2seq_task_info(o.trained->task).pattern)));
+  }
 
   run.section("output");
   run.step("output", "W_O(the heads' weighted values side by side) (B,T,D)",
@@ -147,7 +233,7 @@ LessonRun run_cross_attention(const CrossAttentionLessonOptions& o) {
             steps.output.shape(1) == sizes.seq,
             fmt::format("({}, {}, {}) from T = {} queries and S = {} keys", steps.output.shape(0),
                         steps.output.shape(1), steps.output.shape(2), sizes.seq, s_count));
-  run.parameters = static_cast<std::int64_t>(4 * d * d);
+  run.parameters = static_cast<std::int64_t>(4 * d * d);  // this layer's, bias-free
   return run;
 }
 

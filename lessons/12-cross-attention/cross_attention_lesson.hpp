@@ -4,8 +4,20 @@
 
 #include "attention.hpp"
 #include "lesson.hpp"
+#include "seq2seq.hpp"
 
 namespace attn::lessons {
+
+// --checkpoint: a trained encoder-decoder's cross-attention on a task's own tokens. The decoder
+// reads <s> and the task's answer (teacher forcing, as in training); the lesson shows what
+// decoder layer `layer`'s cross-attention reads and computes.
+struct TrainedCrossAttention {
+  std::string checkpoint;  // as given
+  Transformer model;
+  Seq2SeqTask task = Seq2SeqTask::reverse;
+  std::vector<std::int64_t> source;  // source ids
+  std::size_t layer = 0;
+};
 
 struct CrossAttentionLessonOptions {
   LessonOptions common;  // seed, batch, seq (T, the decoder's tokens), d_model
@@ -13,6 +25,7 @@ struct CrossAttentionLessonOptions {
   std::size_t source_seq = 7;               // S, the encoder's tokens
   std::vector<std::size_t> source_lengths;  // padding: source b has source_lengths[b] real tokens
   MaskFill fill = MaskFill::seed;
+  std::optional<TrainedCrossAttention> trained;  // replaces the sizes and the random inputs
 };
 
 // Lesson 12: seed 001's MultiHeadAttention as cross-attention, step by step: queries from x

@@ -27,6 +27,21 @@ std::vector<std::size_t> row_argmax(const nlohmann::json& matrix) {
   }
   return best;
 }
+struct Refusal {
+  std::vector<std::string> args;
+  std::string says;  // a part of the one line on stderr
+};
+
+void check_refusals(const std::vector<Refusal>& cases) {
+  for (const Refusal& c : cases) {
+    const auto run = run_attn(c.args);
+    INFO(run.err);
+    CHECK(run.exit_code == 2);
+    CHECK(run.out.empty());
+    CHECK(run.err.find(c.says) != std::string::npos);
+    CHECK(std::count(run.err.begin(), run.err.end(), '\n') == 1);
+  }
+}
 }  // namespace
 
 TEST_CASE("attention --checkpoint reverse: the trained head looks along the anti-diagonal",
@@ -78,11 +93,7 @@ TEST_CASE("multi-head --checkpoint previous-token: a head of layer 1 looks one t
 
 TEST_CASE("the attention lessons refuse beside --checkpoint what it replaces",
           "[cli][checkpoint]") {
-  struct Case {
-    std::vector<std::string> args;
-    std::string says;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<Refusal> cases = {
       {{"attention", "--text", "abc"}, "--text: --text reads a trained model's tokens"},
       {{"attention", "--head", "1"}, "--head: --head picks a trained model's head"},
       {{"attention", "--checkpoint", "reverse", "--d-model", "8"}, "--d-model: a checkpoint"},
@@ -92,12 +103,55 @@ TEST_CASE("the attention lessons refuse beside --checkpoint what it replaces",
       {{"multi-head", "--checkpoint", "sort", "--variant", "wide"}, "--variant: a checkpoint"},
       {{"multi-head", "--layer", "1"}, "--layer: --layer reads a trained model's tokens"},
   };
-  for (const Case& c : cases) {
-    const auto run = run_attn(c.args);
-    INFO(run.err);
-    CHECK(run.exit_code == 2);
-    CHECK(run.out.empty());
-    CHECK(run.err.find(c.says) != std::string::npos);
-    CHECK(std::count(run.err.begin(), run.err.end(), '\n') == 1);
+  check_refusals(cases);
+}
+
+TEST_CASE("cross-attention --checkpoint transformer-reverse: the answer reads the source backwards",
+          "[cli][checkpoint][transformer]") {
+  const auto run = run_attn({"cross-attention", "--checkpoint", "transformer-reverse", "--text",
+                             "hgfedcba", "--format", "json"});
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  const auto doc = nlohmann::json::parse(run.out);
+  CHECK(doc["settings"]["task"] == "reverse");
+  CHECK(doc["settings"]["layer"] == 1);        // the last decoder layer by default
+  const auto& weights = step(doc, "weights");  // (1, H, T, S): <s> a..h against h..a
+  REQUIRE(weights["shape"] == nlohmann::json::array({1, 2, 9, 8}));
+  // Row <s> writes 'a', which stands last in the source; row i (after <s>) writes the letter at
+  // source position 6 - i. Summed over the heads, each of the first 8 rows reads that letter most.
+  std::size_t along = 0;
+  for (std::size_t t = 0; t < 8; ++t) {
+    std::vector<double> total(8, 0.0);
+    for (std::size_t h = 0; h < 2; ++h)
+      for (std::size_t s = 0; s < 8; ++s)
+        total[s] += weights["values"][0][h][t][s].get<double>();
+    along += static_cast<std::size_t>(std::max_element(total.begin(), total.end()) -
+                                      total.begin()) == 7 - t;
   }
+  CHECK(along >= 7);
+  for (const auto& check : doc["checks"])
+    CHECK(check["passed"] == true);
+
+  const auto text = run_attn({"cross-attention", "--checkpoint", "transformer-reverse", "--text",
+                              "dcba", "--color", "never"});
+  REQUIRE(text.exit_code == 0);
+  CHECK(text.out.find("d      c      b      a") != std::string::npos);  // the source as columns
+  CHECK(text.out.find("<s> ") != std::string::npos);  // the decoder's tokens as rows
+  CHECK(text.out.find("the anti-diagonal") != std::string::npos);
+}
+
+TEST_CASE("cross-attention refuses beside --checkpoint what it replaces, and encoder checkpoints",
+          "[cli][checkpoint][transformer]") {
+  const std::vector<Refusal> cases = {
+      {{"cross-attention", "--text", "abc"}, "--text: --text reads a trained encoder-decoder"},
+      {{"cross-attention", "--layer", "0"}, "--layer: --layer reads a trained encoder-decoder"},
+      {{"cross-attention", "--checkpoint", "transformer-reverse", "--source-seq", "4"},
+       "--source-seq: a checkpoint brings its own model"},
+      {{"cross-attention", "--checkpoint", "transformer-reverse", "--layer", "2"},
+       "--layer 2 is past the checkpoint's 2 decoder layers"},
+      {{"cross-attention", "--checkpoint", "transformer-reverse", "--text", "xyz"}, "'x'"},
+      {{"cross-attention", "--checkpoint", "reverse"}, "which has no decoder"},
+      {{"generate", "--checkpoint", "sort"}, "which has no decoder"},
+  };
+  check_refusals(cases);
 }

@@ -102,7 +102,7 @@ TEST_CASE("attn train --model transformer trains seed 001's model and saves PyTo
 TEST_CASE("attn generate refuses what it cannot decode, in one line",
           "[cli][generate][bad-input]") {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{"--checkpoint", "reverse"}, "has nothing to generate"},
+      {{"--checkpoint", "reverse"}, "which has no decoder"},
       {{"--temperature", "0"}, "--temperature"},
       {{"--temperature", "-1"}, "--temperature"},
       {{"--top-k", "0"}, "--top-k"},
