@@ -66,6 +66,7 @@ class MultiHeadAttention(nn.Module):
         weights = weights / math.sqrt(self.d_k)
         if mask is not None:
             weights = weights.masked_fill(mask == 0, self.fill)
+        self.steps = {"queries": query, "keys": key, "values": value, "scores": weights}
         weights = weights.softmax(dim=-1)
         self.attention_weights = weights
         output = self.dropout(weights) @ value
@@ -277,6 +278,7 @@ def attention_case(seed, b, t, s, d, h, fill, mask):
     arrays = {**params(model, False), "input.x": x.detach().numpy(), "input.memory": memory.detach().numpy(),
               "mask.source": mask.numpy(), "output": y.detach().numpy(),
               "weights": model.attention_weights.detach().numpy(), "grad_output": g.numpy(),
+              **{"steps." + k: v.detach().numpy() for k, v in model.steps.items()},
               "grad.x": x.grad.numpy(), "grad.memory": memory.grad.numpy(), **grads(model, False)}
     return arrays, {"module": "cross-attention", "d_model": d, "heads": h}
 

@@ -124,6 +124,12 @@ TEST_CASE("cross-attention (T != S) equals seed 001's MultiHeadAttention(x, m, m
     const attn::ScoreMask mask = attn::broadcast_mask(c.at("mask.source"), x.shape(0), heads,
                                                       x.shape(1), memory.shape(1), fill);
     const attn::MultiHeadSteps s = attn::forward(layer, x, memory, &mask);
+    // Every step lesson 12 prints: Q (B,H,T,hs), K and V (B,H,S,hs), the masked scores (B,H,T,S)
+    // (-1e9 or -inf where masked, as torch's masked_fill leaves them), the weights, the output.
+    CHECK_ALLCLOSE(attn::to_array(s.queries), c.at("steps.queries"), Tolerance{});
+    CHECK_ALLCLOSE(attn::to_array(s.keys), c.at("steps.keys"), Tolerance{});
+    CHECK_ALLCLOSE(attn::to_array(s.values), c.at("steps.values"), Tolerance{});
+    CHECK_ALLCLOSE(attn::to_array(s.scores), c.at("steps.scores"), Tolerance{});
     check_close(s.output, c, "output");
     check_weights(s.weights, c, "weights");
     auto grad = attn::zeros_like(layer);
