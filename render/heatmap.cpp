@@ -658,4 +658,24 @@ Palette choose_palette(bool colour_allowed) {
   return choose_palette(colour_allowed, TerminalEnvironment::from_process());
 }
 
+std::string heatmap_cell(Palette palette, double t, std::size_t width, std::string_view text) {
+  if (palette == Palette::truecolor || palette == Palette::color256) {
+    const std::vector<Glyph> glyphs = split_glyphs(text, false);
+    return color_escape(palette, t) + fit(glyphs, width, "…") + std::string(kReset);
+  }
+  std::string out;
+  const std::string_view glyph = shade(palette, shade_level(palette, t));
+  for (std::size_t i = 0; i < width; ++i)
+    out += glyph;
+  return out;
+}
+
+std::string fit_label(std::string_view label, std::size_t width, bool ascii) {
+  return fit(split_glyphs(label, ascii), width, ascii ? "~" : "…");
+}
+
+std::size_t label_width(std::string_view label, bool ascii) {
+  return width_of(split_glyphs(label, ascii));
+}
+
 }  // namespace attn::render

@@ -47,6 +47,16 @@ std::string render_heatmap(const float* values, std::size_t rows, std::size_t co
                            const std::vector<std::string>& col_labels,
                            const HeatmapOptions& options);
 
+// One cell of `width` columns at scale position t in [0, 1] (0 for nothing, 1 for the most): a
+// coloured background and a reset (truecolor, 256 colours; `text` printed on it, padded), or the
+// shade glyph repeated (shades, ascii), for views that draw their own grids.
+std::string heatmap_cell(Palette palette, double t, std::size_t width, std::string_view text = "");
+// A label made safe and fitted to `width` display columns: control characters (and in ascii any
+// non-ASCII character) as `?`, truncated with `…` (ASCII `~`), padded with spaces.
+std::string fit_label(std::string_view label, std::size_t width, bool ascii);
+// The label's display width once made safe.
+std::size_t label_width(std::string_view label, bool ascii);
+
 // Blocks of text (rendered heatmaps) set side by side, `gap` spaces apart, each padded to its
 // widest line; escape sequences take no columns.
 std::string side_by_side(const std::vector<std::string>& blocks, std::size_t gap = 3);

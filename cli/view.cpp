@@ -1,0 +1,300 @@
+// attn view head|model|neuron: bertviz's views of attention, in the terminal, on a shipped or
+// trained checkpoint, the book's encoder with --weights, or its random initialisation.
+#include "view.hpp"
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "attention_view.hpp"
+#include "command.hpp"
+#include "error.hpp"
+#include "lesson_io.hpp"
+#include "options.hpp"
+#include "shipped.hpp"
+#include "state_dict.hpp"
+#include "tasks.hpp"
+#include "tokenizer.hpp"
+
+namespace attn::cli {
+
+namespace {
+
+struct ViewCliOptions {
+  std::string kind;  // head, model, neuron
+  std::string checkpoint, config, weights, text, pair,
+      sentences = "all", part = "cross", norm = "pre", color = "auto", scale = "auto", heads;
+  std::uint64_t seed = 0;
+  std::size_t layer = 0, head = 0, token = 0;
+};
+
+[[noreturn]] void refuse(std::string_view option, const std::string& message) {
+  throw Error("view", message).about(std::string(option));
+}
+
+// The book's encoder (--config, default tiny) on --text (and --pair), random or --weights.
+AttentionView book_view(const ViewCliOptions& o, const CLI::App& app, Context& context) {
+  for (const char* name : {"--part"})
+    if (app.count(name) > 0)
+      refuse(std::string(name).substr(2),
+             fmt::format("{} picks a part of an encoder-decoder: add --checkpoint {}, or drop {}",
+                         name, kShippedSeq2Seq, name));
+  EncoderConfig config = o.config.empty() ? tiny_config() : resolve_config(o.config);
+  const NormPlacement placement = o.norm == "post" ? NormPlacement::post : NormPlacement::pre;
+  Rng rng(o.seed);
+  Encoder encoder = init_encoder(rng, config, placement, true);
+  std::string model =
+      fmt::format("the book's encoder ({}), ", o.config.empty() ? "tiny config" : o.config);
+  if (!o.weights.empty()) {
+    load_state_dict(encoder, describe_encoder(config, true), load_weights_file(o.weights, context),
+                    o.weights);
+    model += "weights " + o.weights;
+  } else {
+    model += fmt::format("random initialisation (seed {})", o.seed);
+  }
+  const Vocabulary& vocab = uses_bert_vocabulary(config) ? bert_vocabulary() : lesson_vocabulary();
+  const std::string a = o.text.empty() ? "time flies like an arrow" : o.text;
+  std::vector<std::string> tokens;
+  std::vector<std::int64_t> ids;
+  std::size_t split = 0;
+  if (o.pair.empty()) {
+    const Encoding e = encode(a, vocab, false);
+    tokens = e.tokens;
+    ids = e.ids;
+  } else {
+    // [CLS] A [SEP] B [SEP], as BERT reads a pair (seed 003's head view).
+    const Encoding ea = encode(a, vocab, true), eb = encode(o.pair, vocab, false);
+    tokens = ea.tokens;
+    ids = ea.ids;
+    split = tokens.size();
+    for (std::size_t i = 0; i < eb.tokens.size(); ++i) {
+      tokens.push_back(eb.tokens[i]);
+      ids.push_back(eb.ids[i]);
+    }
+    tokens.push_back("[SEP]");
+    ids.push_back(vocab.ids.at("[SEP]"));
+  }
+  if (ids.empty())
+    refuse("text", "the text has no tokens: give some words, e.g. --text \"time flies\"");
+  if (ids.size() > config.max_position_embeddings)
+    refuse("text", fmt::format("the text has {} tokens, more than the model's {} positions: give "
+                               "a shorter --text",
+                               ids.size(), config.max_position_embeddings));
+  Ids input({1, ids.size()});
+  std::copy(ids.begin(), ids.end(), input.begin());
+  AttentionView view = encoder_view(encoder, input, tokens, model);
+  view.pair_split = split;
+  return view;
+}
+
+// A checkpoint of attn train: an encoder's self-attention on the task's letters, or an
+// encoder-decoder's --part on the source and its answer (teacher forcing).
+AttentionView checkpoint_view(const ViewCliOptions& o, const CLI::App& app) {
+  for (const char* name : {"--config", "--weights", "--seed", "--norm", "--pair"})
+    if (app.count(name) > 0)
+      refuse(std::string(name).substr(2),
+             fmt::format("a checkpoint brings its own model and weights: drop {}", name));
+  const std::string path = resolve_checkpoint(o.checkpoint);
+  Metadata metadata;
+  read_checkpoint_file(path, metadata);
+  if (is_seq2seq_checkpoint(metadata)) {
+    Seq2SeqCheckpoint c = load_seq2seq_checkpoint(o.checkpoint, "view");
+    const Seq2SeqTask task = c.config.task;
+    const std::vector<std::int64_t> source =
+        parse_source(task, o.text.empty() ? seq2seq_example(task) : o.text);
+    std::vector<std::int64_t> target = {kStartId};
+    for (std::int64_t id : seq2seq_answer(task, source))
+      target.push_back(id);
+    Ids s({1, source.size()}), t({1, target.size()});
+    std::copy(source.begin(), source.end(), s.begin());
+    std::copy(target.begin(), target.end(), t.begin());
+    std::vector<std::string> source_labels, target_labels;
+    for (std::int64_t id : source)
+      source_labels.push_back(source_tokens(task)[static_cast<std::size_t>(id)]);
+    for (std::int64_t id : target)
+      target_labels.push_back(target_tokens(task)[static_cast<std::size_t>(id)]);
+    const ViewPart part = o.part == "encoder"   ? ViewPart::encoder
+                          : o.part == "decoder" ? ViewPart::decoder
+                                                : ViewPart::cross;
+    return transformer_view(c.model, s, t, part, source_labels, target_labels,
+                            fmt::format("checkpoint {} (seed 001's encoder-decoder, task {})",
+                                        o.checkpoint, seq2seq_task_info(task).name));
+  }
+  if (app.count("--part") > 0)
+    refuse("part", fmt::format("'{}' is an encoder: it has one part, its self-attention; drop "
+                               "--part, or give an encoder-decoder such as {}",
+                               o.checkpoint, kShippedSeq2Seq));
+  TrainedCheckpoint c = load_checkpoint(o.checkpoint);
+  const Ids ids = checkpoint_ids(c, o.text, "view");
+  std::vector<std::string> labels;
+  for (std::int64_t id : ids)
+    labels.push_back(token_text(id));
+  return encoder_view(c.model.encoder, ids, labels,
+                      fmt::format("checkpoint {} (the book's encoder, task {})", o.checkpoint,
+                                  task_info(c.config.task).name));
+}
+
+std::vector<std::size_t> parse_heads(const std::string& text, std::size_t heads) {
+  std::vector<std::size_t> out;
+  if (text.empty()) {
+    for (std::size_t h = 0; h < heads; ++h)
+      out.push_back(h);
+    return out;
+  }
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    start = comma + 1;
+    if (item.empty() || item.size() > 6 ||
+        item.find_first_not_of("0123456789") != std::string::npos)
+      refuse("heads", fmt::format("'{}' is not a list of heads: give head numbers from 0, "
+                                  "comma-separated, e.g. --heads 0,1",
+                                  printable(text)));
+    const std::size_t h = std::stoul(item);
+    if (h >= heads)
+      refuse("heads", fmt::format("head {} does not exist: the model has {} heads, 0 to {}", h,
+                                  heads, heads - 1));
+    out.push_back(h);
+  }
+  return out;
+}
+
+void check_index(std::string_view option, std::string_view what, std::size_t value,
+                 std::size_t count) {
+  if (value < count) return;
+  throw Error(
+      ErrorKind::bad_size, "view",
+      fmt::format("{} {} does not exist: the view has {}, 0 to {}", what, value, count, count - 1))
+      .about(std::string(option));
+}
+
+int run_view(ViewCliOptions& o, const CLI::App& app, Context& context) {
+  if (o.kind != "head" && o.kind != "model" && o.kind != "neuron")
+    refuse("kind", fmt::format("'{}' is not a view: use head, model or neuron", printable(o.kind)));
+  if (o.kind != "neuron" && (app.count("--head") > 0))
+    refuse("head",
+           "--head picks the neuron view's head: use --heads for the head view, or drop it");
+  if (o.kind != "head" && app.count("--heads") > 0)
+    refuse("heads", fmt::format("--heads picks the head view's heads; the {} view {}", o.kind,
+                                o.kind == "model" ? "shows them all" : "takes --head"));
+  if (o.kind == "model" && app.count("--layer") > 0)
+    refuse("layer", "the model view shows every layer: drop --layer, or use the head view");
+  if (o.kind == "model" && app.count("--token") > 0)
+    refuse("token", "--token picks a query for the head and neuron views: drop it");
+  AttentionView view = o.checkpoint.empty() ? book_view(o, app, context) : checkpoint_view(o, app);
+  if (o.sentences != "all") {
+    const char from = o.sentences[0], to = o.sentences[2];
+    view = sentence_block(view, from, to);
+  }
+  check_index("layer", "layer", o.layer, view.layers);
+  const std::vector<std::size_t> heads = parse_heads(o.heads, view.heads);
+  if (o.kind == "neuron") check_index("head", "head", o.head, view.heads);
+  if (app.count("--token") > 0 || o.kind == "neuron")
+    check_index("token", "query token", o.token, view.rows.size());
+
+  render::ViewStyle style;
+  float top = 0.0f;
+  for (float w : view.weights)
+    top = std::max(top, w);
+  style.per_row = o.scale == "row" || (o.scale == "auto" && top < 0.5f);
+  if (app.count("--token") > 0) style.token = o.token;
+
+  const bool colour = render::use_color(o.color == "always"  ? render::ColorMode::always
+                                        : o.color == "never" ? render::ColorMode::never
+                                                             : render::ColorMode::automatic);
+  style.palette = render::choose_palette(colour);
+  style.width = render::terminal_width();
+  std::string text;
+  if (o.kind == "head") {
+    render::check_legible(view, render::kHeadViewMaxTokens, "the head view");
+    text = render::render_head_view(view, o.layer, heads, style);
+  } else if (o.kind == "model") {
+    render::check_legible(view, render::kModelViewMaxTokens, "the model view");
+    text = render::render_model_view(view, style);
+  } else {
+    render::check_legible(view, render::kHeadViewMaxTokens, "the neuron view");
+    text = render::render_neuron_view(view, neuron_view(view, o.layer, o.head, o.token), style);
+  }
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return kExitOk;
+}
+
+void setup(CLI::App& app, Context& context) {
+  auto o = std::make_shared<ViewCliOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "view",
+      "bertviz's views of attention: head (one layer's heads), model (every layer x head), "
+      "neuron (how one query's weights are made)");
+  sub->add_option("kind", o->kind, "head, model or neuron")->required()->option_text("VIEW");
+  sub->add_option("--checkpoint", o->checkpoint,
+                  "a trained model (attn train, or shipped: reverse, sort, histogram, "
+                  "previous-token, transformer-reverse); default: the book's encoder")
+      ->check(not_empty_validator("--checkpoint", "reverse"))
+      ->option_text("NAME|FILE");
+  sub->add_option("--config", o->config,
+                  "the book's encoder: a config.json, or bert-base / tiny (default tiny)")
+      ->check(not_empty_validator("--config", "bert-base"))
+      ->option_text("FILE");
+  sub->add_option("--weights", o->weights,
+                  "the book's encoder's weights (.safetensors or .npz of its state_dict); "
+                  "default: PyTorch's initialisation from --seed")
+      ->check(not_empty_validator("--weights", "encoder.safetensors"))
+      ->option_text("FILE");
+  sub->add_option("--seed", o->seed, "the random initialisation's seed (default 0)")
+      ->check(seed_validator())
+      ->option_text("N");
+  sub->add_option("--norm", o->norm, "the book's encoder: pre (default) or post")
+      ->check(choice_validator("a placement", {"pre", "post"}))
+      ->option_text("pre|post");
+  sub->add_option("--text", o->text,
+                  "the tokens: words for the book's encoder (default: time flies like an arrow), "
+                  "a task's letters or digits for a checkpoint (default: its example)")
+      ->check(not_empty_validator("--text", "'time flies'"))
+      ->option_text("TEXT");
+  sub->add_option("--pair", o->pair,
+                  "a second sentence: [CLS] text [SEP] pair [SEP], as BERT reads a pair")
+      ->check(not_empty_validator("--pair", "'fruit flies like a banana'"))
+      ->option_text("TEXT");
+  sub->add_option("--sentences", o->sentences,
+                  "with --pair: all (default), or a-a, a-b, b-a, b-b: queries from one sentence, "
+                  "keys from the other")
+      ->check(choice_validator("a block of the pair", {"all", "a-a", "a-b", "b-a", "b-b"}))
+      ->option_text("all|a-b|...");
+  sub->add_option("--part", o->part,
+                  "an encoder-decoder's attention: encoder, decoder (masked self-attention) or "
+                  "cross (default)")
+      ->check(choice_validator("a part", {"encoder", "decoder", "cross"}))
+      ->option_text("encoder|decoder|cross");
+  sub->add_option("--layer", o->layer, "head and neuron views: the layer (default 0)")
+      ->check(CLI::NonNegativeNumber)
+      ->option_text("L");
+  sub->add_option("--heads", o->heads, "head view: the heads to show, e.g. 0,2 (default all)")
+      ->option_text("H,H,...");
+  sub->add_option("--head", o->head, "neuron view: the head (default 0)")
+      ->check(CLI::NonNegativeNumber)
+      ->option_text("H");
+  sub->add_option("--token", o->token,
+                  "neuron view: the query token (default 0); head view: a query to mark")
+      ->check(CLI::NonNegativeNumber)
+      ->option_text("I");
+  sub->add_option("--heatmap-scale", o->scale,
+                  "fixed (0 to 1), row (0 to each row's largest weight), auto (default: row when "
+                  "every weight is below 0.5, else fixed)")
+      ->check(choice_validator("a heatmap scale", {"auto", "fixed", "row"}))
+      ->option_text("auto|fixed|row");
+  sub->add_option("--color", o->color,
+                  "auto (default; off under NO_COLOR or when not a terminal), always, never")
+      ->check(choice_validator("a color mode", {"auto", "always", "never"}))
+      ->option_text("auto|always|never");
+  sub->callback([o, sub, &context] { context.exit_code = run_view(*o, *sub, context); });
+}
+
+const Registration kRegistration{"view", setup};
+
+}  // namespace
+
+}  // namespace attn::cli

@@ -1,0 +1,273 @@
+#include "view.hpp"
+
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "error.hpp"
+
+namespace attn::render {
+
+namespace {
+
+bool is_ascii(Palette palette) {
+  return palette == Palette::ascii;
+}
+
+// Scale position of weight (l,h,t,s): fixed 0..1, or the row's own largest as 1.
+double position(const AttentionView& v, std::size_t l, std::size_t h, std::size_t t, std::size_t s,
+                bool per_row) {
+  const float w = v.weights(l, h, t, s);
+  if (!per_row) return std::clamp(static_cast<double>(w), 0.0, 1.0);
+  float top = 0.0f;
+  for (std::size_t k = 0; k < v.columns.size(); ++k)
+    top = std::max(top, v.weights(l, h, t, k));
+  return top > 0.0f ? static_cast<double>(w) / top : 0.0;
+}
+
+std::string legend(const ViewStyle& style) {
+  std::string scale;
+  for (int k = 0; k <= 4; ++k)
+    scale += heatmap_cell(style.palette, k / 4.0, 1);
+  return style.per_row ? fmt::format("scale per row: 0 [{}] the row's largest weight", scale)
+                       : fmt::format("scale 0 [{}] 1", scale);
+}
+
+// Blocks set side by side in bands no wider than `width`.
+std::string pack(const std::vector<std::string>& blocks, std::size_t width, std::size_t gap) {
+  std::string out;
+  std::vector<std::string> band;
+  std::size_t used = 0;
+  for (const std::string& block : blocks) {
+    const std::size_t w = block_width(block);
+    if (!band.empty() && used + gap + w > width) {
+      out += side_by_side(band, gap) + "\n";
+      band.clear();
+      used = 0;
+    }
+    used += (band.empty() ? 0 : gap) + w;
+    band.push_back(block);
+  }
+  if (!band.empty()) out += side_by_side(band, gap);
+  return out;
+}
+
+std::string header(const AttentionView& v) {
+  return fmt::format("{} · {} · {} layer{} x {} head{} · {} token{}{}\n", v.model, v.part, v.layers,
+                     v.layers == 1 ? "" : "s", v.heads, v.heads == 1 ? "" : "s", v.rows.size(),
+                     v.rows.size() == 1 ? "" : "s",
+                     v.columns == v.rows ? "" : fmt::format(" against {}", v.columns.size()));
+}
+
+// A vector as one cell per element, by |value| against `top` (colour or shades).
+std::string bar(const std::vector<float>& values, float top, Palette palette) {
+  std::string out;
+  for (float x : values)
+    out += heatmap_cell(palette, top > 0.0f ? std::fabs(x) / top : 0.0, 1);
+  return out;
+}
+
+float largest(const std::vector<std::vector<float>>& rows) {
+  float m = 0.0f;
+  for (const auto& row : rows)
+    for (float x : row)
+      m = std::max(m, std::fabs(x));
+  return m;
+}
+
+}  // namespace
+
+void check_legible(const AttentionView& view, std::size_t limit, std::string_view which) {
+  const std::size_t n = std::max(view.rows.size(), view.columns.size());
+  if (n <= limit) return;
+  throw Error(ErrorKind::bad_size, "view",
+              fmt::format("{} tokens are more than {} draws legibly ({} at most): give a shorter "
+                          "--text, or use the head view of one layer, or --export FILE.html",
+                          n, which, limit))
+      .about("text");
+}
+
+std::string render_head_view(const AttentionView& v, std::size_t layer,
+                             const std::vector<std::size_t>& heads, const ViewStyle& style) {
+  const std::size_t T = v.rows.size(), S = v.columns.size();
+  std::string out = header(v);
+  out += fmt::format(
+      "layer {} of {}: rows are the queries, columns the keys{}\n\n", layer, v.layers,
+      style.token ? fmt::format("; ▶ marks query {} ({})", *style.token, v.rows[*style.token])
+                  : "");
+  std::vector<std::string> blocks;
+  for (std::size_t h : heads) {
+    std::vector<float> matrix(T * S);
+    for (std::size_t t = 0; t < T; ++t)
+      for (std::size_t s = 0; s < S; ++s)
+        matrix[t * S + s] = static_cast<float>(position(v, layer, h, t, s, style.per_row));
+    HeatmapOptions options;
+    options.palette = style.palette;
+    options.low = 0.0f;
+    options.high = 1.0f;
+    options.show_values = false;
+    options.zero_meaning = "";
+    options.title = fmt::format("head {}", h);
+    options.max_width = style.width;
+    std::vector<std::string> rows = v.rows;
+    if (style.token)
+      for (std::size_t t = 0; t < T; ++t)
+        rows[t] = (t == *style.token ? (is_ascii(style.palette) ? ">" : "▶") : " ") + rows[t];
+    std::string block = render_heatmap(matrix.data(), T, S, rows, v.columns, options);
+    // Each map's own legend repeats: keep one, below the bands.
+    const std::size_t cut = block.rfind('\n', block.size() >= 2 ? block.size() - 2 : 0);
+    if (cut != std::string::npos) block.erase(cut + 1);
+    if (!block.empty() && block.back() == '\n') block.pop_back();
+    blocks.push_back(std::move(block));
+  }
+  out += pack(blocks, style.width, 3) + "\n" + legend(style) + "\n";
+  return out;
+}
+
+std::string render_model_view(const AttentionView& v, const ViewStyle& style) {
+  const std::size_t T = v.rows.size(), S = v.columns.size();
+  const bool ascii = is_ascii(style.palette);
+  std::size_t label = 0;
+  for (const std::string& row : v.rows)
+    label = std::max(label, label_width(row, ascii));
+  label = std::min<std::size_t>(label, 8);
+  const std::size_t gap = 2;
+  // Two columns a cell when every head of a layer still fits, else one.
+  const std::size_t margin = label + 1;
+  const std::size_t cell =
+      margin + v.heads * (2 * S + gap) <= style.width || S * 2 + margin <= style.width / 2 ? 2 : 1;
+  const std::size_t per_band =
+      std::max<std::size_t>(1, (style.width - std::min(style.width, margin)) / (cell * S + gap));
+  if (margin + cell * S > style.width)
+    throw Error(ErrorKind::bad_size, "view",
+                fmt::format("the model view needs {} columns for {} tokens and the terminal has "
+                            "{}: widen it (COLUMNS), or give a shorter --text",
+                            margin + S, S, style.width))
+        .about("text");
+  std::string out = header(v);
+  out += "Each small map: one head of one layer, rows the queries, columns the keys.\n\n";
+  for (std::size_t first = 0; first < v.heads; first += per_band) {
+    const std::size_t last = std::min(v.heads, first + per_band);
+    for (std::size_t l = 0; l < v.layers; ++l) {
+      // The heads' titles, then the keys' first characters, then one line per query.
+      std::string line = std::string(margin, ' ');
+      for (std::size_t h = first; h < last; ++h) {
+        const std::string title = fmt::format("L{} H{}", l, h);
+        line += fit_label(title, cell * S, ascii) + std::string(gap, ' ');
+      }
+      while (!line.empty() && line.back() == ' ')
+        line.pop_back();
+      out += line + "\n";
+      line = std::string(margin, ' ');
+      for (std::size_t h = first; h < last; ++h) {
+        for (std::size_t s = 0; s < S; ++s)
+          line += fit_label(v.columns[s], cell, ascii);
+        line += std::string(gap, ' ');
+      }
+      while (!line.empty() && line.back() == ' ')
+        line.pop_back();
+      out += line + "\n";
+      for (std::size_t t = 0; t < T; ++t) {
+        line = fit_label(v.rows[t], label, ascii) + " ";
+        for (std::size_t h = first; h < last; ++h) {
+          for (std::size_t s = 0; s < S; ++s)
+            line += heatmap_cell(style.palette, position(v, l, h, t, s, style.per_row), cell);
+          line += std::string(gap, ' ');
+        }
+        while (!line.empty() && line.back() == ' ')
+          line.pop_back();
+        out += line + "\n";
+      }
+      out += "\n";
+    }
+  }
+  return out + legend(style) + "\n";
+}
+
+std::string render_neuron_view(const AttentionView& v, const NeuronView& n,
+                               const ViewStyle& style) {
+  const bool ascii = is_ascii(style.palette);
+  const std::size_t S = v.columns.size(), hs = v.head_size;
+  std::string out = header(v);
+  out += fmt::format(
+      "layer {}, head {}, query token {} ({}): how its row of weights is made, key by key\n\n",
+      n.layer, n.head, n.token, v.rows[n.token]);
+  const bool numbers = hs <= 8;
+  const float top_q = largest({n.query}), top_k = largest(n.keys), top_p = largest(n.products);
+  out += fmt::format("q ({} numbers) {}\n", hs,
+                     numbers ? fmt::format("[{:.3f}]", fmt::join(n.query, ", "))
+                             : bar(n.query, top_q, style.palette));
+  if (!numbers)
+    out += fmt::format(
+        "(q, each k and q∘k drawn one cell per number, shaded by |value| against the largest of\n"
+        " its column: {:.3g}, {:.3g} and {:.3g}; the sum q·k keeps the signs)\n",
+        top_q, top_k, top_p);
+  out += "\n";
+  std::size_t label = 3;
+  for (const std::string& c : v.columns)
+    label = std::max(label, std::min<std::size_t>(label_width(c, ascii), 10));
+  const std::size_t vec = numbers ? 0 : hs;
+  auto cell = [&](std::string_view text, std::size_t width) {
+    return fmt::format("{:>{}}", text, width);
+  };
+  std::string head_line = fit_label("key", label, ascii) + "  ";
+  if (!numbers) {
+    head_line += fit_label("k", vec, ascii) + "  " + fit_label("q∘k", vec, ascii) + "  ";
+  }
+  head_line += cell("q·k", 9) + cell("/√" + std::to_string(hs), 9) + cell("softmax", 9) +
+               cell("model", 9) + "  weight";
+  out += head_line + "\n";
+  for (std::size_t s = 0; s < S; ++s) {
+    std::string line = fit_label(v.columns[s], label, ascii) + "  ";
+    if (!numbers) {
+      line += bar(n.keys[s], top_k, style.palette) + "  ";
+      line += bar(n.products[s], top_p, style.palette) + "  ";
+    }
+    const bool hidden = v.causal && s > n.token;
+    line += cell(hidden ? "masked" : fmt::format("{:.3f}", n.dots[s]), 9);
+    line += cell(hidden ? "" : fmt::format("{:.3f}", n.scaled[s]), 9);
+    line += cell(fmt::format("{:.4f}", n.softmax[s]), 9);
+    line += cell(fmt::format("{:.4f}", n.model_weights[s]), 9);
+    const std::size_t filled = static_cast<std::size_t>(std::lround(n.softmax[s] * 20.0));
+    line += "  " + std::string(filled == 0 ? "" : "") + [&] {
+      std::string b;
+      for (std::size_t k = 0; k < filled; ++k)
+        b += ascii ? "#" : "█";
+      return b;
+    }();
+    out += line + "\n";
+    if (numbers) {
+      out += fmt::format("{}  k [{:.3f}]\n", std::string(label, ' '), fmt::join(n.keys[s], ", "));
+      out += fmt::format("{}  q∘k [{:.3f}]\n", std::string(label, ' '),
+                         fmt::join(n.products[s], ", "));
+    }
+  }
+  float apart = 0.0f;
+  for (std::size_t s = 0; s < S; ++s)
+    apart = std::max(apart, std::fabs(n.softmax[s] - n.model_weights[s]));
+  out += fmt::format(
+      "\n{} softmax(q·k / √{}) recomputed here is the row the model computed: "
+      "largest |difference| {:.2g} (allowed 1e-5)\n",
+      apart <= 1e-5f ? (ascii ? "ok:" : "✓") : (ascii ? "FAILED:" : "✗"), hs, apart);
+  return out;
+}
+
+std::size_t terminal_width() {
+  if (const char* columns = std::getenv("COLUMNS")) {
+    char* end = nullptr;
+    const long n = std::strtol(columns, &end, 10);
+    if (end != columns && *end == '\0' && n >= 20 && n <= 1000) return static_cast<std::size_t>(n);
+  }
+  winsize size{};
+  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col >= 20)
+    return size.ws_col;
+  return 100;
+}
+
+}  // namespace attn::render

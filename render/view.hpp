@@ -1,0 +1,49 @@
+// attn view in the terminal: bertviz's head, model and neuron views drawn as text that fits a
+// width, in 24-bit colour, 256 colours, shades or ASCII (the heatmap's palettes).
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attention_view.hpp"
+#include "heatmap.hpp"
+
+namespace attn::render {
+
+struct ViewStyle {
+  Palette palette = Palette::shades;
+  std::size_t width = 100;  // the widest line aimed for
+  // The colour scale of the weights: fixed (0 to 1), or each row from 0 to its own largest
+  // weight (near-uniform weights of an untrained model still show their structure).
+  bool per_row = false;
+  std::optional<std::size_t> token;  // a query token to point out (head view), or none
+};
+
+// The widest grid the model view draws legibly, and the head view's: past these many tokens the
+// views refuse and say what to do.
+inline constexpr std::size_t kModelViewMaxTokens = 48;
+inline constexpr std::size_t kHeadViewMaxTokens = 64;
+
+// One layer's heads (`heads`, in that order), one heatmap each with the tokens as labels, packed
+// side by side into bands that fit the width. With `style.token`, that query's row is marked.
+std::string render_head_view(const AttentionView& view, std::size_t layer,
+                             const std::vector<std::size_t>& heads, const ViewStyle& style);
+// Every layer x every head, each a small heatmap (one cell per weight), layers down, heads
+// across, wrapped into bands of heads that fit the width.
+std::string render_model_view(const AttentionView& view, const ViewStyle& style);
+// One head and one query token: the query, each key, their elementwise products, the sums, the
+// scaling, the softmax and the row the model computed.
+std::string render_neuron_view(const AttentionView& view, const NeuronView& neuron,
+                               const ViewStyle& style);
+
+// Throws Error(bad_size) when the view has more tokens than `limit`, saying what to do; `which`
+// names the view ("the model view").
+void check_legible(const AttentionView& view, std::size_t limit, std::string_view which);
+
+// The terminal's width: COLUMNS when it is a number from 20 to 1000, else the width of the
+// terminal on stdout, else 100.
+std::size_t terminal_width();
+
+}  // namespace attn::render
