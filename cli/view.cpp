@@ -1,6 +1,7 @@
 // attn view head|model|neuron: bertviz's views of attention, in the terminal, on a shipped or
 // trained checkpoint, the book's encoder with --weights, or its random initialisation.
 #include "view.hpp"
+#include "view_interactive.hpp"
 
 #include <cstdio>
 #include <memory>
@@ -29,6 +30,7 @@ struct ViewCliOptions {
       sentences = "all", part = "cross", norm = "pre", color = "auto", scale = "auto", heads;
   std::uint64_t seed = 0;
   std::size_t layer = 0, head = 0, token = 0;
+  bool interactive = false;
 };
 
 [[noreturn]] void refuse(std::string_view option, const std::string& message) {
@@ -44,17 +46,6 @@ AttentionView book_view(const ViewCliOptions& o, const CLI::App& app, Context& c
                          name, kShippedSeq2Seq, name));
   EncoderConfig config = o.config.empty() ? tiny_config() : resolve_config(o.config);
   const NormPlacement placement = o.norm == "post" ? NormPlacement::post : NormPlacement::pre;
-  Rng rng(o.seed);
-  Encoder encoder = init_encoder(rng, config, placement, true);
-  std::string model =
-      fmt::format("the book's encoder ({}), ", o.config.empty() ? "tiny config" : o.config);
-  if (!o.weights.empty()) {
-    load_state_dict(encoder, describe_encoder(config, true), load_weights_file(o.weights, context),
-                    o.weights);
-    model += "weights " + o.weights;
-  } else {
-    model += fmt::format("random initialisation (seed {})", o.seed);
-  }
   const Vocabulary& vocab = uses_bert_vocabulary(config) ? bert_vocabulary() : lesson_vocabulary();
   const std::string a = o.text.empty() ? "time flies like an arrow" : o.text;
   std::vector<std::string> tokens;
@@ -83,6 +74,19 @@ AttentionView book_view(const ViewCliOptions& o, const CLI::App& app, Context& c
     refuse("text", fmt::format("the text has {} tokens, more than the model's {} positions: give "
                                "a shorter --text",
                                ids.size(), config.max_position_embeddings));
+  // Refused before a large model is made: the view could not show this many tokens.
+  render::check_legible(ids.size(), o.kind);
+  Rng rng(o.seed);
+  Encoder encoder = init_encoder(rng, config, placement, true);
+  std::string model =
+      fmt::format("the book's encoder ({}), ", o.config.empty() ? "tiny config" : o.config);
+  if (!o.weights.empty()) {
+    load_state_dict(encoder, describe_encoder(config, true), load_weights_file(o.weights, context),
+                    o.weights);
+    model += "weights " + o.weights;
+  } else {
+    model += fmt::format("random initialisation (seed {})", o.seed);
+  }
   Ids input({1, ids.size()});
   std::copy(ids.begin(), ids.end(), input.begin());
   AttentionView view = encoder_view(encoder, input, tokens, model);
@@ -163,12 +167,12 @@ std::vector<std::size_t> parse_heads(const std::string& text, std::size_t heads)
   return out;
 }
 
+// `has` says what there is, e.g. "the model has 2 layers".
 void check_index(std::string_view option, std::string_view what, std::size_t value,
-                 std::size_t count) {
+                 std::size_t count, std::string_view has) {
   if (value < count) return;
-  throw Error(
-      ErrorKind::bad_size, "view",
-      fmt::format("{} {} does not exist: the view has {}, 0 to {}", what, value, count, count - 1))
+  throw Error(ErrorKind::bad_size, "view",
+              fmt::format("{} {} does not exist: {}, 0 to {}", what, value, has, count - 1))
       .about(std::string(option));
 }
 
@@ -186,15 +190,23 @@ int run_view(ViewCliOptions& o, const CLI::App& app, Context& context) {
   if (o.kind == "model" && app.count("--token") > 0)
     refuse("token", "--token picks a query for the head and neuron views: drop it");
   AttentionView view = o.checkpoint.empty() ? book_view(o, app, context) : checkpoint_view(o, app);
+  if (o.sentences != "all" && view.pair_split == 0)
+    refuse("sentences",
+           "the view holds one sentence, so it has no sentence A and B: give a "
+           "second with --pair TEXT, or drop --sentences");
   if (o.sentences != "all") {
     const char from = o.sentences[0], to = o.sentences[2];
     view = sentence_block(view, from, to);
   }
-  check_index("layer", "layer", o.layer, view.layers);
+  check_index("layer", "layer", o.layer, view.layers,
+              fmt::format("the model has {} layers", view.layers));
   const std::vector<std::size_t> heads = parse_heads(o.heads, view.heads);
-  if (o.kind == "neuron") check_index("head", "head", o.head, view.heads);
+  if (o.kind == "neuron")
+    check_index("head", "head", o.head, view.heads,
+                fmt::format("the model has {} heads", view.heads));
   if (app.count("--token") > 0 || o.kind == "neuron")
-    check_index("token", "query token", o.token, view.rows.size());
+    check_index("token", "query token", o.token, view.rows.size(),
+                fmt::format("the view has {} query tokens", view.rows.size()));
 
   render::ViewStyle style;
   float top = 0.0f;
@@ -208,6 +220,7 @@ int run_view(ViewCliOptions& o, const CLI::App& app, Context& context) {
                                                              : render::ColorMode::automatic);
   style.palette = render::choose_palette(colour);
   style.width = render::terminal_width();
+  if (o.interactive) return run_interactive(view, {o.kind, o.layer, o.head, o.token}, style);
   std::string text;
   if (o.kind == "head") {
     render::check_legible(view, render::kHeadViewMaxTokens, "the head view");
@@ -290,6 +303,9 @@ void setup(CLI::App& app, Context& context) {
                   "auto (default; off under NO_COLOR or when not a terminal), always, never")
       ->check(choice_validator("a color mode", {"auto", "always", "never"}))
       ->option_text("auto|always|never");
+  sub->add_flag("--interactive", o->interactive,
+                "in a terminal: ↑↓ layer, ←→ head, j k query token, q quits (as hovering in "
+                "bertviz)");
   sub->callback([o, sub, &context] { context.exit_code = run_view(*o, *sub, context); });
 }
 

@@ -93,8 +93,7 @@ AttentionView transformer_view(const Transformer& model, const Ids& source, cons
 AttentionView sentence_block(const AttentionView& view, char from, char to) {
   if (view.pair_split == 0)
     throw Error(ErrorKind::bad_value, "sentence_block",
-                "the view holds one sentence, so it has no sentence A and B: give a pair "
-                "(--pair TEXT), or drop --sentences");
+                "the view holds one sentence, so it has no sentence A and B");
   const std::size_t T = view.rows.size(), S = view.columns.size(), split = view.pair_split;
   auto range = [&](char which, std::size_t n) {
     return which == 'a' ? std::pair<std::size_t, std::size_t>{0, std::min(split, n)}
@@ -132,16 +131,14 @@ AttentionView sentence_block(const AttentionView& view, char from, char to) {
 
 NeuronView neuron_view(const AttentionView& view, std::size_t layer, std::size_t head,
                        std::size_t token) {
-  auto out_of_range = [](std::string_view what, std::size_t value, std::size_t count,
-                         std::string_view option) {
-    return Error(ErrorKind::bad_size, "neuron_view",
-                 fmt::format("{} {} does not exist: the view has {}, 0 to {}", what, value, count,
-                             count - 1))
-        .about(std::string(option));
+  auto out_of_range = [](std::string_view what, std::size_t value, std::size_t count) {
+    return Error(
+        ErrorKind::bad_size, "neuron_view",
+        fmt::format("{} {} does not exist: there are {}, 0 to {}", what, value, count, count - 1));
   };
-  if (layer >= view.layers) throw out_of_range("layer", layer, view.layers, "layer");
-  if (head >= view.heads) throw out_of_range("head", head, view.heads, "head");
-  if (token >= view.rows.size()) throw out_of_range("token", token, view.rows.size(), "token");
+  if (layer >= view.layers) throw out_of_range("layer", layer, view.layers);
+  if (head >= view.heads) throw out_of_range("head", head, view.heads);
+  if (token >= view.rows.size()) throw out_of_range("token", token, view.rows.size());
   const std::size_t S = view.columns.size(), hs = view.head_size;
   NeuronView n;
   n.layer = layer;

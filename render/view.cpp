@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "error.hpp"
+#include "lesson.hpp"
 
 namespace attn::render {
 
@@ -58,11 +59,42 @@ std::string pack(const std::vector<std::string>& blocks, std::size_t width, std:
   return out;
 }
 
-std::string header(const AttentionView& v) {
-  return fmt::format("{} · {} · {} layer{} x {} head{} · {} token{}{}\n", v.model, v.part, v.layers,
-                     v.layers == 1 ? "" : "s", v.heads, v.heads == 1 ? "" : "s", v.rows.size(),
-                     v.rows.size() == 1 ? "" : "s",
-                     v.columns == v.rows ? "" : fmt::format(" against {}", v.columns.size()));
+std::string header(const AttentionView& v, std::size_t width) {
+  return lessons::wrapped_prose(v.model, width) +
+         lessons::wrapped_prose(
+             fmt::format("{} · {} layer{} x {} head{} · {} token{}{}", v.part, v.layers,
+                         v.layers == 1 ? "" : "s", v.heads, v.heads == 1 ? "" : "s", v.rows.size(),
+                         v.rows.size() == 1 ? "" : "s",
+                         v.columns == v.rows ? "" : fmt::format(" against {}", v.columns.size())),
+             width);
+}
+
+// The symbols the views print, in ASCII for a terminal without UTF-8; anything else left over
+// becomes '?'.
+std::string ascii_only(std::string text) {
+  static const std::pair<std::string_view, std::string_view> kSwaps[] = {
+      {"·", "-"}, {"∘", "*"},        {"√", "sqrt "},      {"▶", ">"},
+      {"█", "#"}, {"✓", "ok:"},      {"✗", "FAILED:"},    {"…", "~"},
+      {"—", "-"}, {"↑↓", "up/down"}, {"←→", "left/right"}};
+  for (const auto& [from, to] : kSwaps)
+    for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at)) {
+      text.replace(at, from.size(), to);
+      at += to.size();
+    }
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      out += text[i];
+    } else if ((c & 0xC0) == 0xC0) {
+      out += '?';  // one per character: its continuation bytes are dropped
+    }
+  }
+  return out;
+}
+
+std::string finish(std::string text, const ViewStyle& style) {
+  return is_ascii(style.palette) ? ascii_only(std::move(text)) : text;
 }
 
 // A vector as one cell per element, by |value| against `top` (colour or shades).
@@ -83,8 +115,7 @@ float largest(const std::vector<std::vector<float>>& rows) {
 
 }  // namespace
 
-void check_legible(const AttentionView& view, std::size_t limit, std::string_view which) {
-  const std::size_t n = std::max(view.rows.size(), view.columns.size());
+void check_legible(std::size_t n, std::size_t limit, std::string_view which) {
   if (n <= limit) return;
   throw Error(ErrorKind::bad_size, "view",
               fmt::format("{} tokens are more than {} draws legibly ({} at most): give a shorter "
@@ -93,14 +124,27 @@ void check_legible(const AttentionView& view, std::size_t limit, std::string_vie
       .about("text");
 }
 
+void check_legible(const AttentionView& view, std::size_t limit, std::string_view which) {
+  check_legible(std::max(view.rows.size(), view.columns.size()), limit, which);
+}
+
+void check_legible(std::size_t n, std::string_view kind) {
+  check_legible(n, kind == "model" ? kModelViewMaxTokens : kHeadViewMaxTokens,
+                fmt::format("the {} view", kind));
+}
+
 std::string render_head_view(const AttentionView& v, std::size_t layer,
                              const std::vector<std::size_t>& heads, const ViewStyle& style) {
   const std::size_t T = v.rows.size(), S = v.columns.size();
-  std::string out = header(v);
-  out += fmt::format(
-      "layer {} of {}: rows are the queries, columns the keys{}\n\n", layer, v.layers,
-      style.token ? fmt::format("; ▶ marks query {} ({})", *style.token, v.rows[*style.token])
-                  : "");
+  std::string out = header(v, style.width);
+  out +=
+      lessons::wrapped_prose(
+          fmt::format("layer {} of {}: rows are the queries, columns the keys{}", layer, v.layers,
+                      style.token ? fmt::format("; ▶ marks query {} ({})", *style.token,
+                                                v.rows[*style.token])
+                                  : ""),
+          style.width) +
+      "\n\n";
   std::vector<std::string> blocks;
   for (std::size_t h : heads) {
     std::vector<float> matrix(T * S);
@@ -127,7 +171,7 @@ std::string render_head_view(const AttentionView& v, std::size_t layer,
     blocks.push_back(std::move(block));
   }
   out += pack(blocks, style.width, 3) + "\n" + legend(style) + "\n";
-  return out;
+  return finish(std::move(out), style);
 }
 
 std::string render_model_view(const AttentionView& v, const ViewStyle& style) {
@@ -142,24 +186,33 @@ std::string render_model_view(const AttentionView& v, const ViewStyle& style) {
   const std::size_t margin = label + 1;
   const std::size_t cell =
       margin + v.heads * (2 * S + gap) <= style.width || S * 2 + margin <= style.width / 2 ? 2 : 1;
+  // A map is as wide as its cells, or as its title ("[L11 H11]"), whichever is wider.
+  const std::size_t title = fmt::format("[L{} H{}]", v.layers - 1, v.heads - 1).size();
+  const std::size_t block = std::max(cell * S, title);
   const std::size_t per_band =
-      std::max<std::size_t>(1, (style.width - std::min(style.width, margin)) / (cell * S + gap));
-  if (margin + cell * S > style.width)
+      std::max<std::size_t>(1, (style.width - std::min(style.width, margin)) / (block + gap));
+  if (margin + block > style.width)
     throw Error(ErrorKind::bad_size, "view",
                 fmt::format("the model view needs {} columns for {} tokens and the terminal has "
                             "{}: widen it (COLUMNS), or give a shorter --text",
-                            margin + S, S, style.width))
+                            margin + std::max(S, title), S, style.width))
         .about("text");
-  std::string out = header(v);
-  out += "Each small map: one head of one layer, rows the queries, columns the keys.\n\n";
+  std::string out = header(v, style.width);
+  out += lessons::wrapped_prose(
+             "Each small map: one head of one layer, rows the queries, columns the keys.",
+             style.width) +
+         "\n";
   for (std::size_t first = 0; first < v.heads; first += per_band) {
     const std::size_t last = std::min(v.heads, first + per_band);
     for (std::size_t l = 0; l < v.layers; ++l) {
       // The heads' titles, then the keys' first characters, then one line per query.
       std::string line = std::string(margin, ' ');
       for (std::size_t h = first; h < last; ++h) {
-        const std::string title = fmt::format("L{} H{}", l, h);
-        line += fit_label(title, cell * S, ascii) + std::string(gap, ' ');
+        const bool chosen =
+            style.selected && style.selected->first == l && style.selected->second == h;
+        const std::string name =
+            chosen ? fmt::format("[L{} H{}]", l, h) : fmt::format("L{} H{}", l, h);
+        line += fit_label(name, block, ascii) + std::string(gap, ' ');
       }
       while (!line.empty() && line.back() == ' ')
         line.pop_back();
@@ -168,7 +221,7 @@ std::string render_model_view(const AttentionView& v, const ViewStyle& style) {
       for (std::size_t h = first; h < last; ++h) {
         for (std::size_t s = 0; s < S; ++s)
           line += fit_label(v.columns[s], cell, ascii);
-        line += std::string(gap, ' ');
+        line += std::string(block - cell * S + gap, ' ');
       }
       while (!line.empty() && line.back() == ' ')
         line.pop_back();
@@ -178,7 +231,7 @@ std::string render_model_view(const AttentionView& v, const ViewStyle& style) {
         for (std::size_t h = first; h < last; ++h) {
           for (std::size_t s = 0; s < S; ++s)
             line += heatmap_cell(style.palette, position(v, l, h, t, s, style.per_row), cell);
-          line += std::string(gap, ' ');
+          line += std::string(block - cell * S + gap, ' ');
         }
         while (!line.empty() && line.back() == ' ')
           line.pop_back();
@@ -187,14 +240,14 @@ std::string render_model_view(const AttentionView& v, const ViewStyle& style) {
       out += "\n";
     }
   }
-  return out + legend(style) + "\n";
+  return finish(out + legend(style) + "\n", style);
 }
 
 std::string render_neuron_view(const AttentionView& v, const NeuronView& n,
                                const ViewStyle& style) {
   const bool ascii = is_ascii(style.palette);
   const std::size_t S = v.columns.size(), hs = v.head_size;
-  std::string out = header(v);
+  std::string out = header(v, style.width);
   out += fmt::format(
       "layer {}, head {}, query token {} ({}): how its row of weights is made, key by key\n\n",
       n.layer, n.head, n.token, v.rows[n.token]);
@@ -254,8 +307,8 @@ std::string render_neuron_view(const AttentionView& v, const NeuronView& n,
   out += fmt::format(
       "\n{} softmax(q·k / √{}) recomputed here is the row the model computed: "
       "largest |difference| {:.2g} (allowed 1e-5)\n",
-      apart <= 1e-5f ? (ascii ? "ok:" : "✓") : (ascii ? "FAILED:" : "✗"), hs, apart);
-  return out;
+      apart <= 1e-5f ? "✓" : "✗", hs, apart);
+  return finish(std::move(out), style);
 }
 
 std::size_t terminal_width() {

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attention_view.hpp"
@@ -19,6 +20,8 @@ struct ViewStyle {
   // weight (near-uniform weights of an untrained model still show their structure).
   bool per_row = false;
   std::optional<std::size_t> token;  // a query token to point out (head view), or none
+  // The model view's selected (layer, head), its title bracketed.
+  std::optional<std::pair<std::size_t, std::size_t>> selected;
 };
 
 // The widest grid the model view draws legibly, and the head view's: past these many tokens the
@@ -41,6 +44,10 @@ std::string render_neuron_view(const AttentionView& view, const NeuronView& neur
 // Throws Error(bad_size) when the view has more tokens than `limit`, saying what to do; `which`
 // names the view ("the model view").
 void check_legible(const AttentionView& view, std::size_t limit, std::string_view which);
+// The same for `tokens` tokens and the view `kind` (head, model or neuron), before the view is
+// computed.
+void check_legible(std::size_t tokens, std::string_view kind);
+void check_legible(std::size_t tokens, std::size_t limit, std::string_view which);
 
 // The terminal's width: COLUMNS when it is a number from 20 to 1000, else the width of the
 // terminal on stdout, else 100.

@@ -53,7 +53,7 @@ TEST_CASE("attn generate decodes the shipped encoder-decoder: the reverse, with 
   CHECK(text.out.find("Greedy decoding gives the task's answer.") != std::string::npos);
 }
 
-TEST_CASE("sampling is seeded: the same seed the same tokens; top-k 1 is greedy",
+TEST_CASE("sampling is seeded: the same seed the same tokens, and top-k 1 is greedy",
           "[cli][generate]") {
   const auto a = run_attn(
       {"generate", "--text", "cabbage", "--temperature", "3", "--seed", "5", "--format", "json"});

@@ -15,7 +15,7 @@ constexpr std::int64_t kLargest = std::numeric_limits<std::int64_t>::max();  // 
 constexpr std::uint64_t k2To32 = std::uint64_t{1} << 32;
 }  // namespace
 
-TEST_CASE("counts up to 2^63-1 fit; one more is too large", "[count]") {
+TEST_CASE("counts up to 2^63-1 fit, one more is too large", "[count]") {
   CHECK(Count().value() == 0);
   CHECK(Count(std::uint64_t{kLargest}).value() == kLargest);
   CHECK_FALSE(Count(std::uint64_t{kLargest} + 1).fits());

@@ -11,12 +11,14 @@
 #include <catch2/catch.hpp>
 
 #include "error.hpp"
+#include "tolerant_text.hpp"
 
 using attn::render::choose_palette;
 using attn::render::HeatmapOptions;
 using attn::render::Palette;
 using attn::render::render_heatmap;
 using attn::render::TerminalEnvironment;
+using attn::testing::lines_of;
 
 namespace {
 
@@ -31,14 +33,6 @@ HeatmapOptions weights_options(Palette palette) {
   options.high = 1.0f;
   options.title = "weights";
   return options;
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    lines.push_back(line);
-  return lines;
 }
 
 // Terminal columns of UTF-8 text without escapes: code points, CJK counted twice.
@@ -128,7 +122,7 @@ TEST_CASE("shades and ascii print no escape sequence, even for a label holding o
   }
 }
 
-TEST_CASE("exact zeros print as a dot; small weights keep their number", "[heatmap]") {
+TEST_CASE("exact zeros print as a dot (o in ASCII), small weights keep their number", "[heatmap]") {
   const std::vector<float> values = {0.0f, -0.0f, 1e-6f, 0.004f};
   HeatmapOptions options = weights_options(Palette::shades);
   const std::string out = render_heatmap(values.data(), 1, 4, {"q"}, {}, options);
@@ -141,8 +135,8 @@ TEST_CASE("exact zeros print as a dot; small weights keep their number", "[heatm
   options.palette = Palette::ascii;
   options.zero_meaning = "";  // e.g. a positional-encoding table, where 0 is only a value
   const auto ascii = lines_of(render_heatmap(values.data(), 1, 4, {"q"}, {}, options));
-  CHECK(ascii[2] == "q      .      .    0.00   0.00");
-  CHECK(ascii[3].ends_with("   . exactly 0"));
+  CHECK(ascii[2] == "q      o      o    0.00   0.00");  // ASCII's shades start with '.'
+  CHECK(ascii[3].ends_with("   o exactly 0"));
 
   // Without any zero the legend says nothing about the dot.
   const std::vector<float> dense = {0.5f, 0.5f};
@@ -395,7 +389,7 @@ TEST_CASE("diverging: centred on 0, shades by |value|, a minus marks narrow nega
   CHECK(lines.back().find("- marks a negative value") != std::string::npos);
 }
 
-TEST_CASE("max_width narrows the cells; side_by_side pads blocks to their widest line",
+TEST_CASE("max_width narrows the cells, side_by_side pads blocks to their widest line",
           "[heatmap]") {
   HeatmapOptions options = weights_options(Palette::shades);
   options.title = "";

@@ -24,6 +24,18 @@
 
 namespace attn::testing {
 
+// The lines of a text, without their newlines.
+inline std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const std::size_t end = std::min(text.find('\n', start), text.size());
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
+
 struct TextTolerance {
   double atol = 1e-5;
   double rtol = 1e-4;
