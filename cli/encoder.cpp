@@ -32,37 +32,6 @@ struct EncoderCliOptions {
   bool no_embeddings = false, add_special_tokens = false;
 };
 
-// "2051,10029,2066" -> ids below the vocabulary's size; 0 is a valid id ([PAD]).
-std::vector<std::int64_t> parse_ids(const std::string& text, std::size_t vocab_size) {
-  std::vector<std::int64_t> ids;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const std::size_t comma = std::min(text.find(',', start), text.size());
-    const std::string item = text.substr(start, comma - start);
-    std::uint64_t id = 0;
-    const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), id);
-    const bool digits = !item.empty() && item.find_first_not_of("0123456789") == std::string::npos;
-    if (!digits || (ec != std::errc() && ec != std::errc::result_out_of_range) ||
-        ptr != item.data() + item.size()) {
-      throw Error("parse_ids",
-                  fmt::format("'{}' is not a list of ids: give whole numbers from 0 separated by "
-                              "commas, e.g. --ids 2051,10029,2066",
-                              printable(text)))
-          .about("ids");
-    }
-    if (ec == std::errc::result_out_of_range || id >= vocab_size) {
-      throw Error(
-          "parse_ids",
-          fmt::format("the id {} is outside the vocabulary (0 to {}): use ids below vocab_size {}",
-                      item, vocab_size - 1, vocab_size))
-          .about("ids");
-    }
-    ids.push_back(static_cast<std::int64_t>(id));
-    start = comma + 1;
-  }
-  return ids;
-}
-
 // More tokens than the position table has are refused here, naming where they came from.
 void check_positions(std::size_t tokens, const EncoderConfig& c, const std::string& what,
                      std::string_view fix) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -206,6 +207,37 @@ TrainedCheckpoint load_checkpoint(const std::string& name) {
     std::copy(values.begin(), values.end(), data);
   });
   return c;
+}
+
+// "2051,10029,2066" -> ids below the vocabulary's size; 0 is a valid id ([PAD]).
+std::vector<std::int64_t> parse_ids(const std::string& text, std::size_t vocab_size) {
+  std::vector<std::int64_t> ids;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    std::uint64_t id = 0;
+    const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), id);
+    const bool digits = !item.empty() && item.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits || (ec != std::errc() && ec != std::errc::result_out_of_range) ||
+        ptr != item.data() + item.size()) {
+      throw Error("parse_ids",
+                  fmt::format("'{}' is not a list of ids: give whole numbers from 0 separated by "
+                              "commas, e.g. --ids 2051,10029,2066",
+                              printable(text)))
+          .about("ids");
+    }
+    if (ec == std::errc::result_out_of_range || id >= vocab_size) {
+      throw Error(
+          "parse_ids",
+          fmt::format("the id {} is outside the vocabulary (0 to {}): use ids below vocab_size {}",
+                      item, vocab_size - 1, vocab_size))
+          .about("ids");
+    }
+    ids.push_back(static_cast<std::int64_t>(id));
+    start = comma + 1;
+  }
+  return ids;
 }
 
 Seq2SeqCheckpoint load_seq2seq_checkpoint(const std::string& name, std::string_view command) {

@@ -41,6 +41,9 @@ EncoderConfig resolve_config(const std::string& path);
 // "checkpoint" and list the shipped names.
 std::string resolve_checkpoint(const std::string& name);
 
+// --ids: "2051,10029,2066" -> ids below `vocab_size` (0, [PAD], included); errors are about "ids".
+std::vector<std::int64_t> parse_ids(const std::string& text, std::size_t vocab_size);
+
 // The tensors and metadata of a checkpoint file; errors are about "checkpoint".
 StateDict read_checkpoint_file(const std::string& path, Metadata& metadata);
 

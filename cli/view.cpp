@@ -26,7 +26,7 @@ namespace {
 
 struct ViewCliOptions {
   std::string kind;  // head, model, neuron
-  std::string checkpoint, config, weights, text, pair,
+  std::string checkpoint, config, weights, text, pair, ids_text,
       sentences = "all", part = "cross", norm = "pre", color = "auto", scale = "auto", heads;
   std::uint64_t seed = 0;
   std::size_t layer = 0, head = 0, token = 0;
@@ -51,7 +51,15 @@ AttentionView book_view(const ViewCliOptions& o, const CLI::App& app, Context& c
   std::vector<std::string> tokens;
   std::vector<std::int64_t> ids;
   std::size_t split = 0;
-  if (o.pair.empty()) {
+  if (!o.ids_text.empty()) {
+    if (!o.text.empty() || !o.pair.empty())
+      refuse("ids", "give the tokens once: --ids, or --text (and --pair)");
+    ids = parse_ids(o.ids_text, config.vocab_size);
+    for (std::int64_t id : ids)
+      tokens.push_back(static_cast<std::size_t>(id) < vocab.tokens.size()
+                           ? vocab.tokens[static_cast<std::size_t>(id)]
+                           : std::to_string(id));
+  } else if (o.pair.empty()) {
     const Encoding e = encode(a, vocab, false);
     tokens = e.tokens;
     ids = e.ids;
@@ -97,7 +105,7 @@ AttentionView book_view(const ViewCliOptions& o, const CLI::App& app, Context& c
 // A checkpoint of attn train: an encoder's self-attention on the task's letters, or an
 // encoder-decoder's --part on the source and its answer (teacher forcing).
 AttentionView checkpoint_view(const ViewCliOptions& o, const CLI::App& app) {
-  for (const char* name : {"--config", "--weights", "--seed", "--norm", "--pair"})
+  for (const char* name : {"--config", "--weights", "--seed", "--norm", "--pair", "--ids"})
     if (app.count(name) > 0)
       refuse(std::string(name).substr(2),
              fmt::format("a checkpoint brings its own model and weights: drop {}", name));
@@ -268,6 +276,9 @@ void setup(CLI::App& app, Context& context) {
                   "a task's letters or digits for a checkpoint (default: its example)")
       ->check(not_empty_validator("--text", "'time flies'"))
       ->option_text("TEXT");
+  sub->add_option("--ids", o->ids_text,
+                  "the book's encoder: token ids instead of --text, e.g. 2051,10029,2066")
+      ->option_text("ID,ID,...");
   sub->add_option("--pair", o->pair,
                   "a second sentence: [CLS] text [SEP] pair [SEP], as BERT reads a pair")
       ->check(not_empty_validator("--pair", "'fruit flies like a banana'"))

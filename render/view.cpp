@@ -144,7 +144,7 @@ std::string render_head_view(const AttentionView& v, std::size_t layer,
                                                 v.rows[*style.token])
                                   : ""),
           style.width) +
-      "\n\n";
+      "\n";
   std::vector<std::string> blocks;
   for (std::size_t h : heads) {
     std::vector<float> matrix(T * S);

@@ -121,6 +121,15 @@ TEST_CASE("view head and neuron: labels, the width, and the recomputed softmax",
     CHECK(std::all_of(ascii.out.begin(), ascii.out.end(),
                       [](char c) { return static_cast<unsigned char>(c) < 0x80; }));
   }
+  SECTION("ids instead of text, labelled with the vocabulary's tokens") {
+    const auto run = run_attn({"view", "head", "--config", "bert-base", "--ids",
+                               "2051,10029,2066,2019,8612", "--heads", "0", "--layer", "11"},
+                              kNoColor);
+    INFO(run.err);
+    REQUIRE(run.exit_code == 0);
+    CHECK(run.out.find("layer 11 of 12") != std::string::npos);
+    CHECK(run.out.find("flies") != std::string::npos);  // 10029 in BERT's vocabulary
+  }
   SECTION("a sentence pair, cut to sentence A's queries against B's keys") {
     const auto run = run_attn({"view", "head", "--text", "time flies like an arrow", "--pair",
                                "fruit flies like a banana", "--sentences", "a-b"},
@@ -150,6 +159,8 @@ TEST_CASE("view refuses what it cannot show, in one line", "[cli][view]") {
         "six seven eight nine ten one two three four five six seven eight nine ten"},
        "more than the model view draws legibly"},
       {{"view", "head", "--sentences", "a-b"}, "has no sentence A and B"},
+      {{"view", "head", "--ids", "5,6", "--text", "time"}, "give the tokens once"},
+      {{"view", "head", "--ids", "5,99999"}, "the id 99999 is outside the vocabulary"},
       {{"view", "head", "--checkpoint", "reverse", "--part", "decoder"}, "it has one part"},
       {{"view", "head", "--checkpoint", "reverse", "--weights", "w.safetensors"},
        "a checkpoint brings its own model"},
