@@ -304,10 +304,11 @@ std::string render_neuron_view(const AttentionView& v, const NeuronView& n,
   float apart = 0.0f;
   for (std::size_t s = 0; s < S; ++s)
     apart = std::max(apart, std::fabs(n.softmax[s] - n.model_weights[s]));
-  out += fmt::format(
-      "\n{} softmax(q·k / √{}) recomputed here is the row the model computed: "
-      "largest |difference| {:.2g} (allowed 1e-5)\n",
-      apart <= 1e-5f ? "✓" : "✗", hs, apart);
+  out += "\n" + lessons::wrapped_prose(
+                    fmt::format("{} softmax(q·k / √{}) recomputed here is the row the model "
+                                "computed: largest |difference| {:.2g} (allowed 1e-5)",
+                                apart <= 1e-5f ? "✓" : "✗", hs, apart),
+                    style.width);
   return finish(std::move(out), style);
 }
 
