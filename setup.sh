@@ -20,6 +20,7 @@ packages=(
   libutf8proc-dev                                       # Unicode for the tokenizer (NFD, categories)
   catch2                                                # tests (Catch2 v2)
   clang-format                                          # the formatting check (clang-format-14)
+  chromium libcairo2-dev                                # the browser tests: exported pages, screenshots
 )
 if [ "$mode" = fuzz ]; then
   packages+=(clang libclang-rt-14-dev)  # libFuzzer and the ASan/UBSan runtimes
