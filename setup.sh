@@ -21,6 +21,7 @@ packages=(
   catch2                                                # tests (Catch2 v2)
   clang-format                                          # the formatting check (clang-format-14)
   tmux                                                  # the test that drives attn view --interactive
+  chromium libcairo2-dev                                # the browser tests: exported pages, screenshots
 )
 if [ "$mode" = fuzz ]; then
   packages+=(clang libclang-rt-14-dev)  # libFuzzer and the ASan/UBSan runtimes

@@ -4,6 +4,7 @@
 #include "view_interactive.hpp"
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "state_dict.hpp"
 #include "tasks.hpp"
 #include "tokenizer.hpp"
+#include "view_export.hpp"
 
 namespace attn::cli {
 
@@ -27,7 +29,8 @@ namespace {
 struct ViewCliOptions {
   std::string kind;  // head, model, neuron
   std::string checkpoint, config, weights, text, pair, ids_text,
-      sentences = "all", part = "cross", norm = "pre", color = "auto", scale = "auto", heads;
+      sentences = "all", part = "cross", norm = "pre", color = "auto", scale = "auto", heads,
+      export_path;
   std::uint64_t seed = 0;
   std::size_t layer = 0, head = 0, token = 0;
   bool interactive = false;
@@ -197,6 +200,18 @@ int run_view(ViewCliOptions& o, const CLI::App& app, Context& context) {
     refuse("layer", "the model view shows every layer: drop --layer, or use the head view");
   if (o.kind == "model" && app.count("--token") > 0)
     refuse("token", "--token picks a query for the head and neuron views: drop it");
+  const bool exporting = app.count("--export") > 0;
+  if (exporting) {
+    if (app.count("--color") > 0)
+      refuse("color",
+             "--color is for the terminal; an exported view has its own colours: drop "
+             "--color");
+    if (o.kind == "head" && app.count("--token") > 0)
+      refuse("token",
+             "--token marks a query in the terminal; on the exported page, point at a "
+             "token instead: drop --token");
+    render::check_export_path(o.export_path);
+  }
   AttentionView view = o.checkpoint.empty() ? book_view(o, app, context) : checkpoint_view(o, app);
   if (o.sentences != "all" && view.pair_split == 0)
     refuse("sentences",
@@ -221,6 +236,22 @@ int run_view(ViewCliOptions& o, const CLI::App& app, Context& context) {
   for (float w : view.weights)
     top = std::max(top, w);
   style.per_row = o.scale == "row" || (o.scale == "auto" && top < 0.5f);
+  if (exporting) {
+    render::ExportRequest request;
+    request.kind = o.kind;
+    request.layer = o.layer;
+    request.heads = heads;
+    request.head = o.head;
+    request.token = o.token;
+    request.per_row = style.per_row;
+    render::export_view(view, request, o.export_path);
+    std::error_code ec;
+    const auto bytes = std::filesystem::file_size(o.export_path, ec);
+    std::fputs(
+        fmt::format("wrote {} ({} bytes)\n", printable(o.export_path), ec ? 0 : bytes).c_str(),
+        stdout);
+    return kExitOk;
+  }
   if (app.count("--token") > 0) style.token = o.token;
 
   const bool colour = render::use_color(o.color == "always"  ? render::ColorMode::always
@@ -317,6 +348,11 @@ void setup(CLI::App& app, Context& context) {
   sub->add_flag("--interactive", o->interactive,
                 "in a terminal: ↑↓ layer, ←→ head, j k query token, q quits (as hovering in "
                 "bertviz)");
+  sub->add_option("--export", o->export_path,
+                  "write the view to FILE.html (one self-contained page, interactive), FILE.svg "
+                  "or FILE.png instead of the terminal")
+      ->check(not_empty_validator("--export", "view.html"))
+      ->option_text("FILE");
   sub->callback([o, sub, &context] { context.exit_code = run_view(*o, *sub, context); });
 }
 

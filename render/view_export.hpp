@@ -1,0 +1,41 @@
+// attn view --export FILE: bertviz's views written to a file instead of the terminal: one
+// self-contained interactive HTML page (no network; its data embedded as JSON), or a picture
+// (.svg, .png; view_image.hpp).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "attention_view.hpp"
+
+namespace attn::render {
+
+// Which view to export and what it starts on. kind: head, model or neuron. layer: the head and
+// neuron views' layer; heads: the head view's heads shown at first (all when empty); head and
+// token: the neuron view's head and query. per_row: each row's colours from 0 to its largest
+// weight instead of 0 to 1.
+struct ExportRequest {
+  std::string kind;
+  std::size_t layer = 0;
+  std::vector<std::size_t> heads;
+  std::size_t head = 0, token = 0;
+  bool per_row = false;
+};
+
+// Refuses, before anything is computed, a path whose extension is not .html, .svg or .png
+// (case-insensitive), that names a folder or something else than a regular file, or whose folder
+// does not exist or is not writable: Error(bad_value or bad_file) about "export", one line saying
+// what to do.
+void check_export_path(const std::string& path);
+
+// Writes the view to `path` all or nothing: a temporary file in the same folder renamed into
+// place, so that a failure (or SIGINT, SIGTERM, SIGHUP) leaves whatever was there before.
+// .html is view_html's page; .svg and .png are write_view_image's pictures.
+void export_view(const AttentionView& view, const ExportRequest& request, const std::string& path);
+
+// One self-contained page: inline CSS and JavaScript, the view's data as JSON, no link to
+// anything outside. Throws Error(bad_size) for a layer, head or token out of range.
+std::string view_html(const AttentionView& view, const ExportRequest& request);
+
+}  // namespace attn::render
