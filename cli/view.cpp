@@ -3,6 +3,7 @@
 #include "view.hpp"
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,12 +13,14 @@
 #include "attention_view.hpp"
 #include "command.hpp"
 #include "error.hpp"
+#include "image_file.hpp"
 #include "lesson_io.hpp"
 #include "options.hpp"
 #include "shipped.hpp"
 #include "state_dict.hpp"
 #include "tasks.hpp"
 #include "tokenizer.hpp"
+#include "view_image.hpp"
 
 namespace attn::cli {
 
@@ -27,6 +30,7 @@ struct ViewCliOptions {
   std::string kind;  // head, model, neuron
   std::string checkpoint, config, weights, text, pair,
       sentences = "all", part = "cross", norm = "pre", color = "auto", scale = "auto", heads;
+  std::string export_path;  // --export FILE.svg|FILE.png (.html: the page)
   std::uint64_t seed = 0;
   std::size_t layer = 0, head = 0, token = 0;
 };
@@ -185,6 +189,13 @@ int run_view(ViewCliOptions& o, const CLI::App& app, Context& context) {
     refuse("layer", "the model view shows every layer: drop --layer, or use the head view");
   if (o.kind == "model" && app.count("--token") > 0)
     refuse("token", "--token picks a query for the head and neuron views: drop it");
+  if (!o.export_path.empty()) {
+    render::check_output_file(o.export_path, {".html", ".svg", ".png"}, "view.png", "export");
+    if (render::extension_of(o.export_path) == ".html")
+      refuse("export", fmt::format("'{}': this attn is built without the page (.html); draw a "
+                                   "picture instead: FILE.svg or FILE.png",
+                                   printable(o.export_path)));
+  }
   AttentionView view = o.checkpoint.empty() ? book_view(o, app, context) : checkpoint_view(o, app);
   if (o.sentences != "all") {
     const char from = o.sentences[0], to = o.sentences[2];
@@ -202,6 +213,15 @@ int run_view(ViewCliOptions& o, const CLI::App& app, Context& context) {
     top = std::max(top, w);
   style.per_row = o.scale == "row" || (o.scale == "auto" && top < 0.5f);
   if (app.count("--token") > 0) style.token = o.token;
+  if (!o.export_path.empty()) {
+    const render::ExportRequest request{o.kind, o.layer, heads, o.head, o.token, style.per_row};
+    render::write_view_image(view, request, o.export_path);
+    std::error_code ec;
+    const auto bytes = std::filesystem::file_size(o.export_path, ec);
+    std::fputs(fmt::format("wrote {} ({} bytes)\n", printable(o.export_path), bytes).c_str(),
+               stdout);
+    return kExitOk;
+  }
 
   const bool colour = render::use_color(o.color == "always"  ? render::ColorMode::always
                                         : o.color == "never" ? render::ColorMode::never
@@ -286,6 +306,11 @@ void setup(CLI::App& app, Context& context) {
                   "every weight is below 0.5, else fixed)")
       ->check(choice_validator("a heatmap scale", {"auto", "fixed", "row"}))
       ->option_text("auto|fixed|row");
+  sub->add_option("--export", o->export_path,
+                  "write the view to FILE.html (one self-contained page, interactive), FILE.svg "
+                  "or FILE.png instead of the terminal")
+      ->check(not_empty_validator("--export", "view.png"))
+      ->option_text("FILE");
   sub->add_option("--color", o->color,
                   "auto (default; off under NO_COLOR or when not a terminal), always, never")
       ->check(choice_validator("a color mode", {"auto", "always", "never"}))
