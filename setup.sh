@@ -18,10 +18,11 @@ packages=(
   xtensor-dev libxtensor-blas-dev libopenblas-dev       # tensors and BLAS
   libcli11-dev libfmt-dev nlohmann-json3-dev zlib1g-dev # command line, formatting, JSON, zlib
   libutf8proc-dev                                       # Unicode for the tokenizer (NFD, categories)
+  libcairo2-dev fonts-dejavu-core                       # the exported pictures (.svg, .png) and their font
   catch2                                                # tests (Catch2 v2)
   clang-format                                          # the formatting check (clang-format-14)
   tmux                                                  # the test that drives attn view --interactive
-  chromium libcairo2-dev                                # the browser tests: exported pages, screenshots
+  chromium                                              # the browser tests: exported pages, screenshots
 )
 if [ "$mode" = fuzz ]; then
   packages+=(clang libclang-rt-14-dev)  # libFuzzer and the ASan/UBSan runtimes

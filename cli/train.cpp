@@ -5,8 +5,10 @@
 #include <unistd.h>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -14,9 +16,11 @@
 #include "11-train/seq2seq_lesson.hpp"
 #include "11-train/train_lesson.hpp"
 #include "command.hpp"
+#include "image_file.hpp"
 #include "lesson_io.hpp"
 #include "options.hpp"
 #include "output.hpp"
+#include "plot_image.hpp"
 #include "save.hpp"
 #include "seq2seq.hpp"
 #include "state_dict.hpp"
@@ -33,6 +37,7 @@ struct TrainCliOptions {
   std::string model = "encoder";
   std::string norm = "pre";
   std::string checkpoint;
+  std::string export_path;  // --export: the curves as a picture
   bool vocab_given = false;
   render::OutputOptions output;
 };
@@ -101,6 +106,45 @@ void check_checkpoint_path(const std::string& path) {
   }
 }
 
+void check_export_path(const std::string& path) {
+  if (!path.empty()) render::check_output_file(path, {".svg", ".png"}, "loss.png", "export");
+}
+
+// Every step's batch loss and accuracy (in %), as the run goes.
+struct Curves {
+  std::vector<double> losses, accuracies;
+  void add(double loss, double accuracy) {
+    losses.push_back(loss);
+    accuracies.push_back(100.0 * accuracy);
+  }
+};
+
+std::string norm_name(NormPlacement norm) {
+  return norm == NormPlacement::pre ? "pre-LN" : "post-LN";
+}
+
+// The loss and accuracy panels, the held-out results marked on the accuracy's.
+render::CurvePicture curves_picture(std::string title, std::string model, std::string run,
+                                    const Curves& curves, std::vector<render::CurveMark> marks) {
+  render::CurvePicture picture;
+  picture.title = std::move(title);
+  picture.subtitle = {std::move(model), std::move(run)};
+  picture.panels.push_back({"loss (cross-entropy)", curves.losses, false, {}});
+  picture.panels.push_back({"accuracy on the batch", curves.accuracies, true, std::move(marks)});
+  return picture;
+}
+
+// --export: the picture, and on a terminal a line saying where it went.
+void export_curves(const render::CurvePicture& picture, const std::string& path, bool shown) {
+  if (path.empty()) return;
+  render::write_curve_image(picture, path);
+  if (shown) {
+    std::error_code ec;
+    const auto bytes = std::filesystem::file_size(path, ec);
+    std::fputs(fmt::format("  wrote {} ({} bytes)\n", printable(path), bytes).c_str(), stderr);
+  }
+}
+
 void report_time(bool shown, const Progress& progress, std::size_t steps) {
   if (!shown) return;
   const double seconds = progress.seconds();
@@ -138,19 +182,38 @@ int run_train_transformer(TrainCliOptions& o, const CLI::App& app, const Context
   c.seed = o.config.seed;
   check_seq2seq_config(c);
   check_checkpoint_path(o.checkpoint);
+  check_export_path(o.export_path);
   cli::check_outputs(o.output);
   keep_freed_memory();
   const bool shown =
       o.output.format == render::Format::text && !o.output.quiet && isatty(STDERR_FILENO) != 0;
   Progress progress(c.steps, shown);
+  Curves curves;
   lessons::Seq2SeqLessonOptions lesson{c, [&](const Seq2SeqStep& s) {
                                          progress.update({s.step, s.loss, s.accuracy, s.lr});
+                                         curves.add(s.loss, s.accuracy);
                                        }};
   lessons::Seq2SeqLessonResult result = lessons::run_seq2seq_train(lesson);
   report_time(shown, progress, c.steps);
   if (!o.checkpoint.empty())
     write_weights(o.checkpoint, transformer_state_dict(result.model),
                   seq2seq_metadata(c, result.held_out));
+  if (!o.export_path.empty()) {
+    const Seq2SeqEvaluation& e = result.held_out;
+    export_curves(
+        curves_picture(
+            fmt::format(
+                "attn train --model transformer --task {}: loss and accuracy while training",
+                o.task),
+            fmt::format("seed 001's encoder-decoder: {} layers, D {}, {} heads, F {}, {}", c.layers,
+                        c.d_model, c.heads, c.d_ff, norm_name(c.norm)),
+            fmt::format("{} steps of {} pairs, AdamW at lr {:g}, seed {}", c.steps, c.batch, c.lr,
+                        c.seed),
+            curves,
+            {{"held-out answers right (greedy)", 100.0 * e.exact_match},
+             {"held-out next tokens right", 100.0 * e.token_accuracy}}),
+        o.export_path, shown);
+  }
   return publish(result.run, o.output, context);
 }
 
@@ -175,17 +238,38 @@ int run_train(TrainCliOptions& o, const Context& context) {
   check_train_config(c);
   check_budget("train", plan_training(c));
   check_checkpoint_path(o.checkpoint);
+  check_export_path(o.export_path);
   cli::check_outputs(o.output);
   keep_freed_memory();
   const bool shown =
       o.output.format == render::Format::text && !o.output.quiet && isatty(STDERR_FILENO) != 0;
   Progress progress(c.steps, shown);
-  lessons::TrainLessonOptions lesson{c, [&](const TrainStep& s) { progress.update(s); }};
+  Curves curves;
+  lessons::TrainLessonOptions lesson{c, [&](const TrainStep& s) {
+                                       progress.update(s);
+                                       curves.add(s.loss, s.accuracy);
+                                     }};
   lessons::TrainLessonResult result = lessons::run_train(lesson);
   report_time(shown, progress, c.steps);
   if (!o.checkpoint.empty()) {
     write_weights(o.checkpoint, collect_state_dict(result.model),
                   checkpoint_metadata(c, result.held_out));
+  }
+  if (!o.export_path.empty()) {
+    const Evaluation& e = result.held_out;
+    export_curves(
+        curves_picture(
+            fmt::format("attn train --task {}: loss and accuracy while training", o.task),
+            fmt::format("the book's encoder with a head on every token: {} layers, D {}, {} heads, "
+                        "F {}, {}",
+                        c.layers, c.d_model, c.heads, c.d_ff, norm_name(c.norm)),
+            fmt::format("{} steps of {} sequences (T {}), AdamW at lr {:g}{}, seed {}", c.steps,
+                        c.batch, c.sizes.tokens, c.lr,
+                        c.dropout > 0.0f ? fmt::format(", dropout {:g}", c.dropout) : "", c.seed),
+            curves,
+            {{"held-out tokens right", 100.0 * e.token_accuracy},
+             {"held-out sequences right", 100.0 * e.sequence_accuracy}}),
+        o.export_path, shown);
   }
   return publish(result.run, o.output, context);
 }
@@ -234,6 +318,11 @@ void setup(CLI::App& app, Context& context) {
   sub->add_option("--save-checkpoint", o->checkpoint,
                   "write the trained model as FILE.safetensors, its task and sizes in the metadata")
       ->check(not_empty_validator("--save-checkpoint", "reverse.safetensors"))
+      ->option_text("FILE");
+  sub->add_option("--export", o->export_path,
+                  "also draw the loss and accuracy curves, with the held-out accuracy, to "
+                  "FILE.svg or FILE.png")
+      ->check(not_empty_validator("--export", "loss.png"))
       ->option_text("FILE");
   add_output_options(*sub, o->output);
   add_heatmap_option(*sub, o->output);

@@ -14,6 +14,7 @@
 #include "attention_view.hpp"
 #include "command.hpp"
 #include "error.hpp"
+#include "image_file.hpp"
 #include "lesson_io.hpp"
 #include "options.hpp"
 #include "shipped.hpp"

@@ -97,10 +97,6 @@ std::string center(std::string_view text, std::size_t text_width, std::size_t wi
 
 // ---- Colour
 
-struct Rgb {
-  int r, g, b;
-};
-
 // matplotlib's viridis at t = 0, 1/8, ..., 1: perceptually uniform, dark purple to yellow, and
 // readable by most colour-blind viewers.
 constexpr std::array<Rgb, 9> kViridis = {{{68, 1, 84},
@@ -676,6 +672,18 @@ std::string fit_label(std::string_view label, std::size_t width, bool ascii) {
 
 std::size_t label_width(std::string_view label, bool ascii) {
   return width_of(split_glyphs(label, ascii));
+}
+
+Rgb viridis_color(double t) {
+  return interpolate(kViridis, t);
+}
+
+Rgb diverging_color(double t) {
+  return interpolate(kCoolWarm, t);
+}
+
+bool dark_text_on(Rgb background) {
+  return wants_dark_text(background);
 }
 
 }  // namespace attn::render

@@ -63,6 +63,16 @@ std::string side_by_side(const std::vector<std::string>& blocks, std::size_t gap
 // The display width of the widest line of `block`, escape sequences excluded.
 std::size_t block_width(std::string_view block);
 
+// The heatmaps' colours as 8-bit RGB, for pictures: viridis at t in [0, 1] (the weights), and
+// the diverging map for signed values at t in [0, 1] (blue at 0, near-white at 0.5, red at 1).
+struct Rgb {
+  int r = 0, g = 0, b = 0;
+};
+Rgb viridis_color(double t);
+Rgb diverging_color(double t);
+// Whether black text on `background` contrasts more than white text (WCAG luminance).
+bool dark_text_on(Rgb background);
+
 // The environment choose_palette reads, apart so that tests can pass their own.
 struct TerminalEnvironment {
   std::string colorterm, term, lc_all, lc_ctype, lang;

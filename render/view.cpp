@@ -21,17 +21,6 @@ bool is_ascii(Palette palette) {
   return palette == Palette::ascii;
 }
 
-// Scale position of weight (l,h,t,s): fixed 0..1, or the row's own largest as 1.
-double position(const AttentionView& v, std::size_t l, std::size_t h, std::size_t t, std::size_t s,
-                bool per_row) {
-  const float w = v.weights(l, h, t, s);
-  if (!per_row) return std::clamp(static_cast<double>(w), 0.0, 1.0);
-  float top = 0.0f;
-  for (std::size_t k = 0; k < v.columns.size(); ++k)
-    top = std::max(top, v.weights(l, h, t, k));
-  return top > 0.0f ? static_cast<double>(w) / top : 0.0;
-}
-
 std::string legend(const ViewStyle& style) {
   std::string scale;
   for (int k = 0; k <= 4; ++k)
@@ -115,6 +104,16 @@ float largest(const std::vector<std::vector<float>>& rows) {
 
 }  // namespace
 
+double weight_position(const AttentionView& v, std::size_t l, std::size_t h, std::size_t t,
+                       std::size_t s, bool per_row) {
+  const float w = v.weights(l, h, t, s);
+  if (!per_row) return std::clamp(static_cast<double>(w), 0.0, 1.0);
+  float top = 0.0f;
+  for (std::size_t k = 0; k < v.columns.size(); ++k)
+    top = std::max(top, v.weights(l, h, t, k));
+  return top > 0.0f ? static_cast<double>(w) / top : 0.0;
+}
+
 void check_legible(std::size_t n, std::size_t limit, std::string_view which) {
   if (n <= limit) return;
   throw Error(ErrorKind::bad_size, "view",
@@ -150,7 +149,7 @@ std::string render_head_view(const AttentionView& v, std::size_t layer,
     std::vector<float> matrix(T * S);
     for (std::size_t t = 0; t < T; ++t)
       for (std::size_t s = 0; s < S; ++s)
-        matrix[t * S + s] = static_cast<float>(position(v, layer, h, t, s, style.per_row));
+        matrix[t * S + s] = static_cast<float>(weight_position(v, layer, h, t, s, style.per_row));
     HeatmapOptions options;
     options.palette = style.palette;
     options.low = 0.0f;
@@ -230,7 +229,8 @@ std::string render_model_view(const AttentionView& v, const ViewStyle& style) {
         line = fit_label(v.rows[t], label, ascii) + " ";
         for (std::size_t h = first; h < last; ++h) {
           for (std::size_t s = 0; s < S; ++s)
-            line += heatmap_cell(style.palette, position(v, l, h, t, s, style.per_row), cell);
+            line +=
+                heatmap_cell(style.palette, weight_position(v, l, h, t, s, style.per_row), cell);
           line += std::string(block - cell * S + gap, ' ');
         }
         while (!line.empty() && line.back() == ' ')

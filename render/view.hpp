@@ -41,6 +41,11 @@ std::string render_model_view(const AttentionView& view, const ViewStyle& style)
 std::string render_neuron_view(const AttentionView& view, const NeuronView& neuron,
                                const ViewStyle& style);
 
+// Where weight (layer, head, query t, key s) falls on the colour scale, 0 to 1: the weight itself,
+// or with `per_row` the weight over its row's largest.
+double weight_position(const AttentionView& view, std::size_t layer, std::size_t head,
+                       std::size_t t, std::size_t s, bool per_row);
+
 // Throws Error(bad_size) when the view has more tokens than `limit`, saying what to do; `which`
 // names the view ("the model view").
 void check_legible(const AttentionView& view, std::size_t limit, std::string_view which);

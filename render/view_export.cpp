@@ -21,6 +21,7 @@
 
 #include "error.hpp"
 #include "file_io.hpp"
+#include "image_file.hpp"
 #include "view_image.hpp"
 
 namespace attn::render {
@@ -31,17 +32,6 @@ namespace {
 
 // The most weights (L x H x T x S) one page holds: about 25 MB of HTML.
 constexpr std::size_t kPageMaxWeights = std::size_t{1} << 22;
-
-Error export_error(ErrorKind kind, std::string_view message) {
-  return Error(kind, "export", message).about("export");
-}
-
-std::string lowercase_extension(const std::string& path) {
-  std::string ext = fs::path(path).extension().string();
-  for (char& c : ext)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return ext;
-}
 
 // Text for HTML element content and attribute values.
 std::string escape_html(std::string_view text) {
@@ -624,74 +614,10 @@ std::string page_about(const AttentionView& v) {
                      v.columns == v.rows ? "" : fmt::format(" against {}", v.columns.size()));
 }
 
-// Blocks every signal that would end the process mid-write; they arrive once the file is in place
-// or gone.
-class SignalsHeld {
- public:
-  SignalsHeld() {
-    sigset_t set;
-    sigemptyset(&set);
-    for (int s : {SIGINT, SIGTERM, SIGHUP})
-      sigaddset(&set, s);
-    ::sigprocmask(SIG_BLOCK, &set, &saved_);
-  }
-  ~SignalsHeld() { ::sigprocmask(SIG_SETMASK, &saved_, nullptr); }
-  SignalsHeld(const SignalsHeld&) = delete;
-  SignalsHeld& operator=(const SignalsHeld&) = delete;
-
- private:
-  sigset_t saved_;
-};
-
 }  // namespace
 
 void check_export_path(const std::string& path) {
-  if (path.empty())
-    throw export_error(ErrorKind::bad_value,
-                       "the file name is empty: give a path, e.g. <export> view.html");
-  std::error_code ec;
-  const fs::file_status status = fs::status(path, ec);
-  if (fs::is_directory(status)) {
-    std::string dir = path;
-    while (dir.size() > 1 && dir.back() == '/')
-      dir.pop_back();
-    throw export_error(ErrorKind::bad_value,
-                       fmt::format("'{}' is a folder: give a file name, e.g. <export> {}/view.html",
-                                   printable(path), printable(dir)));
-  }
-  const std::string ext = lowercase_extension(path);
-  if (ext != ".html" && ext != ".svg" && ext != ".png")
-    throw export_error(
-        ErrorKind::bad_value,
-        fmt::format("'{}': attn exports .html (one interactive page), .svg or .png, chosen by the "
-                    "extension: name the file e.g. view.html",
-                    printable(path)));
-  if (fs::exists(status) && !fs::is_regular_file(status))
-    throw export_error(
-        ErrorKind::bad_file,
-        fmt::format("'{}' exists and is not a regular file: choose another name", printable(path)));
-  const fs::path parent = fs::path(path).parent_path();
-  const fs::path folder = parent.empty() ? fs::path(".") : parent;
-  const fs::file_status folder_status = fs::status(folder, ec);
-  if (ec && ec != std::errc::no_such_file_or_directory)
-    throw export_error(ErrorKind::bad_file,
-                       fmt::format("cannot write '{}': its folder '{}': {}", printable(path),
-                                   printable(folder.string()), ec.message()));
-  if (!fs::exists(folder_status))
-    throw export_error(ErrorKind::bad_file,
-                       fmt::format("cannot write '{}': its folder '{}' does not exist; create it "
-                                   "first or choose another path",
-                                   printable(path), printable(folder.string())));
-  if (!fs::is_directory(folder_status))
-    throw export_error(
-        ErrorKind::bad_file,
-        fmt::format("cannot write '{}': '{}' is a file, not a directory; choose another path",
-                    printable(path), printable(folder.string())));
-  if (::access(folder.c_str(), W_OK) != 0)
-    throw export_error(
-        ErrorKind::bad_file,
-        fmt::format("cannot write '{}' in '{}': {}; choose a writable directory", printable(path),
-                    printable(folder.string()), std::strerror(errno)));
+  check_output_file(path, {".html", ".svg", ".png"}, "view.html", "export");
 }
 
 std::string view_html(const AttentionView& v, const ExportRequest& r) {
@@ -734,18 +660,12 @@ std::string view_html(const AttentionView& v, const ExportRequest& r) {
 
 void export_view(const AttentionView& view, const ExportRequest& request, const std::string& path) {
   check_export_path(path);
-  const std::string ext = lowercase_extension(path);
+  const std::string ext = extension_of(path);
   if (ext == ".svg" || ext == ".png") {
     write_view_image(view, request, path);
     return;
   }
-  const std::string page = view_html(view, request);
-  const SignalsHeld held;
-  try {
-    write_file_atomic(path, page);
-  } catch (const Error& e) {
-    throw export_error(ErrorKind::write_failed, e.detail() + "; choose a writable directory");
-  }
+  write_file_whole(path, view_html(view, request), "export");
 }
 
 }  // namespace attn::render

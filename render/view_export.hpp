@@ -8,20 +8,9 @@
 #include <vector>
 
 #include "attention_view.hpp"
+#include "export_request.hpp"
 
 namespace attn::render {
-
-// Which view to export and what it starts on. kind: head, model or neuron. layer: the head and
-// neuron views' layer; heads: the head view's heads shown at first (all when empty); head and
-// token: the neuron view's head and query. per_row: each row's colours from 0 to its largest
-// weight instead of 0 to 1.
-struct ExportRequest {
-  std::string kind;
-  std::size_t layer = 0;
-  std::vector<std::size_t> heads;
-  std::size_t head = 0, token = 0;
-  bool per_row = false;
-};
 
 // Refuses, before anything is computed, a path whose extension is not .html, .svg or .png
 // (case-insensitive), that names a folder or something else than a regular file, or whose folder

@@ -1,16 +1,24 @@
-// attn view --export FILE.svg or FILE.png: bertviz's views drawn as one picture.
+// attn view --export FILE.svg|FILE.png: bertviz's head, model and neuron views as pictures drawn
+// with cairo, on a white page in the terminal's colour maps (viridis for weights; blue, white and
+// red for the signed numbers of the neuron view), with the tokens, the model and the part named.
 #pragma once
 
 #include <string>
 
 #include "attention_view.hpp"
-#include "view_export.hpp"
+#include "export_request.hpp"
+#include "image_file.hpp"
 
 namespace attn::render {
 
-// Writes the view `request` names as a picture, the format chosen by the extension of `path`
-// (.svg or .png), all or nothing.
+// Draws the view with cairo to `path`: SVG when it ends in .svg, PNG when .png (case-insensitive).
+// Writes all or nothing: to a temporary file beside `path`, then renames; throws attn::Error
+// (.about("export")) with one line on failure.
 void write_view_image(const AttentionView& view, const ExportRequest& request,
                       const std::string& path);
+
+// The picture's bytes, for callers that put it elsewhere (a page). Throws attn::Error about
+// "export" for a request outside the view (a layer, head or token it does not have).
+std::string view_image(const AttentionView& view, const ExportRequest& request, ImageFormat format);
 
 }  // namespace attn::render

@@ -184,7 +184,7 @@ TEST_CASE("attn view --export refuses what it cannot write, and a refused run wr
   };
   std::vector<Case> cases = {
       {{"head", "--export", d + "/v.txt"},
-       "attn exports .html (one interactive page), .svg or .png"},
+       "attn writes .html, .svg or .png, chosen by the extension"},
       {{"head", "--export", d + "/v.htm"}, "name the file e.g. view.html"},
       {{"head", "--export", d + "/no/such/v.html"}, "does not exist; create it first"},
       {{"head", "--export", d + "/a-file/v.html"}, "is a file, not a directory"},

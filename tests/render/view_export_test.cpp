@@ -165,11 +165,11 @@ TEST_CASE("check_export_path takes .html, .svg and .png in a writable folder, no
   const std::string dir = scratch.path.string();
   for (const char* name : {"v.html", "V.HTML", "v.svg", "v.Png"})
     CHECK_NOTHROW(attn::render::check_export_path(dir + "/" + name));
-  CHECK(refusal("") == ErrorKind::bad_value);
-  CHECK(refusal(dir + "/v.htm") == ErrorKind::bad_value);
-  CHECK(refusal(dir + "/v") == ErrorKind::bad_value);
-  CHECK(refusal(dir + "/v.pdf") == ErrorKind::bad_value);
-  CHECK(refusal(dir) == ErrorKind::bad_value);
+  CHECK(refusal("") == ErrorKind::bad_file);
+  CHECK(refusal(dir + "/v.htm") == ErrorKind::bad_file);
+  CHECK(refusal(dir + "/v") == ErrorKind::bad_file);
+  CHECK(refusal(dir + "/v.pdf") == ErrorKind::bad_file);
+  CHECK(refusal(dir) == ErrorKind::bad_file);
   CHECK(refusal(dir + "/missing/v.html") == ErrorKind::bad_file);
   std::ofstream(scratch.path / "a-file") << "keep me\n";
   CHECK(refusal(dir + "/a-file/v.html") == ErrorKind::bad_file);

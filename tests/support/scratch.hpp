@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <system_error>
 
@@ -34,6 +35,14 @@ struct ScratchDir {
   ScratchDir(const ScratchDir&) = delete;
   ScratchDir& operator=(const ScratchDir&) = delete;
 };
+
+// The names of the entries of `dir`, to check that a command left nothing else there.
+inline std::set<std::string> names_in(const std::filesystem::path& dir) {
+  std::set<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    names.insert(entry.path().filename().string());
+  return names;
+}
 
 // Entry j of the state_dict, element i: 0.02 * (((7919 i + 104729 j) mod 2001) / 1000 - 1).
 inline StateDict formula_weights(const Module& model) {
