@@ -90,7 +90,7 @@ TEST_CASE("the loss falls and the accuracy rises in the picture, on linear and l
   }
 }
 
-TEST_CASE("a curve picture needs a panel; values that are not finite are left out") {
+TEST_CASE("a curve picture needs a panel, and values that are not finite are left out") {
   CurvePicture empty;
   CHECK_THROWS_AS(attn::render::curve_image(empty, ImageFormat::png), attn::Error);
   // A run that diverged at once: the axes and a note, no curve.
