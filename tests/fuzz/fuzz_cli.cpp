@@ -23,11 +23,11 @@ constexpr std::array<const char*, 10> kLessons = {
     "tokens",     "dot-product",         "scaling",    "softmax",      "attention",
     "multi-head", "positional-encoding", "layer-norm", "feed-forward", "encoder"};
 // --max-memory reads no file, but it would lift the limit for every later run.
-constexpr std::array<std::string_view, 8> kFileOptions = {
-    "--input", "--weights", "--save",     "--save-weights",
-    "--vocab", "--config",  "--ids-file", "--max-memory"};
-constexpr std::array<std::string_view, 7> kOtherCommands = {
-    "grade", "check", "hint", "assignments", "bench", "summary", "list"};
+constexpr std::array<std::string_view, 9> kFileOptions = {
+    "--input",  "--weights",  "--save",       "--save-weights", "--vocab",
+    "--config", "--ids-file", "--max-memory", "--export"};
+constexpr std::array<std::string_view, 8> kOtherCommands = {
+    "grade", "check", "hint", "assignments", "bench", "summary", "list", "view"};
 
 bool dropped(std::string_view arg) {
   for (std::string_view option : kFileOptions) {
