@@ -14,30 +14,13 @@
 #include <fmt/format.h>
 
 #include "error.hpp"
+#include "signals_held.hpp"
 
 namespace attn::render {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-// The signals held back while a temporary file exists.
-class SignalsHeld {
- public:
-  SignalsHeld() {
-    sigset_t set;
-    sigemptyset(&set);
-    for (int s : {SIGINT, SIGTERM, SIGHUP})
-      sigaddset(&set, s);
-    ::sigprocmask(SIG_BLOCK, &set, &saved_);
-  }
-  ~SignalsHeld() { ::sigprocmask(SIG_SETMASK, &saved_, nullptr); }
-  SignalsHeld(const SignalsHeld&) = delete;
-  SignalsHeld& operator=(const SignalsHeld&) = delete;
-
- private:
-  sigset_t saved_;
-};
 
 bool write_all(int fd, std::string_view bytes) {
   while (!bytes.empty()) {

@@ -29,6 +29,7 @@
 #include "error.hpp"
 #include "json.hpp"
 #include "npy.hpp"
+#include "signals_held.hpp"
 #include "text.hpp"
 #include "weights.hpp"
 
@@ -276,23 +277,6 @@ struct Transaction {
 Transaction g_transaction;
 constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
 
-class SignalsBlocked {
- public:
-  SignalsBlocked() {
-    sigset_t set;
-    sigemptyset(&set);
-    for (int s : kSignals)
-      sigaddset(&set, s);
-    ::sigprocmask(SIG_BLOCK, &set, &saved_);
-  }
-  ~SignalsBlocked() { ::sigprocmask(SIG_SETMASK, &saved_, nullptr); }
-  SignalsBlocked(const SignalsBlocked&) = delete;
-  SignalsBlocked& operator=(const SignalsBlocked&) = delete;
-
- private:
-  sigset_t saved_;
-};
-
 // Removes what is at `path`: a directory's listed files and then the directory, or a file.
 void remove_staged(const std::string& path, const std::vector<std::string>& files, bool directory) {
   if (!directory) {
@@ -419,7 +403,7 @@ bool interrupted() {
 void stage_save(const lessons::LessonRun& run, const OutputOptions& o, Swap& s) {
   const fs::path target = save_target(o.save_dir);
   {
-    SignalsBlocked blocked;
+    SignalsHeld blocked;
     s.target = target.string();
     s.directory = true;
     s.temporary = make_temporary(target, true, "save");
@@ -433,7 +417,7 @@ void stage_save(const lessons::LessonRun& run, const OutputOptions& o, Swap& s) 
   manifest["steps"] = nlohmann::ordered_json::array();
   auto write = [&](const std::string& name, const std::vector<unsigned char>& bytes) {
     {
-      SignalsBlocked blocked;  // the handler reads s.files
+      SignalsHeld blocked;  // the handler reads s.files
       s.files.push_back(name);
     }
     try {
@@ -474,7 +458,7 @@ void stage_weights(const lessons::LessonRun& run, const OutputOptions& o, Swap& 
     throw Error(e.kind(), "save_weights", e.detail()).about("save_weights");
   }
   {
-    SignalsBlocked blocked;
+    SignalsHeld blocked;
     s.target = o.save_weights;
     s.temporary = make_temporary(fs::path(o.save_weights), false, "save_weights");
     s.staged = true;
@@ -492,7 +476,7 @@ void stage_weights(const lessons::LessonRun& run, const OutputOptions& o, Swap& 
 // signal that arrived while the signals were blocked is delivered as this returns, and its
 // handler undoes everything: so an interrupted run never goes on from here.
 void commit(Swap& s, bool target_exists, std::string_view subject, const std::string& shown) {
-  SignalsBlocked blocked;
+  SignalsHeld blocked;
   if (interrupted()) return;
   const auto changed = [&] {
     return write_error(
@@ -618,7 +602,7 @@ void write_outputs(const lessons::LessonRun& run, const OutputOptions& o, std::F
     write_stdout(text, out, broken_pipe);
   } catch (...) {
     {
-      SignalsBlocked blocked;
+      SignalsHeld blocked;
       undo(t.weights);
       undo(t.save);
     }
@@ -630,7 +614,7 @@ void write_outputs(const lessons::LessonRun& run, const OutputOptions& o, std::F
     }
     throw;
   }
-  SignalsBlocked blocked;
+  SignalsHeld blocked;
   t.finishing = true;
   finish(t.save);
   finish(t.weights);

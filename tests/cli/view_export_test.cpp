@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fixtures.hpp"
+#include "page_data.hpp"
 #include "run_attn.hpp"
 #include "scratch.hpp"
 
@@ -33,12 +34,7 @@ struct Export {
 };
 
 nlohmann::json embedded(const std::string& page) {
-  const std::string open = "<script type=\"application/json\" id=\"attn-data\">";
-  const std::size_t start = page.find(open);
-  REQUIRE(start != std::string::npos);
-  const std::size_t end = page.find("</script>", start);
-  REQUIRE(end != std::string::npos);
-  return nlohmann::json::parse(page.substr(start + open.size(), end - start - open.size()));
+  return attn::testing::page_data(page);
 }
 
 // Runs `attn view <args> --export <dir>/<name>` and reads the page back.

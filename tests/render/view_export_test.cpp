@@ -2,6 +2,7 @@
 // out of, escapes the labels it prints itself, refuses paths it cannot write before anything is
 // computed, and writes all or nothing.
 #include "view_export.hpp"
+#include "page_data.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -58,12 +59,7 @@ std::size_t count(const std::string& text, const std::string& what) {
 }
 
 nlohmann::json embedded(const std::string& page) {
-  const std::string open = "<script type=\"application/json\" id=\"attn-data\">";
-  const std::size_t start = page.find(open);
-  REQUIRE(start != std::string::npos);
-  const std::size_t end = page.find("</script>", start);
-  REQUIRE(end != std::string::npos);
-  return nlohmann::json::parse(page.substr(start + open.size(), end - start - open.size()));
+  return attn::testing::page_data(page);
 }
 
 ErrorKind refusal(const std::string& path) {
