@@ -16,6 +16,7 @@ fi
 packages=(
   build-essential cmake ninja-build ccache pkg-config  # compiler and build tools
   xtensor-dev libxtensor-blas-dev libopenblas-dev       # tensors and BLAS
+  libdnnl-dev                                           # oneDNN: the large products where it is faster
   libcli11-dev libfmt-dev nlohmann-json3-dev zlib1g-dev # command line, formatting, JSON, zlib
   libutf8proc-dev                                       # Unicode for the tokenizer (NFD, categories)
   libcairo2-dev fonts-dejavu-core                       # the exported pictures (.svg, .png) and their font

@@ -61,7 +61,7 @@ int run(int argc, const char* const* argv) {
     command.setup(app, context);
 
   // One BLAS thread unless --threads says otherwise (README: what changes with the threads).
-  set_blas_threads(1);
+  set_threads(1);
 
   // The subcommand being run, once CLI11 has seen it (also when a callback threw), and the
   // deepest one (`release` of `assignments release`), whose options an error may be about.

@@ -157,7 +157,7 @@ void add_memory_option(CLI::App& app) {
 
 void add_threads_option(CLI::App& app) {
   app.add_option_function<int>(
-         "--threads", [](const int& threads) { set_blas_threads(threads); },
+         "--threads", [](const int& threads) { set_threads(threads); },
          "OpenBLAS threads for the matrix products (default 1); other counts change only the last bits")
       ->check(whole_number_validator(1, 256))
       ->option_text("N");

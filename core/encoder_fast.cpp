@@ -7,6 +7,9 @@
 #include "encoder_fast.hpp"
 
 #include <immintrin.h>
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -17,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "error.hpp"
+#include "gemm.hpp"
 #include "matmul.hpp"
 #include "softmax.hpp"
 
@@ -30,6 +34,8 @@ constexpr std::size_t kLanes = 8;   // AVX2 floats; ATen's Vectorized<float>
 constexpr std::size_t kChunk = 16;  // ATen's Welford chunk, in vectors
 constexpr float kSqrtHalf = 0.707106781186547524400844362104849039f;  // as feed_forward.cpp
 constexpr float kInvSqrt2Pi = 0.398942280401432677939946059934381868f;
+// Below this many elements an elementwise pass stays on one thread.
+constexpr std::size_t kParallelElements = std::size_t{1} << 16;
 
 // ---- scalar kernels: the reference's, on raw rows --------------------------------------------
 
@@ -550,6 +556,8 @@ void fast_softmax_rows(FastKernels kernels, float* x, std::size_t rows, std::siz
 
 void fast_layer_norm_rows(FastKernels kernels, const float* x, std::size_t rows, std::size_t n,
                           const float* weight, const float* bias, float eps, float* out) {
+  const int threads = rows * n >= kParallelElements ? own_loop_threads() : 1;
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
   for (std::size_t r = 0; r < rows; ++r) {
     if (kernels == FastKernels::avx2) {
       layer_norm_row_avx2(x + r * n, n, weight, bias, eps, nullptr, out + r * n);
@@ -584,15 +592,44 @@ void fast_gelu_erf_backward(FastKernels kernels, const float* x, const float* dy
     dx[i] = dy[i] * gelu_erf_slope_onednn(x[i]);
 }
 
-void fast_gelu(FastKernels kernels, float* x, std::size_t n, GeluApproximation approximate) {
+namespace {
+void gelu_part(FastKernels kernels, float* x, std::size_t n, GeluApproximation approximate) {
   if (kernels == FastKernels::avx2) {
     gelu_avx2(x, n, approximate);
   } else {
     gelu_scalar(x, n, 0, approximate);
   }
 }
+}  // namespace
+
+void fast_gelu(FastKernels kernels, float* x, std::size_t n, GeluApproximation approximate) {
+  const int threads = n >= kParallelElements ? own_loop_threads() : 1;
+  if (threads <= 1) {
+    gelu_part(kernels, x, n, approximate);
+    return;
+  }
+  // Parts of a multiple of 16 elements, the last taking the rest: each part's tail rule (the
+  // elements past its last multiple of 16) then falls on the whole tensor's tail, as torch's.
+  const std::size_t chunk = (n / static_cast<std::size_t>(threads) + 15) / 16 * 16;
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int part = 0; part < threads; ++part) {
+    const std::size_t from = std::min(n, static_cast<std::size_t>(part) * chunk);
+    const std::size_t to = part + 1 == threads ? n : std::min(n, from + chunk);
+    if (to > from) gelu_part(kernels, x + from, to - from, approximate);
+  }
+}
 
 namespace {
+
+#if defined(_OPENMP)
+int thread_index() {
+  return omp_get_thread_num();
+}
+#else
+int thread_index() {
+  return 0;
+}
+#endif
 
 // out = a + b elementwise (the residual connections; plain float adds, as torch's).
 void add(const float* a, const float* b, float* out, std::size_t n) {
@@ -715,81 +752,108 @@ PackedEncoderLayer pack(const EncoderLayer& layer) {
 }
 
 Workspace make_workspace(const PackedEncoderLayer& layer, std::size_t tokens, FastKernels kernels) {
+  return make_workspace(layer, 1, tokens, kernels);
+}
+
+Workspace make_workspace(const PackedEncoderLayer& layer, std::size_t batch, std::size_t tokens,
+                         FastKernels kernels) {
   if (kernels == FastKernels::avx2 && !cpu_has_avx2()) {
     throw Error("make_workspace", "this CPU has no AVX2 and FMA: use the scalar kernels");
   }
   Workspace w;
-  w.capacity = tokens;
+  w.capacity = batch * tokens;
+  w.sequence = tokens;
   w.kernels = kernels;
-  const std::size_t d = layer.d_model;
-  w.qkv.resize(tokens * 3 * d);
-  w.scores.resize(tokens * tokens);
-  w.context.resize(tokens * d);
-  w.sublayer.resize(tokens * d);
-  w.residual.resize(tokens * d);
-  w.normed.resize(tokens * d);
-  w.hidden.resize(tokens * layer.d_ff);
+  const std::size_t d = layer.d_model, rows = batch * tokens;
+  w.qkv.resize(rows * 3 * d);
+  // One scores buffer per thread that may run the heads.
+  w.scores.resize(static_cast<std::size_t>(std::max(1, own_loop_threads())) * tokens * tokens);
+  w.context.resize(rows * d);
+  w.sublayer.resize(rows * d);
+  w.residual.resize(rows * d);
+  w.normed.resize(rows * d);
+  w.hidden.resize(rows * layer.d_ff);
   return w;
+}
+
+std::size_t workspace_bytes(const Workspace& w) {
+  return sizeof(float) * (w.qkv.size() + w.scores.size() + w.context.size() + w.sublayer.size() +
+                          w.residual.size() + w.normed.size() + w.hidden.size());
 }
 
 void forward_fast(const PackedEncoderLayer& layer, const float* x, std::size_t tokens, Workspace& w,
                   float* out) {
-  if (tokens == 0 || tokens > w.capacity) {
-    throw Error("forward_fast",
-                fmt::format("{} tokens for a workspace of {}: make_workspace(layer, tokens) first",
-                            tokens, w.capacity));
+  forward_fast(layer, x, 1, tokens, w, out);
+}
+
+void forward_fast(const PackedEncoderLayer& layer, const float* x, std::size_t batch,
+                  std::size_t tokens, Workspace& w, float* out) {
+  if (tokens == 0 || batch == 0 || tokens > w.sequence || batch * tokens > w.capacity) {
+    throw Error(
+        "forward_fast",
+        fmt::format("{} tokens for a workspace of {}: make_workspace(layer, tokens) first",
+                    batch == 1 ? fmt::format("{}", tokens) : fmt::format("{} x {}", batch, tokens),
+                    w.capacity));
   }
   const std::size_t t = tokens, d = layer.d_model, f = layer.d_ff, hs = layer.head_size;
-  const std::size_t n = t * d;
+  const std::size_t rows = batch * t, n = rows * d;
   const FastKernels k = w.kernels;
   const bool pre = layer.placement == NormPlacement::pre;
 
   // Attention on `in` (pre: LN1(x); post: x), into w.sublayer.
   const float* in = x;
   if (pre) {
-    fast_layer_norm_rows(k, x, t, d, layer.norm_1_weight.data(), layer.norm_1_bias.data(),
+    fast_layer_norm_rows(k, x, rows, d, layer.norm_1_weight.data(), layer.norm_1_bias.data(),
                          layer.norm_1_eps, w.normed.data());
     in = w.normed.data();
   }
   float* qkv = w.qkv.data();
-  linear_into(in, t, d, layer.qkv_weight, layer.qkv_bias, qkv);  // (T,D) @ (D,3D) -> (T,3D)
+  linear_into(in, rows, d, layer.qkv_weight, layer.qkv_bias, qkv);  // (BT,D) @ (D,3D) -> (BT,3D)
   const ScoreScaling scaling = score_scaling(hs);
-  for (std::size_t h = 0; h < layer.heads; ++h) {
-    const float* q = qkv + h * hs;
-    const float* keys = qkv + d + h * hs;
-    const float* values = qkv + 2 * d + h * hs;
+  // One (T,T) scores buffer per thread; the heads of every sequence are shared out among them.
+  const std::size_t pairs = batch * layer.heads;
+  const int threads = static_cast<int>(
+      std::min({static_cast<std::size_t>(own_loop_threads()), w.scores.size() / (t * t), pairs}));
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+  for (std::size_t pair = 0; pair < pairs; ++pair) {
+    const std::size_t b = pair / layer.heads, h = pair % layer.heads;
+    const float* sequence = qkv + b * t * 3 * d;
+    float* context = w.context.data() + b * t * d;
+    float* scores = w.scores.data() + static_cast<std::size_t>(thread_index()) * t * t;
+    const float* q = sequence + h * hs;
+    const float* keys = sequence + d + h * hs;
+    const float* values = sequence + 2 * d + h * hs;
     // Q_h K_hᵀ: (T,hs) @ (hs,T) -> (T,T), both read in place from the fused buffer.
-    sgemm(false, true, t, t, hs, scaling.alpha, q, 3 * d, keys, 3 * d, 0.0f, w.scores.data(), t);
-    fast_softmax_rows(k, w.scores.data(), t, t, scaling.divisor);
+    sgemm(false, true, t, t, hs, scaling.alpha, q, 3 * d, keys, 3 * d, 0.0f, scores, t);
+    fast_softmax_rows(k, scores, t, t, scaling.divisor);
     // P V_h: (T,T) @ (T,hs) -> the head's columns of the concatenation.
-    sgemm(false, false, t, hs, t, 1.0f, w.scores.data(), t, values, 3 * d, 0.0f,
-          w.context.data() + h * hs, d);
+    sgemm(false, false, t, hs, t, 1.0f, scores, t, values, 3 * d, 0.0f, context + h * hs, d);
   }
-  linear_into(w.context.data(), t, d, layer.out_weight, layer.out_bias, w.sublayer.data());
+  linear_into(w.context.data(), rows, d, layer.out_weight, layer.out_bias, w.sublayer.data());
 
   // residual_1: pre x + attention; post LN1(x + attention).
   float* residual = w.residual.data();
   if (pre) {
     add(x, w.sublayer.data(), residual, n);
-    fast_layer_norm_rows(k, residual, t, d, layer.norm_2_weight.data(), layer.norm_2_bias.data(),
+    fast_layer_norm_rows(k, residual, rows, d, layer.norm_2_weight.data(), layer.norm_2_bias.data(),
                          layer.norm_2_eps, w.normed.data());
     in = w.normed.data();
   } else {
     add(x, w.sublayer.data(), w.normed.data(), n);
-    fast_layer_norm_rows(k, w.normed.data(), t, d, layer.norm_1_weight.data(),
+    fast_layer_norm_rows(k, w.normed.data(), rows, d, layer.norm_1_weight.data(),
                          layer.norm_1_bias.data(), layer.norm_1_eps, residual);
     in = residual;
   }
   // Feed-forward on `in` (pre: LN2(residual_1); post: residual_1).
-  linear_into(in, t, d, layer.ff_1_weight, layer.ff_1_bias, w.hidden.data());  // (T,D) -> (T,F)
-  fast_gelu(k, w.hidden.data(), t * f, layer.approximate);
-  linear_into(w.hidden.data(), t, f, layer.ff_2_weight, layer.ff_2_bias,
-              w.sublayer.data());  // (T,F) -> (T,D)
+  linear_into(in, rows, d, layer.ff_1_weight, layer.ff_1_bias, w.hidden.data());  // -> (BT,F)
+  fast_gelu(k, w.hidden.data(), rows * f, layer.approximate);
+  linear_into(w.hidden.data(), rows, f, layer.ff_2_weight, layer.ff_2_bias,
+              w.sublayer.data());  // (BT,F) -> (BT,D)
   if (pre) {
     add(residual, w.sublayer.data(), out, n);
   } else {
     add(residual, w.sublayer.data(), w.normed.data(), n);
-    fast_layer_norm_rows(k, w.normed.data(), t, d, layer.norm_2_weight.data(),
+    fast_layer_norm_rows(k, w.normed.data(), rows, d, layer.norm_2_weight.data(),
                          layer.norm_2_bias.data(), layer.norm_2_eps, out);
   }
 }
@@ -801,22 +865,145 @@ Tensor2 forward_fast(const PackedEncoderLayer& layer, const Tensor2& x, Workspac
                             shape_string_of(x), layer.d_model, layer.d_model));
   }
   const std::size_t tokens = x.shape(0);
-  if (tokens > workspace.capacity) workspace = make_workspace(layer, tokens, workspace.kernels);
+  if (tokens > workspace.capacity || tokens > workspace.sequence)
+    workspace = make_workspace(layer, tokens, workspace.kernels);
   Tensor2 out({tokens, layer.d_model});
   forward_fast(layer, x.data(), tokens, workspace, out.data());
   return out;
 }
 
-std::vector<GemmCall> gemm_calls(const PackedEncoderLayer& layer, std::size_t tokens) {
+namespace {
+void pack_embeddings(const Embeddings& e, PackedEncoder& p) {
+  const Tensor2& tokens = e.token_embeddings.weight;
+  const Tensor2& positions = e.position_embeddings.weight;
+  const std::size_t d = tokens.shape(1);
+  if (positions.shape(1) != d || e.layer_norm.weight.size() != d || e.layer_norm.bias.size() != d) {
+    throw Error("pack", fmt::format("embeddings of {} and {} with a LayerNorm of {}: expected one "
+                                    "width",
+                                    shape_string_of(tokens), shape_string_of(positions),
+                                    shape_string_of(e.layer_norm.weight)));
+  }
+  check_eps(e.layer_norm.eps, "pack");
+  p.vocab = tokens.shape(0);
+  p.positions = positions.shape(0);
+  p.d_model = d;
+  p.token_embeddings = flat(tokens);
+  p.position_embeddings = flat(positions);
+  p.norm_weight = flat(e.layer_norm.weight);
+  p.norm_bias = flat(e.layer_norm.bias);
+  p.norm_eps = e.layer_norm.eps;
+}
+
+void check_layer_width(const PackedEncoder& p, const PackedEncoderLayer& layer) {
+  if (layer.d_model != p.d_model) {
+    throw Error("pack",
+                fmt::format("a layer of width {} after embeddings of width {}: expected one "
+                            "width",
+                            layer.d_model, p.d_model));
+  }
+}
+}  // namespace
+
+PackedEncoder pack(const Encoder& encoder) {
+  if (!encoder.with_embeddings) {
+    throw Error("pack", "the fast encoder starts from ids: expected an encoder with embeddings");
+  }
+  PackedEncoder p;
+  pack_embeddings(encoder.embeddings, p);
+  for (const EncoderLayer& layer : encoder.layers) {
+    p.layers.push_back(pack(layer));
+    check_layer_width(p, p.layers.back());
+  }
+  return p;
+}
+
+PackedEncoder init_packed_encoder(Rng& rng, const EncoderConfig& config, NormPlacement placement) {
+  PackedEncoder p;
+  pack_embeddings(init_embeddings(rng, config), p);
+  for (std::size_t i = 0; i < config.num_hidden_layers; ++i) {
+    p.layers.push_back(pack(init_encoder_layer(rng, config, placement)));
+    check_layer_width(p, p.layers.back());
+  }
+  return p;
+}
+
+std::size_t packed_bytes(const PackedEncoder& e) {
+  std::size_t floats = e.token_embeddings.size() + e.position_embeddings.size() +
+                       e.norm_weight.size() + e.norm_bias.size();
+  for (const PackedEncoderLayer& l : e.layers) {
+    floats += l.qkv_weight.size() + l.qkv_bias.size() + l.out_weight.size() + l.out_bias.size() +
+              l.norm_1_weight.size() + l.norm_1_bias.size() + l.norm_2_weight.size() +
+              l.norm_2_bias.size() + l.ff_1_weight.size() + l.ff_1_bias.size() +
+              l.ff_2_weight.size() + l.ff_2_bias.size();
+  }
+  return floats * sizeof(float);
+}
+
+EncoderWorkspace make_workspace(const PackedEncoder& encoder, std::size_t batch, std::size_t tokens,
+                                FastKernels kernels) {
+  EncoderWorkspace w;
+  if (!encoder.layers.empty())
+    w.layer = make_workspace(encoder.layers.front(), batch, tokens, kernels);
+  for (const PackedEncoderLayer& l : encoder.layers) {  // the widest feed-forward sets the size
+    if (l.d_ff > encoder.layers.front().d_ff) w.layer = make_workspace(l, batch, tokens, kernels);
+  }
+  if (encoder.layers.empty()) {
+    w.layer.capacity = batch * tokens;
+    w.layer.sequence = tokens;
+    w.layer.kernels = kernels;
+  }
+  w.stream.resize(batch * tokens * encoder.d_model);
+  return w;
+}
+
+void forward_fast(const PackedEncoder& encoder, const std::int64_t* ids, std::size_t batch,
+                  std::size_t tokens, EncoderWorkspace& w, float* out) {
+  const std::size_t d = encoder.d_model, rows = batch * tokens;
+  if (tokens > encoder.positions) {
+    throw Error("forward_fast",
+                fmt::format("{} tokens but only {} positions (max_position_embeddings): use at "
+                            "most {} tokens",
+                            tokens, encoder.positions, encoder.positions));
+  }
+  if (tokens == 0 || batch == 0 || tokens > w.layer.sequence || rows > w.layer.capacity ||
+      w.stream.size() < rows * d) {
+    throw Error("forward_fast",
+                fmt::format("{} x {} tokens for a workspace of {}: make_workspace(encoder, batch, "
+                            "tokens) first",
+                            batch, tokens, w.layer.capacity));
+  }
+  float* stream = w.stream.data();
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::int64_t id = ids[r];
+    if (id < 0 || static_cast<std::uint64_t>(id) >= encoder.vocab) {
+      throw Error("forward_fast", fmt::format("id {} at position {} is outside the vocabulary of "
+                                              "{}: expected 0 to {}",
+                                              id, r, encoder.vocab, encoder.vocab - 1));
+    }
+    const float* token = encoder.token_embeddings.data() + static_cast<std::size_t>(id) * d;
+    const float* position = encoder.position_embeddings.data() + (r % tokens) * d;
+    add(token, position, stream + r * d, d);
+  }
+  float* embedded = encoder.layers.empty() ? out : stream;
+  fast_layer_norm_rows(w.layer.kernels, stream, rows, d, encoder.norm_weight.data(),
+                       encoder.norm_bias.data(), encoder.norm_eps, embedded);
+  for (std::size_t i = 0; i < encoder.layers.size(); ++i) {
+    forward_fast(encoder.layers[i], stream, batch, tokens, w.layer,
+                 i + 1 == encoder.layers.size() ? out : stream);
+  }
+}
+
+std::vector<GemmCall> gemm_calls(const PackedEncoderLayer& layer, std::size_t tokens,
+                                 std::size_t batch) {
   const std::size_t t = tokens, d = layer.d_model, f = layer.d_ff, hs = layer.head_size,
-                    h = layer.heads;
+                    h = layer.heads, rows = batch * tokens;
   return {
-      {"qkv", false, true, t, 3 * d, d, d, d, 3 * d, 1.0f, 1.0f, 1},
-      {"scores", false, true, t, t, hs, 3 * d, 3 * d, t, score_scaling(hs).alpha, 0.0f, h},
-      {"context", false, false, t, hs, t, t, 3 * d, d, 1.0f, 0.0f, h},
-      {"output", false, true, t, d, d, d, d, d, 1.0f, 1.0f, 1},
-      {"ff_1", false, true, t, f, d, d, d, f, 1.0f, 1.0f, 1},
-      {"ff_2", false, true, t, d, f, f, f, d, 1.0f, 1.0f, 1},
+      {"qkv", false, true, rows, 3 * d, d, d, d, 3 * d, 1.0f, 1.0f, 1},
+      {"scores", false, true, t, t, hs, 3 * d, 3 * d, t, score_scaling(hs).alpha, 0.0f, h * batch},
+      {"context", false, false, t, hs, t, t, 3 * d, d, 1.0f, 0.0f, h * batch},
+      {"output", false, true, rows, d, d, d, d, d, 1.0f, 1.0f, 1},
+      {"ff_1", false, true, rows, f, d, d, d, f, 1.0f, 1.0f, 1},
+      {"ff_2", false, true, rows, d, f, f, f, d, 1.0f, 1.0f, 1},
   };
 }
 

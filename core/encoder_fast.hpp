@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 #include <vector>
 
@@ -52,31 +53,70 @@ bool cpu_has_avx2();
 FastKernels best_fast_kernels();
 std::string_view kernels_name(FastKernels kernels);  // "avx2+fma", "scalar"
 
-// Every buffer forward_fast needs, allocated once for up to `capacity` tokens.
+// Every buffer forward_fast needs, allocated once for up to `capacity` rows (batch x tokens) in
+// sequences of up to `sequence` tokens.
 struct Workspace {
-  std::size_t capacity = 0;  // tokens
+  std::size_t capacity = 0;  // rows: batch x tokens
+  std::size_t sequence = 0;  // tokens of one sequence
   FastKernels kernels = best_fast_kernels();
-  std::vector<float> qkv;       // (T, 3D)
-  std::vector<float> scores;    // (T, T), one head at a time
-  std::vector<float> context;   // (T, D) the heads' outputs side by side
-  std::vector<float> sublayer;  // (T, D) attention or feed-forward output
-  std::vector<float> residual;  // (T, D)
-  std::vector<float> normed;    // (T, D)
-  std::vector<float> hidden;    // (T, F)
+  std::vector<float> qkv;       // (BT, 3D)
+  std::vector<float> scores;    // (T, T), one head of one sequence at a time
+  std::vector<float> context;   // (BT, D) the heads' outputs side by side
+  std::vector<float> sublayer;  // (BT, D) attention or feed-forward output
+  std::vector<float> residual;  // (BT, D)
+  std::vector<float> normed;    // (BT, D)
+  std::vector<float> hidden;    // (BT, F)
 };
 
 // A workspace for `layer` and up to `tokens` tokens. Throws attn::Error when kernels is avx2 and
 // the CPU lacks AVX2 or FMA.
 Workspace make_workspace(const PackedEncoderLayer& layer, std::size_t tokens,
                          FastKernels kernels = best_fast_kernels());
+// A workspace for `batch` sequences of up to `tokens` tokens each.
+Workspace make_workspace(const PackedEncoderLayer& layer, std::size_t batch, std::size_t tokens,
+                         FastKernels kernels = best_fast_kernels());
+std::size_t workspace_bytes(const Workspace& workspace);
 
 // x (tokens, D) row-major -> out (tokens, D), the layer's output. Allocates nothing: the timed
 // call. Throws attn::Error when tokens is 0 or past the workspace's capacity. x and out must not
 // alias the workspace; they may alias each other.
 void forward_fast(const PackedEncoderLayer& layer, const float* x, std::size_t tokens,
                   Workspace& workspace, float* out);
+// `batch` sequences of `tokens` tokens: x (batch x tokens, D) -> out, each sequence attending
+// within itself only (as forward() on (B,T,D)).
+void forward_fast(const PackedEncoderLayer& layer, const float* x, std::size_t batch,
+                  std::size_t tokens, Workspace& workspace, float* out);
 // The same on a tensor x (T, D) -> (T, D) (batch 1); grows the workspace when it is too small.
 Tensor2 forward_fast(const PackedEncoderLayer& layer, const Tensor2& x, Workspace& workspace);
+
+// The whole encoder from ids (the book's TransformerEncoder with embeddings), packed: the
+// embeddings' tables and every layer.
+struct PackedEncoder {
+  std::size_t vocab = 0, positions = 0, d_model = 0;
+  std::vector<float> token_embeddings;        // (V, D)
+  std::vector<float> position_embeddings;     // (P, D)
+  std::vector<float> norm_weight, norm_bias;  // (D) the embeddings' LayerNorm
+  float norm_eps = kEmbeddingsLayerNormEps;
+  std::vector<PackedEncoderLayer> layers;
+};
+// Throws attn::Error for an encoder without embeddings, or a layer pack() refuses.
+PackedEncoder pack(const Encoder& encoder);
+// The weights init_encoder(rng, config, placement, true) draws, packed a layer at a time, so that
+// at most one layer is held twice.
+PackedEncoder init_packed_encoder(Rng& rng, const EncoderConfig& config, NormPlacement placement);
+std::size_t packed_bytes(const PackedEncoder& encoder);  // its weights in bytes
+
+struct EncoderWorkspace {
+  Workspace layer;            // shared by the layers, one after the other
+  std::vector<float> stream;  // (BT, D) the hidden states between layers
+};
+EncoderWorkspace make_workspace(const PackedEncoder& encoder, std::size_t batch, std::size_t tokens,
+                                FastKernels kernels = best_fast_kernels());
+// ids (batch x tokens, row-major) -> out (batch x tokens, D): the embeddings, then every layer.
+// Throws attn::Error for an id outside the vocabulary, more tokens than positions, or sizes past
+// the workspace.
+void forward_fast(const PackedEncoder& encoder, const std::int64_t* ids, std::size_t batch,
+                  std::size_t tokens, EncoderWorkspace& workspace, float* out);
 
 // The elementwise kernels forward_fast runs, on raw row-major buffers (exposed for tests).
 // softmax(x / divisor) of each of `rows` rows of n numbers, in place (NaN spreads to its row; a row
@@ -104,9 +144,10 @@ struct GemmCall {
   std::size_t m, n, k, lda, ldb, ldc;
   float alpha;        // 1/sqrt(hs) for the scores when that is exact, else 1
   float beta;         // 1 where C holds the bias beforehand
-  std::size_t count;  // calls of this shape (H for the per-head products)
+  std::size_t count;  // calls of this shape (H B for the per-head products)
   double flops() const { return 2.0 * static_cast<double>(m * n * k) * static_cast<double>(count); }
 };
-std::vector<GemmCall> gemm_calls(const PackedEncoderLayer& layer, std::size_t tokens);
+std::vector<GemmCall> gemm_calls(const PackedEncoderLayer& layer, std::size_t tokens,
+                                 std::size_t batch = 1);
 
 }  // namespace attn

@@ -1,10 +1,6 @@
-// The only file that includes OpenBLAS's cblas.h (it clashes with xtensor-blas's declarations).
 #include "matmul.hpp"
 
-#include <cblas.h>
-
 #include <algorithm>
-#include <limits>
 
 namespace attn {
 
@@ -48,14 +44,13 @@ Tensor3 gemm(const char* function, const Tensor3& a, const Tensor3& b, bool tran
     }
     return c;
   }
-  const int m = static_cast<int>(rows), n = static_cast<int>(cols), k = static_cast<int>(inner);
   for (std::size_t i = 0; i < batch; ++i) {
     const float* pa = a.data() + i * rows * inner;
     const float* pb = b.data() + i * inner * cols;
     float* pc = c.data() + i * rows * cols;
     // Row-major C = A @ B (ldb = N) or A @ B^T (B stored (N,K), ldb = K).
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, transposed ? CblasTrans : CblasNoTrans, m, n, k, 1.0f,
-                pa, k, pb, transposed ? k : n, 0.0f, pc, n);
+    sgemm(false, transposed, rows, cols, inner, 1.0f, pa, inner, pb, transposed ? inner : cols,
+          0.0f, pc, cols);
   }
   return c;
 }
@@ -129,10 +124,8 @@ Tensor3 linear(const Tensor3& x, const Tensor2& weight, const Tensor1* bias) {
       std::copy(bias->begin(), bias->end(), y.data() + r * out);
   if (rows == 0 || out == 0 || in == 0) return y;
   // Row-major (rows,in) @ (out,in)^T -> (rows,out), beta = 1 keeps the preloaded bias.
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(rows),
-              static_cast<int>(out), static_cast<int>(in), 1.0f, x.data(), static_cast<int>(in),
-              weight.data(), static_cast<int>(in), bias != nullptr ? 1.0f : 0.0f, y.data(),
-              static_cast<int>(out));
+  sgemm(false, true, rows, out, in, 1.0f, x.data(), in, weight.data(), in,
+        bias != nullptr ? 1.0f : 0.0f, y.data(), out);
   return y;
 }
 
@@ -148,33 +141,6 @@ Tensor3 linear_reference(const Tensor3& x, const Tensor2& weight, const Tensor1*
         y(b, t, o) = static_cast<float>(sum);
       }
   return y;
-}
-
-void sgemm(bool transpose_a, bool transpose_b, std::size_t m, std::size_t n, std::size_t k,
-           float alpha, const float* a, std::size_t lda, const float* b, std::size_t ldb,
-           float beta, float* c, std::size_t ldc) {
-  constexpr auto kMaxInt = static_cast<std::size_t>(std::numeric_limits<int>::max());
-  if (std::max({m, n, k, lda, ldb, ldc}) > kMaxInt) {
-    throw Error("sgemm", fmt::format("m={} n={} k={} (lda={} ldb={} ldc={}) exceed the BLAS's int "
-                                     "sizes",
-                                     m, n, k, lda, ldb, ldc));
-  }
-  if (m == 0 || n == 0) return;
-  if (k == 0) {  // C = beta C; OpenBLAS would reject lda = 0
-    for (std::size_t r = 0; r < m; ++r)
-      for (std::size_t j = 0; j < n; ++j) {
-        c[r * ldc + j] = beta == 0.0f ? 0.0f : beta * c[r * ldc + j];
-      }
-    return;
-  }
-  const auto as_int = [](std::size_t v) { return static_cast<int>(v); };
-  cblas_sgemm(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans,
-              transpose_b ? CblasTrans : CblasNoTrans, as_int(m), as_int(n), as_int(k), alpha, a,
-              as_int(lda), b, as_int(ldb), beta, c, as_int(ldc));
-}
-
-void set_blas_threads(int threads) {
-  openblas_set_num_threads(threads);
 }
 
 }  // namespace attn

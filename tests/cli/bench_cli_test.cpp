@@ -41,6 +41,53 @@ TEST_CASE("attn bench --format json: the keys, positive numbers, the GEMM list",
     CHECK(g["ms_median"].get<double>() > 0.0);
 }
 
+TEST_CASE("attn bench --model encoder --format json: time, bound, peak memory", "[cli][bench]") {
+  // BERT-base's 12 layers at 8 tokens, batch 2: a whole model, kept short.
+  const auto result =
+      run_attn({"bench", "--model", "encoder", "--seq", "8", "--batch", "2", "--repeat", "2",
+                "--warmup", "0", "--threads", "1", "--format", "json"});
+  INFO("stderr: " << result.err);
+  REQUIRE(result.exit_code == 0);
+  const auto doc = nlohmann::json::parse(result.out);
+  CHECK(doc["model"] == "encoder");
+  CHECK(doc["layers"] == 12);
+  CHECK(doc["batch"] == 2);
+  CHECK(doc["seq"] == 8);
+  CHECK(doc["runs"] == 2);
+  for (const char* key : {"ms_median", "gflops", "sgemm_bound_ms", "fraction_of_bound",
+                          "peak_rss_bytes", "weights_bytes", "activations_bytes", "memory_ratio"}) {
+    INFO(key);
+    CHECK(doc[key].get<double>() > 0.0);
+  }
+  // BERT-base's weights as packed: 12 layers of 7,087,872 and the tables (30522 + 512) x 768 + 2 x 768.
+  CHECK(doc["weights_bytes"] == 4 * (12 * 7087872 + (30522 + 512) * 768 + 2 * 768));
+  // The process holds at least the weights at its peak.
+  CHECK(doc["peak_rss_bytes"].get<double>() > doc["weights_bytes"].get<double>());
+  CHECK(doc["gemm"]["openblas_kernel"].get<std::string>().size() > 0);
+}
+
+TEST_CASE("attn bench --gemm openblas runs the large products on OpenBLAS", "[cli][bench]") {
+  const auto result = run_attn({"bench", "--seq", "16", "--repeat", "2", "--warmup", "0",
+                                "--threads", "1", "--gemm", "openblas", "--format", "json"});
+  INFO("stderr: " << result.err);
+  REQUIRE(result.exit_code == 0);
+  const auto doc = nlohmann::json::parse(result.out);
+  CHECK(doc["gemm"]["large_products"] == "OpenBLAS");
+  CHECK(doc["gemm"]["chosen_by"] == "forced");
+  CHECK(doc["max_abs_diff"].get<double>() <= 1e-4);
+  CHECK(doc["gemms"][0]["openblas_ms"].get<double>() > 0.0);
+}
+
+TEST_CASE("ATTN_GEMM with a wrong word: one line naming it, exit 2", "[cli][bench]") {
+  const auto result =
+      run_attn({"multi-head", "--seq", "40", "--d-model", "64", "--heads", "4"}, {"ATTN_GEMM=mkl"});
+  INFO("stdout: " << result.out);
+  CHECK(result.exit_code == 2);
+  CHECK(attn::testing::line_count(result.err) == 1);
+  CHECK(result.err.find("ATTN_GEMM is 'mkl': expected openblas, onednn or auto") !=
+        std::string::npos);
+}
+
 namespace {
 // A config file of our own (data/configs/tiny.json may change size).
 struct TinyConfig {
@@ -108,7 +155,14 @@ TEST_CASE("bad input to bench: one line, exit 2", "[cli][bench][bad-input]") {
       {{"bench", "--warmup", "x"}, "--warmup"},
       {{"bench", "--norm", "middle"}, "--norm"},
       {{"bench", "--format", "yaml"}, "--format"},
-      {{"bench", "--batch", "2"}, "--batch: --batch sets the BERT-base layer's batch of --train"},
+      {{"bench", "--batch", "2"},
+       "--batch: --batch sets the batch of --model encoder or of --train"},
+      {{"bench", "--model", "decoder"}, "--model"},
+      {{"bench", "--gemm", "mkl"}, "--gemm"},
+      {{"bench", "--train", "--model", "encoder"}, "--model: --train times its own two models"},
+      {{"bench", "--model", "encoder", "--seq", "513"}, "max_position_embeddings 512"},
+      {{"bench", "--model", "encoder", "--batch", "4096", "--seq", "512", "--max-memory", "1G"},
+       "lower --seq or --batch"},
       {{"bench", "--train", "--norm", "post"}, "--norm: --train times its own two models"},
       {{"bench", "--train", "--batch", "0"}, "--batch"},
       {{"bench", "--config", broken}, "not divisible"},

@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -13,6 +14,7 @@
 #include <catch2/catch.hpp>
 
 #include "allclose.hpp"
+#include "gemm.hpp"
 #include "matmul.hpp"
 #include "random.hpp"
 #include "softmax.hpp"
@@ -361,4 +363,118 @@ TEST_CASE("forward_fast refuses a workspace too small and a wrong width", "[enco
   CHECK(same_bits(out, {y.begin(), y.end()}));
   attn::forward_fast(p, x.data(), 5, w, x.data());  // out may be x
   CHECK(same_bits(x, out));
+}
+
+namespace {
+
+// Forces a library (or frees the choice) and a thread count for one test case.
+struct GemmSetting {
+  GemmSetting(attn::GemmChoice choice, int threads) {
+    attn::set_gemm_choice(choice);
+    attn::set_threads(threads);
+  }
+  ~GemmSetting() {
+    const char* word = std::getenv("ATTN_GEMM");
+    attn::set_gemm_choice(attn::parse_gemm_choice(word != nullptr ? word : "", "ATTN_GEMM"));
+    attn::set_threads(1);
+  }
+};
+
+std::vector<attn::GemmChoice> every_choice() {
+  std::vector<attn::GemmChoice> out = {attn::GemmChoice::openblas};
+  if (attn::gemm_library_available(attn::GemmLibrary::onednn))
+    out.push_back(attn::GemmChoice::onednn);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the fast encoder from ids equals the readable encoder, batch 3, on every library",
+          "[encoder_fast][gemm]") {
+  // D = 64, H = 4, F = 160, two layers, 3 sequences of 24 tokens: the projections (72 rows) are
+  // large products, so each library runs them; 2 threads share out the heads and GELU.
+  attn::EncoderConfig config = sizes(64, 4, 160);
+  config.num_hidden_layers = 2;
+  config.vocab_size = 50;
+  config.max_position_embeddings = 30;
+  const std::size_t batch = 3, tokens = 24;
+  attn::Ids ids({batch, tokens});
+  attn::Rng id_rng(8);
+  for (auto& id : ids)
+    id = static_cast<std::int64_t>(id_rng.next_u64() % config.vocab_size);
+  for (NormPlacement placement : {NormPlacement::pre, NormPlacement::post}) {
+    attn::Rng rng(21);
+    const attn::Encoder encoder = attn::init_encoder(rng, config, placement, true);
+    const Tensor3 reference = attn::forward_tape(encoder, ids).output();
+    const attn::PackedEncoder packed = attn::pack(encoder);
+    for (attn::GemmChoice choice : every_choice())
+      for (int threads : {1, 2}) {
+        INFO((placement == NormPlacement::pre ? "pre" : "post")
+             << " choice " << static_cast<int>(choice) << " threads " << threads);
+        const GemmSetting setting(choice, threads);
+        attn::EncoderWorkspace w = attn::make_workspace(packed, batch, tokens);
+        Tensor3 fast({batch, tokens, config.hidden_size});
+        attn::forward_fast(packed, ids.data(), batch, tokens, w, fast.data());
+        CHECK_ALLCLOSE(attn::to_array(fast), attn::to_array(reference), Tolerance{1e-5, 1e-4});
+        // A shorter batch in the same workspace: each sequence attends within itself only.
+        Tensor3 one({1, 10, config.hidden_size});
+        attn::forward_fast(packed, ids.data(), 1, 10, w, one.data());
+        attn::Ids first({1, 10});
+        std::copy(ids.data(), ids.data() + 10, first.data());
+        CHECK_ALLCLOSE(attn::to_array(one),
+                       attn::to_array(attn::forward_tape(encoder, first).output()),
+                       Tolerance{1e-5, 1e-4});
+      }
+  }
+}
+
+TEST_CASE("init_packed_encoder draws the weights init_encoder draws", "[encoder_fast]") {
+  attn::EncoderConfig config = sizes(12, 3, 20);
+  config.num_hidden_layers = 3;
+  config.vocab_size = 17;
+  config.max_position_embeddings = 9;
+  attn::Rng a(4), b(4);
+  const attn::PackedEncoder packed =
+      attn::pack(attn::init_encoder(a, config, NormPlacement::post, true));
+  const attn::PackedEncoder drawn = attn::init_packed_encoder(b, config, NormPlacement::post);
+  CHECK(drawn.token_embeddings == packed.token_embeddings);
+  CHECK(drawn.position_embeddings == packed.position_embeddings);
+  REQUIRE(drawn.layers.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    CHECK(drawn.layers[i].qkv_weight == packed.layers[i].qkv_weight);
+    CHECK(drawn.layers[i].ff_2_weight == packed.layers[i].ff_2_weight);
+    CHECK(drawn.layers[i].placement == NormPlacement::post);
+  }
+  // V D + P D + 2 D, and per layer 4 D^2 + 2 D F + 9 D + F (weights, biases, two LayerNorms).
+  const std::size_t d = 12, f = 20;
+  CHECK(attn::packed_bytes(drawn) ==
+        4 * (17 * d + 9 * d + 2 * d + 3 * (4 * d * d + 2 * d * f + 9 * d + f)));
+}
+
+TEST_CASE("the fast encoder refuses ids outside the vocabulary, too many tokens, no embeddings",
+          "[encoder_fast]") {
+  attn::EncoderConfig config = sizes(12, 3, 20);
+  config.num_hidden_layers = 1;
+  config.vocab_size = 10;
+  config.max_position_embeddings = 6;
+  attn::Rng rng(2);
+  const attn::PackedEncoder p = attn::init_packed_encoder(rng, config, NormPlacement::pre);
+  attn::EncoderWorkspace w = attn::make_workspace(p, 2, 4);
+  std::vector<float> out(2 * 8 * 12);
+  std::vector<std::int64_t> ids = {1, 2, 3, 10, 0, 0, 0, 0};
+  CHECK_THROWS_WITH(attn::forward_fast(p, ids.data(), 2, 4, w, out.data()),
+                    Catch::Contains("id 10 at position 3 is outside the vocabulary of 10"));
+  ids[3] = -1;
+  CHECK_THROWS_WITH(attn::forward_fast(p, ids.data(), 2, 4, w, out.data()),
+                    Catch::Contains("id -1 at position 3"));
+  ids[3] = 4;
+  CHECK_THROWS_WITH(attn::forward_fast(p, ids.data(), 1, 8, w, out.data()),
+                    Catch::Contains("8 tokens but only 6 positions"));
+  CHECK_THROWS_WITH(attn::forward_fast(p, ids.data(), 2, 5, w, out.data()),
+                    Catch::Contains("2 x 5 tokens for a workspace of 8"));
+  attn::forward_fast(p, ids.data(), 2, 4, w, out.data());
+  CHECK(std::isfinite(out[0]));
+  attn::Rng rng2(2);
+  const attn::Encoder bare = attn::init_encoder(rng2, config, NormPlacement::pre, false);
+  CHECK_THROWS_WITH(attn::pack(bare), Catch::Contains("expected an encoder with embeddings"));
 }

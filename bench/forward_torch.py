@@ -1,0 +1,71 @@
+"""PyTorch eager on the forward passes `attn bench` times: one JSON document of medians in ms.
+
+Models (torch.no_grad, eval mode, dropout off, BERT-base sizes D=768 H=12 F=3072, GELU erf):
+  book-layer     the book's TransformerEncoderLayer (seed 000, data/generator), batch 1
+  torch-layer    nn.TransformerEncoderLayer(norm_first=True, batch_first=True), batch 1: PyTorch's
+                 own layer, which 1.13 runs on its fused inference path
+  encoder        the book's TransformerEncoder from ids, 12 layers, at --batch
+
+    /usr/bin/python3 bench/forward_torch.py --model book-layer --seq 128 --threads 1
+
+Run it with Debian's interpreter (python3-torch 1.13), from anywhere; bench/compare.py runs it.
+"""
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import sys
+import time
+
+import torch
+from torch import nn
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "data"))
+from generator.encoder import TransformerEncoder, TransformerEncoderLayer  # noqa: E402
+
+BERT_BASE = dict(hidden_size=768, num_attention_heads=12, intermediate_size=3072, num_hidden_layers=12,
+                 vocab_size=30522, max_position_embeddings=512, hidden_dropout_prob=0.0)
+
+
+def build(model, seq, batch):
+    torch.manual_seed(0)
+    if model == "book-layer":
+        return TransformerEncoderLayer(BERT_BASE), torch.randn(1, seq, 768)
+    if model == "torch-layer":
+        layer = nn.TransformerEncoderLayer(768, 12, 3072, dropout=0.0, activation="gelu", batch_first=True,
+                                           norm_first=True)
+        return layer, torch.randn(1, seq, 768)
+    return TransformerEncoder(BERT_BASE), torch.randint(0, BERT_BASE["vocab_size"], (batch, seq))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", choices=["book-layer", "torch-layer", "encoder"], default="book-layer")
+    parser.add_argument("--seq", type=int, default=128)
+    parser.add_argument("--batch", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=3)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    module, x = build(args.model, args.seq, args.batch)
+    module.eval()
+    for m in module.modules():
+        if isinstance(m, nn.Dropout):
+            m.p = 0.0
+    times = []
+    with torch.no_grad():
+        for i in range(args.warmup + args.repeat):
+            start = time.perf_counter()
+            module(x)
+            if i >= args.warmup:
+                times.append((time.perf_counter() - start) * 1000.0)
+    print(json.dumps({"torch": torch.__version__, "model": args.model, "seq": args.seq, "batch": args.batch,
+                      "threads": args.threads, "runs": args.repeat, "ms_median": statistics.median(times),
+                      "ms_min": min(times), "ms_max": max(times),
+                      "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE")}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,134 @@
+// The matrix products' two libraries (core/gemm.hpp): each against a double-precision product on
+// strided blocks, every transpose and beta; the choice between them (measured, forced, from
+// ATTN_GEMM); and the refusals.
+#include "gemm.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "error.hpp"
+#include "random.hpp"
+
+using attn::GemmChoice;
+using attn::GemmLibrary;
+
+namespace {
+
+std::vector<GemmLibrary> libraries() {
+  std::vector<GemmLibrary> out = {GemmLibrary::openblas};
+  if (attn::gemm_library_available(GemmLibrary::onednn)) out.push_back(GemmLibrary::onednn);
+  return out;
+}
+
+std::vector<float> filled(attn::Rng& rng, std::size_t n) {
+  std::vector<float> v(n);
+  for (float& x : v)
+    x = static_cast<float>(rng.normal());
+  return v;
+}
+
+// Puts the choice back to what the environment says when a test case ends.
+struct ChoiceReset {
+  ~ChoiceReset() {
+    const char* word = std::getenv("ATTN_GEMM");
+    attn::set_gemm_choice(attn::parse_gemm_choice(word != nullptr ? word : "", "ATTN_GEMM"));
+    attn::set_threads(1);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("each library multiplies strided blocks, every transpose, beta 0, 1 and 0.5", "[gemm]") {
+  attn::Rng rng(3);
+  // Large enough to be a large product (m n k = 40 x 70 x 50 = 140000), with leading dimensions
+  // wider than the blocks and the blocks starting inside their buffers.
+  const std::size_t m = 40, n = 70, k = 50, lda = 61, ldb = 83, ldc = 77, offset = 3;
+  for (GemmLibrary library : libraries())
+    for (const bool ta : {false, true})
+      for (const bool tb : {false, true})
+        for (const float beta : {0.0f, 1.0f, 0.5f}) {
+          INFO(attn::library_name(library) << " ta " << ta << " tb " << tb << " beta " << beta);
+          const std::size_t a_rows = ta ? k : m, b_rows = tb ? n : k;
+          const std::vector<float> a = filled(rng, a_rows * lda + offset);
+          const std::vector<float> b = filled(rng, b_rows * ldb + offset);
+          std::vector<float> c = filled(rng, m * ldc + offset);
+          if (beta == 0.0f) c[offset] = std::numeric_limits<float>::quiet_NaN();  // never read
+          const std::vector<float> before = c;
+          attn::sgemm_on(library, ta, tb, m, n, k, 1.5f, a.data() + offset, lda, b.data() + offset,
+                         ldb, beta, c.data() + offset, ldc);
+          double worst = 0.0;
+          for (std::size_t r = 0; r < m; ++r)
+            for (std::size_t j = 0; j < ldc; ++j) {
+              const std::size_t at = offset + r * ldc + j;
+              if (j >= n) {
+                REQUIRE(c[at] == before[at]);  // outside the block: untouched
+                continue;
+              }
+              double sum = 0.0;
+              for (std::size_t i = 0; i < k; ++i) {
+                const double av = ta ? a[offset + i * lda + r] : a[offset + r * lda + i];
+                const double bv = tb ? b[offset + j * ldb + i] : b[offset + i * ldb + j];
+                sum += av * bv;
+              }
+              const double expected = 1.5 * sum + (beta == 0.0f ? 0.0 : beta * before[at]);
+              worst = std::max(worst, std::abs(c[at] - expected));
+            }
+          CHECK(worst < 1e-4);
+        }
+}
+
+TEST_CASE("small products go to OpenBLAS, large ones to the chosen library", "[gemm]") {
+  const ChoiceReset reset;
+  for (GemmLibrary library : libraries()) {
+    attn::set_gemm_choice(library == GemmLibrary::onednn ? GemmChoice::onednn
+                                                         : GemmChoice::openblas);
+    CHECK(attn::gemm_selection().source == "forced");
+    CHECK(attn::gemm_selection().large == library);
+    CHECK(attn::gemm_library_for(31, 32, 32) == GemmLibrary::openblas);  // 31744 < 32768
+    CHECK(attn::gemm_library_for(32, 32, 32) == library);
+    CHECK(attn::gemm_library_for(0, 1000, 1000) == GemmLibrary::openblas);
+    CHECK(attn::own_loop_threads() == 1);
+    attn::set_threads(2);
+    CHECK(attn::own_loop_threads() == (library == GemmLibrary::onednn ? 2 : 1));
+    attn::set_threads(1);
+  }
+}
+
+TEST_CASE("the measured choice times both libraries on the probe", "[gemm]") {
+  const ChoiceReset reset;
+  attn::set_gemm_choice(GemmChoice::measure);
+  const attn::GemmSelection& s = attn::gemm_selection();
+  if (!attn::gemm_library_available(GemmLibrary::onednn)) {
+    CHECK(s.source == "the only library in this build");
+    CHECK(s.large == GemmLibrary::openblas);
+    return;
+  }
+  REQUIRE(s.source == "measured");
+  CHECK(s.openblas_ms > 0.0);
+  CHECK(s.onednn_ms > 0.0);
+  CHECK(s.probe_m * s.probe_n * s.probe_k >= attn::kSmallProduct);
+  // oneDNN only where it is clearly faster.
+  CHECK((s.large == GemmLibrary::onednn) == (s.onednn_ms < attn::kWinMargin * s.openblas_ms));
+}
+
+TEST_CASE("a GEMM library's name is checked, and so are the threads", "[gemm]") {
+  CHECK(attn::parse_gemm_choice("", "ATTN_GEMM") == GemmChoice::measure);
+  CHECK(attn::parse_gemm_choice("auto", "ATTN_GEMM") == GemmChoice::measure);
+  CHECK(attn::parse_gemm_choice("openblas", "ATTN_GEMM") == GemmChoice::openblas);
+  CHECK_THROWS_WITH(attn::parse_gemm_choice("mkl", "ATTN_GEMM"),
+                    Catch::Contains("ATTN_GEMM is 'mkl': expected openblas, onednn or auto"));
+  if (attn::gemm_library_available(GemmLibrary::onednn)) {
+    CHECK(attn::parse_gemm_choice("onednn", "--gemm") == GemmChoice::onednn);
+  } else {
+    CHECK_THROWS_WITH(attn::parse_gemm_choice("onednn", "--gemm"),
+                      Catch::Contains("this build has no oneDNN"));
+  }
+  CHECK_THROWS_AS(attn::set_threads(0), attn::Error);
+  CHECK_THROWS_AS(attn::set_threads(257), attn::Error);
+  CHECK(attn::library_name(GemmLibrary::onednn) == "oneDNN");
+  CHECK(!attn::openblas_kernel().empty());
+}
