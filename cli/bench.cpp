@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -115,20 +116,38 @@ Bounds bounds_of(const std::vector<TimedGemm>& gemms) {
   return b;
 }
 
-// Each library alone on the calls, one library at a time with the pool lent to it (two pools
-// never run side by side): `warmup` untimed rounds, then `repeat` timed ones.
-void time_bounds(std::vector<TimedGemm>& gemms, const std::vector<GemmLibrary>& libs,
-                 std::size_t warmup, std::size_t repeat) {
-  for (GemmLibrary library : libs) {
+// Times `timed` (the layer; may be empty) `repeat` times after `warmup`, each round followed by
+// the calls on the library that runs the large products, so that a slow patch of the machine hits
+// both; then every other library alone with the pool lent to it, so that two pools never run side
+// by side. Returns the times of `timed`.
+std::vector<double> time_rounds(const std::function<void()>& timed, std::vector<TimedGemm>& gemms,
+                                std::size_t warmup, std::size_t repeat) {
+  const GemmLibrary active = gemm_selection().large;
+  auto round = [&](GemmLibrary library, std::vector<double>* times) {
+    if (times != nullptr && timed) times->push_back(time_ms(timed));
+    for (TimedGemm& g : gemms) {
+      const double ms = time_ms([&] { g.run(library); });
+      if (times != nullptr) g.ms[index_of(library)].push_back(ms);
+    }
+  };
+  std::vector<double> timed_ms;
+  for (std::size_t i = 0; i < warmup; ++i) {
+    if (timed) timed();
+    round(active, nullptr);
+  }
+  for (std::size_t i = 0; i < repeat; ++i)
+    round(active, &timed_ms);
+  for (GemmLibrary library : libraries()) {
+    if (library == active) continue;
     lend_pool(library);
     for (std::size_t i = 0; i < warmup; ++i)
-      for (TimedGemm& g : gemms)
-        g.run(library);
+      round(library, nullptr);
+    std::vector<double> unused;
     for (std::size_t i = 0; i < repeat; ++i)
-      for (TimedGemm& g : gemms)
-        g.ms[index_of(library)].push_back(time_ms([&] { g.run(library); }));
+      round(library, &unused);
+    return_pool();
   }
-  return_pool();
+  return timed_ms;
 }
 
 // "oneDNN for products of 32768 multiply-adds and more (measured: ...)": how the GEMMs run.
@@ -262,12 +281,7 @@ int run_bench(const BenchOptions& o) {
     flops += g.flops();
   }
   const std::vector<GemmLibrary> libs = libraries();
-  for (std::size_t i = 0; i < o.warmup; ++i)
-    fast();
-  std::vector<double> layer_ms;
-  for (std::size_t i = 0; i < o.repeat; ++i)
-    layer_ms.push_back(time_ms(fast));
-  time_bounds(gemms, libs, o.warmup, o.repeat);
+  const std::vector<double> layer_ms = time_rounds(fast, gemms, o.warmup, o.repeat);
 
   const double ms = median(layer_ms), ref_ms = median(reference_ms);
   const Bounds bounds = bounds_of(gemms);
@@ -449,7 +463,7 @@ int run_bench_model(const BenchOptions& o) {
     }
   }
   const std::vector<GemmLibrary> libs = libraries();
-  time_bounds(gemms, libs, 1, std::max<std::size_t>(1, std::min<std::size_t>(repeat, 5)));
+  time_rounds({}, gemms, 1, std::max<std::size_t>(1, std::min<std::size_t>(repeat, 5)));
   Bounds bounds = bounds_of(gemms);
   for (double& b : bounds.ms)
     b *= static_cast<double>(layers);

@@ -646,6 +646,22 @@ void linear_into(const float* x, std::size_t rows, std::size_t in, const std::ve
   sgemm(false, true, rows, cols, in, 1.0f, x, in, weight.data(), in, 1.0f, out, cols);
 }
 
+// out (rows, cols) = residual + (x Wᵀ + bias): the sublayer's last Linear and the residual add in
+// one GEMM. One pass preloads residual + bias into the output, and the GEMM adds x Wᵀ to it
+// (beta = 1), where the unfused way writes the bias, runs the GEMM, then reads both sums again to
+// add them. The sum rounds in another order than the reference's (the tests hold it within
+// their tolerances). `out` may be `residual`'s storage, not x's.
+void linear_residual_into(const float* x, std::size_t rows, std::size_t in,
+                          const std::vector<float>& weight, const std::vector<float>& bias,
+                          const float* residual, float* out) {
+  const std::size_t cols = bias.size();
+  const int threads = rows * cols >= kParallelElements ? own_loop_threads() : 1;
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+  for (std::size_t r = 0; r < rows; ++r)
+    add(residual + r * cols, bias.data(), out + r * cols, cols);
+  sgemm(false, true, rows, cols, in, 1.0f, x, in, weight.data(), in, 1.0f, out, cols);
+}
+
 // The reference divides the scores by sqrt(hs) in float. When sqrt(hs) is a power of two (hs = 64
 // gives 8) that division is exact, and so is multiplying by its inverse inside the Q Kᵀ GEMM
 // (alpha): the same bits (short of results below FLT_MIN), one pass over the scores fewer.
@@ -769,7 +785,6 @@ Workspace make_workspace(const PackedEncoderLayer& layer, std::size_t batch, std
   // One scores buffer per thread that may run the heads.
   w.scores.resize(static_cast<std::size_t>(std::max(1, own_loop_threads())) * tokens * tokens);
   w.context.resize(rows * d);
-  w.sublayer.resize(rows * d);
   w.residual.resize(rows * d);
   w.normed.resize(rows * d);
   w.hidden.resize(rows * layer.d_ff);
@@ -777,8 +792,8 @@ Workspace make_workspace(const PackedEncoderLayer& layer, std::size_t batch, std
 }
 
 std::size_t workspace_bytes(const Workspace& w) {
-  return sizeof(float) * (w.qkv.size() + w.scores.size() + w.context.size() + w.sublayer.size() +
-                          w.residual.size() + w.normed.size() + w.hidden.size());
+  return sizeof(float) * (w.qkv.size() + w.scores.size() + w.context.size() + w.residual.size() +
+                          w.normed.size() + w.hidden.size());
 }
 
 void forward_fast(const PackedEncoderLayer& layer, const float* x, std::size_t tokens, Workspace& w,
@@ -796,7 +811,7 @@ void forward_fast(const PackedEncoderLayer& layer, const float* x, std::size_t b
                     w.capacity));
   }
   const std::size_t t = tokens, d = layer.d_model, f = layer.d_ff, hs = layer.head_size;
-  const std::size_t rows = batch * t, n = rows * d;
+  const std::size_t rows = batch * t;
   const FastKernels k = w.kernels;
   const bool pre = layer.placement == NormPlacement::pre;
 
@@ -829,30 +844,31 @@ void forward_fast(const PackedEncoderLayer& layer, const float* x, std::size_t b
     // P V_h: (T,T) @ (T,hs) -> the head's columns of the concatenation.
     sgemm(false, false, t, hs, t, 1.0f, scores, t, values, 3 * d, 0.0f, context + h * hs, d);
   }
-  linear_into(w.context.data(), rows, d, layer.out_weight, layer.out_bias, w.sublayer.data());
-
-  // residual_1: pre x + attention; post LN1(x + attention).
+  // residual_1: pre x + attention; post LN1(x + attention). The output projection adds straight
+  // onto x (linear_residual_into).
   float* residual = w.residual.data();
   if (pre) {
-    add(x, w.sublayer.data(), residual, n);
+    linear_residual_into(w.context.data(), rows, d, layer.out_weight, layer.out_bias, x, residual);
     fast_layer_norm_rows(k, residual, rows, d, layer.norm_2_weight.data(), layer.norm_2_bias.data(),
                          layer.norm_2_eps, w.normed.data());
     in = w.normed.data();
   } else {
-    add(x, w.sublayer.data(), w.normed.data(), n);
+    linear_residual_into(w.context.data(), rows, d, layer.out_weight, layer.out_bias, x,
+                         w.normed.data());
     fast_layer_norm_rows(k, w.normed.data(), rows, d, layer.norm_1_weight.data(),
                          layer.norm_1_bias.data(), layer.norm_1_eps, residual);
     in = residual;
   }
-  // Feed-forward on `in` (pre: LN2(residual_1); post: residual_1).
+  // Feed-forward on `in` (pre: LN2(residual_1); post: residual_1), its last Linear adding onto
+  // residual_1.
   linear_into(in, rows, d, layer.ff_1_weight, layer.ff_1_bias, w.hidden.data());  // -> (BT,F)
   fast_gelu(k, w.hidden.data(), rows * f, layer.approximate);
-  linear_into(w.hidden.data(), rows, f, layer.ff_2_weight, layer.ff_2_bias,
-              w.sublayer.data());  // (BT,F) -> (BT,D)
   if (pre) {
-    add(residual, w.sublayer.data(), out, n);
+    linear_residual_into(w.hidden.data(), rows, f, layer.ff_2_weight, layer.ff_2_bias, residual,
+                         out);  // (BT,F) -> (BT,D)
   } else {
-    add(residual, w.sublayer.data(), w.normed.data(), n);
+    linear_residual_into(w.hidden.data(), rows, f, layer.ff_2_weight, layer.ff_2_bias, residual,
+                         w.normed.data());
     fast_layer_norm_rows(k, w.normed.data(), rows, d, layer.norm_2_weight.data(),
                          layer.norm_2_bias.data(), layer.norm_2_eps, out);
   }

@@ -1,20 +1,28 @@
-// The fast path of one encoder layer (batch 1), beside the readable reference in encoder.hpp:
-// the same function, computed with few large GEMMs and no copies. Legend: T tokens, D model
-// width, H heads, hs = D/H head size, F feed-forward width.
+// The fast path of the encoder, beside the readable reference in encoder.hpp: the same function,
+// computed with few large GEMMs and no copies, on a batch of B sequences of T tokens (BT rows).
+// Legend: T tokens, D model width, H heads, hs = D/H head size, F feed-forward width.
 //
 //   pack(layer)    stacks every head's q, k, v weights into one (3D, D) matrix, so that one GEMM
-//                  gives a (T, 3D) buffer whose columns are [Q_0 .. Q_H-1 | K_0 .. | V_0 ..]:
+//                  gives a (BT, 3D) buffer whose columns are [Q_0 .. Q_H-1 | K_0 .. | V_0 ..]:
 //                  head h's Q, K and V are column blocks of width hs (leading dimension 3D).
-//   forward_fast   LN, one QKV GEMM, per head Q_h K_hᵀ into a (T,T) buffer (read straight out
-//                  of the fused buffer, lda = 3D), softmax by rows, P V_h written straight into
-//                  the head's columns of the (T, D) concatenation (ldc = D), the output GEMM,
-//                  residual, LN, two feed-forward GEMMs with GELU between, residual.
+//   forward_fast   LN, one QKV GEMM, per sequence and head Q_h K_hᵀ into a (T,T) buffer (read
+//                  straight out of the fused buffer, lda = 3D, the scale in the GEMM's alpha
+//                  when it is exact), softmax by rows, P V_h written straight into the head's
+//                  columns of the (BT, D) concatenation (ldc = D); the output GEMM adding onto
+//                  the residual stream (preloaded with x + bias, beta = 1), LN, the first
+//                  feed-forward GEMM, GELU, the second adding onto the stream the same way.
+//   PackedEncoder  the embeddings' tables and every layer: forward_fast from ids.
+//
+// The GEMMs go to OpenBLAS or oneDNN (gemm.hpp). When the pool is OpenMP's (oneDNN), the heads,
+// LayerNorm's rows and GELU's parts are shared out on it too; their results do not depend on the
+// thread count.
 //
 // The elementwise kernels (softmax, LayerNorm, GELU) compute exactly what the reference's do
 // (torch 1.13's order of operations), in 8 AVX2 lanes when the CPU has AVX2 and FMA and in
-// scalar code otherwise; the two give the same bits. Only the products can round differently
-// from the reference (OpenBLAS's paths for the fused and the per-head shapes, the reference's own
-// loop for tiny ones): a test holds the two within 1e-5 (tiny) and 1e-4 (BERT-base).
+// scalar code otherwise; the two give the same bits. The products and the residual sums can round
+// differently from the reference (the libraries' paths for the fused and the per-head shapes,
+// the bias and residual added in another order): tests hold the two within 1e-5 (small sizes)
+// and 1e-4 (BERT-base).
 #pragma once
 
 #include <cstddef>
@@ -62,7 +70,6 @@ struct Workspace {
   std::vector<float> qkv;       // (BT, 3D)
   std::vector<float> scores;    // (T, T), one head of one sequence at a time
   std::vector<float> context;   // (BT, D) the heads' outputs side by side
-  std::vector<float> sublayer;  // (BT, D) attention or feed-forward output
   std::vector<float> residual;  // (BT, D)
   std::vector<float> normed;    // (BT, D)
   std::vector<float> hidden;    // (BT, F)
