@@ -5,7 +5,8 @@ own kernel choice, PyTorch's best case on a CPU OpenBLAS knows), and under --cor
 when given (a kernel to force for PyTorch's sake where OpenBLAS does not know the CPU):
   layer    `attn bench --seq T` against the book's layer and nn.TransformerEncoderLayer
            (bench/forward_torch.py), T = 128 and 512, batch 1; with attn's fraction of the
-           fastest GEMM library's bound
+           fastest GEMM library's bound. --rounds rounds alternate the three programs; each
+           column shows the median of its rounds
   encoder  `attn bench --model encoder` against the book's 12-layer encoder from ids, batch 1
            and 8, T = 128 and 512; with attn's peak memory over weights plus one layer's
            activations
@@ -19,6 +20,7 @@ import argparse
 import json
 import os
 import pathlib
+import statistics
 import subprocess
 import sys
 
@@ -51,12 +53,16 @@ def main():
     parser.add_argument("--coretype", help="also run with OPENBLAS_CORETYPE set to this kernel")
     parser.add_argument("--quick", action="store_true", help="fewer runs, and no batch 8 at T = 512")
     parser.add_argument("--only", choices=["layer", "encoder", "train"], help="one table only")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="layer table: rounds alternating attn and PyTorch; the median round is shown")
     args = parser.parse_args()
     machine = os.environ.get("OPENBLAS_CORETYPE")
     settings = [machine] + ([None] if machine else [])
     if args.coretype and args.coretype not in settings:
         settings.append(args.coretype)
     layer_runs, model_runs = ("5", "1") if args.quick else ("20", "3")
+    if args.quick:
+        args.rounds = 1
     torch_py = [sys.executable, str(ROOT / "bench" / "forward_torch.py")]
     probe = run_json([args.attn, "bench", "--seq", "8", "--repeat", "1", "--warmup", "0", "--format", "json"],
                      environment(machine, 1))
@@ -73,13 +79,16 @@ def main():
                 env = environment(coretype, threads)
                 for seq in (128, 512):
                     common = ["--seq", str(seq), "--threads", str(threads), "--repeat", layer_runs]
-                    attn = run_json([args.attn, "bench", "--format", "json"] + common, env)
-                    book = run_json(torch_py + ["--model", "book-layer"] + common, env)
-                    tel = run_json(torch_py + ["--model", "torch-layer"] + common, env)
-                    a = attn["ms_median"]
-                    print(f"{coretype or 'unset':<18} {threads:>3} {seq:>4}  {a:>9.2f} {attn['fraction_of_bound']:>8.3f}  "
-                          f"{book['ms_median']:>9.2f} {book['ms_median'] / a:>5.2f}x  "
-                          f"{tel['ms_median']:>9.2f} {tel['ms_median'] / a:>5.2f}x", flush=True)
+                    rounds = {"attn": [], "book": [], "tel": [], "fraction": []}
+                    for _ in range(args.rounds):  # alternating, so that a slow patch hits all three
+                        attn = run_json([args.attn, "bench", "--format", "json"] + common, env)
+                        rounds["attn"].append(attn["ms_median"])
+                        rounds["fraction"].append(attn["fraction_of_bound"])
+                        rounds["book"].append(run_json(torch_py + ["--model", "book-layer"] + common, env)["ms_median"])
+                        rounds["tel"].append(run_json(torch_py + ["--model", "torch-layer"] + common, env)["ms_median"])
+                    a, book, tel, fraction = (statistics.median(rounds[k]) for k in ("attn", "book", "tel", "fraction"))
+                    print(f"{coretype or 'unset':<18} {threads:>3} {seq:>4}  {a:>9.2f} {fraction:>8.3f}  "
+                          f"{book:>9.2f} {book / a:>5.2f}x  {tel:>9.2f} {tel / a:>5.2f}x", flush=True)
         print()
 
     if args.only in (None, "encoder"):

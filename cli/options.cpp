@@ -158,7 +158,8 @@ void add_memory_option(CLI::App& app) {
 void add_threads_option(CLI::App& app) {
   app.add_option_function<int>(
          "--threads", [](const int& threads) { set_threads(threads); },
-         "OpenBLAS threads for the matrix products (default 1); other counts change only the last bits")
+         "threads for the matrix products, one pool (default 1); other counts change only the last "
+         "bits")
       ->check(whole_number_validator(1, 256))
       ->option_text("N");
 }

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
+#include <numeric>
 
 #include <fmt/format.h>
 
@@ -619,6 +620,32 @@ void fast_gelu(FastKernels kernels, float* x, std::size_t n, GeluApproximation a
   }
 }
 
+void fast_bias_gelu_rows(FastKernels kernels, float* x, std::size_t rows, std::size_t cols,
+                         const float* bias, GeluApproximation approximate) {
+  const std::size_t n = rows * cols;
+  if (n == 0) return;
+  // Blocks of whole rows whose element count is a multiple of 16, the last taking the rest: each
+  // block's tail rule then falls on the whole tensor's tail. About 64 KiB each, so that the GELU
+  // reads what the bias add just wrote from cache.
+  constexpr std::size_t kBlockElements = std::size_t{1} << 14;
+  const std::size_t step = 16 / std::gcd(cols, std::size_t{16});  // rows per multiple of 16
+  const std::size_t block_rows = std::max<std::size_t>(1, kBlockElements / (cols * step)) * step;
+  std::size_t blocks = (rows + block_rows - 1) / block_rows;
+  // A part of one element would take torch's one-element path (libm's erf), which only a whole
+  // tensor of one element takes: a last block of one element joins the block before it.
+  if (blocks > 1 && (rows - (blocks - 1) * block_rows) * cols == 1) --blocks;
+  const int threads = n >= kParallelElements ? own_loop_threads() : 1;
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+  for (std::size_t block = 0; block < blocks; ++block) {
+    const std::size_t first = block * block_rows;
+    const std::size_t last = block + 1 == blocks ? rows : first + block_rows;
+    for (std::size_t r = first; r < last; ++r)
+      for (std::size_t j = 0; j < cols; ++j)
+        x[r * cols + j] += bias[j];
+    gelu_part(kernels, x + first * cols, (last - first) * cols, approximate);
+  }
+}
+
 namespace {
 
 #if defined(_OPENMP)
@@ -641,9 +668,22 @@ void add(const float* a, const float* b, float* out, std::size_t n) {
 void linear_into(const float* x, std::size_t rows, std::size_t in, const std::vector<float>& weight,
                  const std::vector<float>& bias, float* out) {
   const std::size_t cols = bias.size();
+  const int threads = rows * cols >= kParallelElements ? own_loop_threads() : 1;
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
   for (std::size_t r = 0; r < rows; ++r)
     std::copy(bias.begin(), bias.end(), out + r * cols);
   sgemm(false, true, rows, cols, in, 1.0f, x, in, weight.data(), in, 1.0f, out, cols);
+}
+
+// out (rows, cols) = GELU(x Wᵀ + bias): the GEMM alone (beta = 0), then the bias and GELU in one
+// pass (fast_bias_gelu_rows), where the unfused way writes the bias before the GEMM and reads the
+// whole output again for GELU.
+void linear_gelu_into(FastKernels kernels, const float* x, std::size_t rows, std::size_t in,
+                      const std::vector<float>& weight, const std::vector<float>& bias,
+                      GeluApproximation approximate, float* out) {
+  const std::size_t cols = bias.size();
+  sgemm(false, true, rows, cols, in, 1.0f, x, in, weight.data(), in, 0.0f, out, cols);
+  fast_bias_gelu_rows(kernels, out, rows, cols, bias.data(), approximate);
 }
 
 // out (rows, cols) = residual + (x Wᵀ + bias): the sublayer's last Linear and the residual add in
@@ -861,8 +901,8 @@ void forward_fast(const PackedEncoderLayer& layer, const float* x, std::size_t b
   }
   // Feed-forward on `in` (pre: LN2(residual_1); post: residual_1), its last Linear adding onto
   // residual_1.
-  linear_into(in, rows, d, layer.ff_1_weight, layer.ff_1_bias, w.hidden.data());  // -> (BT,F)
-  fast_gelu(k, w.hidden.data(), rows * f, layer.approximate);
+  linear_gelu_into(k, in, rows, d, layer.ff_1_weight, layer.ff_1_bias, layer.approximate,
+                   w.hidden.data());  // (BT,D) -> (BT,F)
   if (pre) {
     linear_residual_into(w.hidden.data(), rows, f, layer.ff_2_weight, layer.ff_2_bias, residual,
                          out);  // (BT,F) -> (BT,D)

@@ -135,6 +135,10 @@ void fast_layer_norm_rows(FastKernels kernels, const float* x, std::size_t rows,
                           const float* weight, const float* bias, float eps, float* out);
 // gelu() of one tensor of n numbers, in place (torch's tail rules depend on n).
 void fast_gelu(FastKernels kernels, float* x, std::size_t n, GeluApproximation approximate);
+// x (rows, cols) = gelu(x + bias) in place, bias (cols) added to every row: the bits of adding the
+// bias and then calling fast_gelu on the whole tensor.
+void fast_bias_gelu_rows(FastKernels kernels, float* x, std::size_t rows, std::size_t cols,
+                         const float* bias, GeluApproximation approximate);
 // dx = dy ⊙ GELU'(x) of the erf form (gelu_erf_slope_onednn) on n numbers.
 void fast_gelu_erf_backward(FastKernels kernels, const float* x, const float* dy, float* dx,
                             std::size_t n);

@@ -478,3 +478,33 @@ TEST_CASE("the fast encoder refuses ids outside the vocabulary, too many tokens,
   const attn::Encoder bare = attn::init_encoder(rng2, config, NormPlacement::pre, false);
   CHECK_THROWS_WITH(attn::pack(bare), Catch::Contains("expected an encoder with embeddings"));
 }
+
+TEST_CASE("fast_bias_gelu_rows gives the bits of a bias add and fast_gelu on the whole tensor",
+          "[encoder_fast]") {
+  // Row widths that are and are not multiples of 16, tails of 0 to 15 elements, one element, and a
+  // last block of one element (17 x 1 splits 16 + 1 before the rule joins them).
+  const std::array<std::array<std::size_t, 2>, 8> shapes = {
+      {{1, 1}, {17, 1}, {3, 24}, {5, 7}, {40, 3072}, {1000, 40}, {16385, 1}, {333, 100}}};
+  attn::Rng rng(12);
+  for (FastKernels kernels : {FastKernels::scalar, attn::best_fast_kernels()})
+    for (attn::GeluApproximation approximate :
+         {attn::GeluApproximation::none, attn::GeluApproximation::tanh})
+      for (const auto& [rows, cols] : shapes)
+        for (int threads : {1, 2}) {
+          INFO(rows << " x " << cols << " threads " << threads);
+          std::vector<float> bias(cols), x(rows * cols);
+          for (float& v : bias)
+            v = static_cast<float>(rng.normal());
+          for (float& v : x)
+            v = 3.0f * static_cast<float>(rng.normal());
+          std::vector<float> expected = x;
+          for (std::size_t r = 0; r < rows; ++r)
+            for (std::size_t j = 0; j < cols; ++j)
+              expected[r * cols + j] += bias[j];
+          attn::fast_gelu(kernels, expected.data(), expected.size(), approximate);  // one thread
+          attn::set_threads(threads);
+          attn::fast_bias_gelu_rows(kernels, x.data(), rows, cols, bias.data(), approximate);
+          CHECK(std::memcmp(x.data(), expected.data(), x.size() * sizeof(float)) == 0);
+          attn::set_threads(1);
+        }
+}
