@@ -9,6 +9,13 @@
 #include <immintrin.h>
 #if defined(_OPENMP)
 #include <omp.h>
+// The loop that follows runs on the pool's `threads` threads (a variable of that name in scope),
+// or on this thread alone when there is one. Without OpenMP (a build without oneDNN) it is a plain
+// loop.
+#define ATTN_PARALLEL_FOR \
+  _Pragma("omp parallel for num_threads(threads) if (threads > 1) schedule(static)")
+#else
+#define ATTN_PARALLEL_FOR
 #endif
 
 #include <algorithm>
@@ -557,8 +564,8 @@ void fast_softmax_rows(FastKernels kernels, float* x, std::size_t rows, std::siz
 
 void fast_layer_norm_rows(FastKernels kernels, const float* x, std::size_t rows, std::size_t n,
                           const float* weight, const float* bias, float eps, float* out) {
-  const int threads = rows * n >= kParallelElements ? own_loop_threads() : 1;
-#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+  [[maybe_unused]] const int threads = rows * n >= kParallelElements ? own_loop_threads() : 1;
+  ATTN_PARALLEL_FOR
   for (std::size_t r = 0; r < rows; ++r) {
     if (kernels == FastKernels::avx2) {
       layer_norm_row_avx2(x + r * n, n, weight, bias, eps, nullptr, out + r * n);
@@ -604,7 +611,7 @@ void gelu_part(FastKernels kernels, float* x, std::size_t n, GeluApproximation a
 }  // namespace
 
 void fast_gelu(FastKernels kernels, float* x, std::size_t n, GeluApproximation approximate) {
-  const int threads = n >= kParallelElements ? own_loop_threads() : 1;
+  [[maybe_unused]] const int threads = n >= kParallelElements ? own_loop_threads() : 1;
   if (threads <= 1) {
     gelu_part(kernels, x, n, approximate);
     return;
@@ -612,7 +619,7 @@ void fast_gelu(FastKernels kernels, float* x, std::size_t n, GeluApproximation a
   // Parts of a multiple of 16 elements, the last taking the rest: each part's tail rule (the
   // elements past its last multiple of 16) then falls on the whole tensor's tail, as torch's.
   const std::size_t chunk = (n / static_cast<std::size_t>(threads) + 15) / 16 * 16;
-#pragma omp parallel for num_threads(threads) schedule(static)
+  ATTN_PARALLEL_FOR
   for (int part = 0; part < threads; ++part) {
     const std::size_t from = std::min(n, static_cast<std::size_t>(part) * chunk);
     const std::size_t to = part + 1 == threads ? n : std::min(n, from + chunk);
@@ -634,8 +641,8 @@ void fast_bias_gelu_rows(FastKernels kernels, float* x, std::size_t rows, std::s
   // A part of one element would take torch's one-element path (libm's erf), which only a whole
   // tensor of one element takes: a last block of one element joins the block before it.
   if (blocks > 1 && (rows - (blocks - 1) * block_rows) * cols == 1) --blocks;
-  const int threads = n >= kParallelElements ? own_loop_threads() : 1;
-#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+  [[maybe_unused]] const int threads = n >= kParallelElements ? own_loop_threads() : 1;
+  ATTN_PARALLEL_FOR
   for (std::size_t block = 0; block < blocks; ++block) {
     const std::size_t first = block * block_rows;
     const std::size_t last = block + 1 == blocks ? rows : first + block_rows;
@@ -668,8 +675,8 @@ void add(const float* a, const float* b, float* out, std::size_t n) {
 void linear_into(const float* x, std::size_t rows, std::size_t in, const std::vector<float>& weight,
                  const std::vector<float>& bias, float* out) {
   const std::size_t cols = bias.size();
-  const int threads = rows * cols >= kParallelElements ? own_loop_threads() : 1;
-#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+  [[maybe_unused]] const int threads = rows * cols >= kParallelElements ? own_loop_threads() : 1;
+  ATTN_PARALLEL_FOR
   for (std::size_t r = 0; r < rows; ++r)
     std::copy(bias.begin(), bias.end(), out + r * cols);
   sgemm(false, true, rows, cols, in, 1.0f, x, in, weight.data(), in, 1.0f, out, cols);
@@ -695,8 +702,8 @@ void linear_residual_into(const float* x, std::size_t rows, std::size_t in,
                           const std::vector<float>& weight, const std::vector<float>& bias,
                           const float* residual, float* out) {
   const std::size_t cols = bias.size();
-  const int threads = rows * cols >= kParallelElements ? own_loop_threads() : 1;
-#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+  [[maybe_unused]] const int threads = rows * cols >= kParallelElements ? own_loop_threads() : 1;
+  ATTN_PARALLEL_FOR
   for (std::size_t r = 0; r < rows; ++r)
     add(residual + r * cols, bias.data(), out + r * cols, cols);
   sgemm(false, true, rows, cols, in, 1.0f, x, in, weight.data(), in, 1.0f, out, cols);
@@ -867,9 +874,9 @@ void forward_fast(const PackedEncoderLayer& layer, const float* x, std::size_t b
   const ScoreScaling scaling = score_scaling(hs);
   // One (T,T) scores buffer per thread; the heads of every sequence are shared out among them.
   const std::size_t pairs = batch * layer.heads;
-  const int threads = static_cast<int>(
+  [[maybe_unused]] const int threads = static_cast<int>(
       std::min({static_cast<std::size_t>(own_loop_threads()), w.scores.size() / (t * t), pairs}));
-#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+  ATTN_PARALLEL_FOR
   for (std::size_t pair = 0; pair < pairs; ++pair) {
     const std::size_t b = pair / layer.heads, h = pair % layer.heads;
     const float* sequence = qkv + b * t * 3 * d;
