@@ -150,15 +150,18 @@ std::vector<double> time_rounds(const std::function<void()>& timed, std::vector<
   return timed_ms;
 }
 
-// "oneDNN for products of 32768 multiply-adds and more (measured: ...)": how the GEMMs run.
+// "oneDNN for products of 32768 multiply-adds and more ... (why)": how the GEMMs run.
 std::string gemm_text(const GemmSelection& s) {
   std::string text = fmt::format("{} for products of {} multiply-adds and more, OpenBLAS below",
                                  library_name(s.large), kSmallProduct);
-  if (s.source == "measured") {
+  if (s.probe_m != 0) {
     text += fmt::format(
-        " (measured on a {}x{}x{} probe, one thread: OpenBLAS {:.3f} ms, oneDNN "
+        " ({} on a {}x{}x{} probe, one thread: OpenBLAS {:.3f} ms, oneDNN "
         "{:.3f} ms)",
-        s.probe_m, s.probe_k, s.probe_n, s.openblas_ms, s.onednn_ms);
+        s.source, s.probe_m, s.probe_k, s.probe_n, s.openblas_ms, s.onednn_ms);
+  } else if (s.source == "the kernels' widths") {
+    text += fmt::format(" (by the kernels' widths: OpenBLAS's {}, oneDNN's {})", s.openblas_kernel,
+                        s.onednn_isa);
   } else {
     text += fmt::format(" ({})", s.source);
   }
@@ -172,7 +175,8 @@ nlohmann::ordered_json gemm_json(const GemmSelection& s) {
   j["chosen_by"] = s.source;
   j["probe_openblas_ms"] = s.openblas_ms;
   j["probe_onednn_ms"] = s.onednn_ms;
-  j["openblas_kernel"] = openblas_kernel();
+  j["openblas_kernel"] = s.openblas_kernel;
+  j["onednn_isa"] = s.onednn_isa;
   return j;
 }
 
@@ -205,6 +209,10 @@ TimedGemm make_timed(const GemmCall& g, std::size_t head_size, Rng& rng) {
 std::string shape_text(const GemmCall& g) {
   return fmt::format("({},{}) x ({},{}){}", g.m, g.k, g.k, g.n,
                      g.count > 1 ? fmt::format(" x {}", g.count) : "");
+}
+
+std::size_t threads_for_budget(const BenchOptions& o) {
+  return o.threads == 0 ? all_cores() : o.threads;
 }
 
 // BERT-base's numbers, or --config's; --seq checked against its positions.
@@ -416,13 +424,14 @@ int run_bench_model(const BenchOptions& o) {
                     h = config.num_attention_heads, layers = config.num_hidden_layers;
   const std::size_t layer_weights = 4 * d * d + 2 * d * f + 9 * d + f;
   try {
-    check_budget("bench", {{"the model's weights", {layers, layer_weights}, "L D/F"},
-                           {"the embeddings' tables",
-                            {config.vocab_size + config.max_position_embeddings, d}},
-                           {"one layer being packed", {2, layer_weights}, "D/F"},
-                           {"one layer's activations", {rows, 7 * d + f}, "B T D/F"},
-                           {"the attention scores", {t, t}, "T T"},
-                           {"the ids", {batch, t}, "B T", 8}});
+    check_budget(
+        "bench",
+        {{"the model's weights", {layers, layer_weights}, "L D/F"},
+         {"the embeddings' tables", {config.vocab_size + config.max_position_embeddings, d}},
+         {"one layer being packed", {2, layer_weights}, "D/F"},
+         {"one layer's activations", {rows, 7 * d + f}, "B T D/F"},
+         {"the attention scores, one buffer per thread", {threads_for_budget(o), t, t}, "N T T"},
+         {"the ids", {batch, t}, "B T", 8}});
   } catch (Error& e) {
     e.driven_by({"B", "T"});
     throw;
@@ -672,10 +681,10 @@ void setup(CLI::App& app, Context& context) {
       ->check(choice_validator("a model", {"layer", "encoder"}))
       ->option_text("layer|encoder");
   sub->add_option("--gemm", o->gemm,
-                  "auto (default: OpenBLAS or oneDNN, whichever a measurement finds faster), "
-                  "openblas or onednn for the large products")
-      ->check(choice_validator("a GEMM library", {"auto", "openblas", "onednn"}))
-      ->option_text("auto|openblas|onednn");
+                  "the large products' library: auto (default: oneDNN where its vectors are wider "
+                  "than OpenBLAS's kernel's), measure (the faster on a probe), openblas or onednn")
+      ->check(choice_validator("a GEMM library", {"auto", "measure", "openblas", "onednn"}))
+      ->option_text("auto|measure|openblas|onednn");
   sub->callback([o, sub, &context] {
     const bool model = o->model == "encoder";
     if (!o->train && !model && sub->count("--batch") > 0)

@@ -19,9 +19,11 @@
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <exception>
 #include <limits>
 #include <numeric>
 
@@ -618,12 +620,16 @@ void fast_gelu(FastKernels kernels, float* x, std::size_t n, GeluApproximation a
   }
   // Parts of a multiple of 16 elements, the last taking the rest: each part's tail rule (the
   // elements past its last multiple of 16) then falls on the whole tensor's tail, as torch's.
+  // A part of one element would take torch's one-element path (libm's erf), which only a whole
+  // tensor of one element takes: it joins the part before it.
   const std::size_t chunk = (n / static_cast<std::size_t>(threads) + 15) / 16 * 16;
+  std::size_t parts = (n + chunk - 1) / chunk;
+  if (parts > 1 && n - (parts - 1) * chunk == 1) --parts;
   ATTN_PARALLEL_FOR
-  for (int part = 0; part < threads; ++part) {
-    const std::size_t from = std::min(n, static_cast<std::size_t>(part) * chunk);
-    const std::size_t to = part + 1 == threads ? n : std::min(n, from + chunk);
-    if (to > from) gelu_part(kernels, x + from, to - from, approximate);
+  for (std::size_t part = 0; part < parts; ++part) {
+    const std::size_t from = part * chunk;
+    const std::size_t to = part + 1 == parts ? n : from + chunk;
+    gelu_part(kernels, x + from, to - from, approximate);
   }
 }
 
@@ -632,8 +638,9 @@ void fast_bias_gelu_rows(FastKernels kernels, float* x, std::size_t rows, std::s
   const std::size_t n = rows * cols;
   if (n == 0) return;
   // Blocks of whole rows whose element count is a multiple of 16, the last taking the rest: each
-  // block's tail rule then falls on the whole tensor's tail. About 64 KiB each, so that the GELU
-  // reads what the bias add just wrote from cache.
+  // block's tail rule then falls on the whole tensor's tail. About 64 KiB each (at least the fewest
+  // rows that make a multiple of 16), so that the GELU reads what the bias add just wrote from
+  // cache.
   constexpr std::size_t kBlockElements = std::size_t{1} << 14;
   const std::size_t step = 16 / std::gcd(cols, std::size_t{16});  // rows per multiple of 16
   const std::size_t block_rows = std::max<std::size_t>(1, kBlockElements / (cols * step)) * step;
@@ -814,6 +821,27 @@ PackedEncoderLayer pack(const EncoderLayer& layer) {
   return p;
 }
 
+namespace {
+// One head of one sequence (`pair` = sequence x H + head): Q_h K_hᵀ, softmax, P V_h, on this
+// thread's scores buffer.
+void attention_head(const PackedEncoderLayer& layer, Workspace& w, const float* qkv,
+                    std::size_t pair, std::size_t t, ScoreScaling scaling, FastKernels k) {
+  const std::size_t d = layer.d_model, hs = layer.head_size;
+  const std::size_t b = pair / layer.heads, h = pair % layer.heads;
+  const float* sequence = qkv + b * t * 3 * d;
+  float* context = w.context.data() + b * t * d;
+  float* scores = w.scores.data() + static_cast<std::size_t>(thread_index()) * t * t;
+  const float* q = sequence + h * hs;
+  const float* keys = sequence + d + h * hs;
+  const float* values = sequence + 2 * d + h * hs;
+  // Q_h K_hᵀ: (T,hs) @ (hs,T) -> (T,T), both read in place from the fused buffer.
+  sgemm(false, true, t, t, hs, scaling.alpha, q, 3 * d, keys, 3 * d, 0.0f, scores, t);
+  fast_softmax_rows(k, scores, t, t, scaling.divisor);
+  // P V_h: (T,T) @ (T,hs) -> the head's columns of the concatenation.
+  sgemm(false, false, t, hs, t, 1.0f, scores, t, values, 3 * d, 0.0f, context + h * hs, d);
+}
+}  // namespace
+
 Workspace make_workspace(const PackedEncoderLayer& layer, std::size_t tokens, FastKernels kernels) {
   return make_workspace(layer, 1, tokens, kernels);
 }
@@ -850,7 +878,7 @@ void forward_fast(const PackedEncoderLayer& layer, const float* x, std::size_t t
 
 void forward_fast(const PackedEncoderLayer& layer, const float* x, std::size_t batch,
                   std::size_t tokens, Workspace& w, float* out) {
-  if (tokens == 0 || batch == 0 || tokens > w.sequence || batch * tokens > w.capacity) {
+  if (tokens == 0 || batch == 0 || tokens > w.sequence || batch > w.capacity / tokens) {
     throw Error(
         "forward_fast",
         fmt::format("{} tokens for a workspace of {}: make_workspace(layer, tokens) first",
@@ -859,10 +887,17 @@ void forward_fast(const PackedEncoderLayer& layer, const float* x, std::size_t b
   }
   const std::size_t t = tokens, d = layer.d_model, f = layer.d_ff, hs = layer.head_size;
   const std::size_t rows = batch * t;
+  if (w.qkv.size() < rows * 3 * d || w.context.size() < rows * d || w.residual.size() < rows * d ||
+      w.normed.size() < rows * d || w.hidden.size() < rows * f || w.scores.size() < t * t) {
+    throw Error("forward_fast", fmt::format("the workspace was made for a narrower layer than D = "
+                                            "{}, F = {}: make_workspace(layer, batch, tokens) "
+                                            "for this layer",
+                                            d, f));
+  }
   const FastKernels k = w.kernels;
   const bool pre = layer.placement == NormPlacement::pre;
 
-  // Attention on `in` (pre: LN1(x); post: x), into w.sublayer.
+  // Attention on `in` (pre: LN1(x); post: x), into w.context.
   const float* in = x;
   if (pre) {
     fast_layer_norm_rows(k, x, rows, d, layer.norm_1_weight.data(), layer.norm_1_bias.data(),
@@ -876,21 +911,20 @@ void forward_fast(const PackedEncoderLayer& layer, const float* x, std::size_t b
   const std::size_t pairs = batch * layer.heads;
   [[maybe_unused]] const int threads = static_cast<int>(
       std::min({static_cast<std::size_t>(own_loop_threads()), w.scores.size() / (t * t), pairs}));
+  // An exception must not leave the parallel loop (OpenMP would end the program): the first is
+  // kept, the remaining heads are skipped, and it is thrown after the loop.
+  std::exception_ptr failure;
+  std::atomic<bool> failed{false};
   ATTN_PARALLEL_FOR
   for (std::size_t pair = 0; pair < pairs; ++pair) {
-    const std::size_t b = pair / layer.heads, h = pair % layer.heads;
-    const float* sequence = qkv + b * t * 3 * d;
-    float* context = w.context.data() + b * t * d;
-    float* scores = w.scores.data() + static_cast<std::size_t>(thread_index()) * t * t;
-    const float* q = sequence + h * hs;
-    const float* keys = sequence + d + h * hs;
-    const float* values = sequence + 2 * d + h * hs;
-    // Q_h K_hᵀ: (T,hs) @ (hs,T) -> (T,T), both read in place from the fused buffer.
-    sgemm(false, true, t, t, hs, scaling.alpha, q, 3 * d, keys, 3 * d, 0.0f, scores, t);
-    fast_softmax_rows(k, scores, t, t, scaling.divisor);
-    // P V_h: (T,T) @ (T,hs) -> the head's columns of the concatenation.
-    sgemm(false, false, t, hs, t, 1.0f, scores, t, values, 3 * d, 0.0f, context + h * hs, d);
+    if (failed.load(std::memory_order_relaxed)) continue;
+    try {
+      attention_head(layer, w, qkv, pair, t, scaling, k);
+    } catch (...) {
+      if (!failed.exchange(true)) failure = std::current_exception();
+    }
   }
+  if (failure) std::rethrow_exception(failure);
   // residual_1: pre x + attention; post LN1(x + attention). The output projection adds straight
   // onto x (linear_residual_into).
   float* residual = w.residual.data();
@@ -1005,11 +1039,10 @@ std::size_t packed_bytes(const PackedEncoder& e) {
 EncoderWorkspace make_workspace(const PackedEncoder& encoder, std::size_t batch, std::size_t tokens,
                                 FastKernels kernels) {
   EncoderWorkspace w;
-  if (!encoder.layers.empty())
-    w.layer = make_workspace(encoder.layers.front(), batch, tokens, kernels);
-  for (const PackedEncoderLayer& l : encoder.layers) {  // the widest feed-forward sets the size
-    if (l.d_ff > encoder.layers.front().d_ff) w.layer = make_workspace(l, batch, tokens, kernels);
-  }
+  const PackedEncoderLayer* widest = nullptr;  // the widest feed-forward sets the size
+  for (const PackedEncoderLayer& l : encoder.layers)
+    if (widest == nullptr || l.d_ff > widest->d_ff) widest = &l;
+  if (widest != nullptr) w.layer = make_workspace(*widest, batch, tokens, kernels);
   if (encoder.layers.empty()) {
     w.layer.capacity = batch * tokens;
     w.layer.sequence = tokens;
@@ -1065,7 +1098,7 @@ std::vector<GemmCall> gemm_calls(const PackedEncoderLayer& layer, std::size_t to
       {"scores", false, true, t, t, hs, 3 * d, 3 * d, t, score_scaling(hs).alpha, 0.0f, h * batch},
       {"context", false, false, t, hs, t, t, 3 * d, d, 1.0f, 0.0f, h * batch},
       {"output", false, true, rows, d, d, d, d, d, 1.0f, 1.0f, 1},
-      {"ff_1", false, true, rows, f, d, d, d, f, 1.0f, 1.0f, 1},
+      {"ff_1", false, true, rows, f, d, d, d, f, 1.0f, 0.0f, 1},
       {"ff_2", false, true, rows, d, f, f, f, d, 1.0f, 1.0f, 1},
   };
 }

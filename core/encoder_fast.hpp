@@ -75,8 +75,9 @@ struct Workspace {
   std::vector<float> hidden;    // (BT, F)
 };
 
-// A workspace for `layer` and up to `tokens` tokens. Throws attn::Error when kernels is avx2 and
-// the CPU lacks AVX2 or FMA.
+// A workspace for `layer` and up to `tokens` tokens, with a scores buffer for each thread the
+// pool may give the heads (which decides the GEMM library: gemm.hpp). Throws attn::Error when
+// kernels is avx2 and the CPU lacks AVX2 or FMA, or for a bad ATTN_GEMM.
 Workspace make_workspace(const PackedEncoderLayer& layer, std::size_t tokens,
                          FastKernels kernels = best_fast_kernels());
 // A workspace for `batch` sequences of up to `tokens` tokens each.

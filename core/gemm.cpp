@@ -27,7 +27,7 @@ namespace {
 struct State {
   bool selected = false;
   GemmSelection selection;
-  GemmChoice forced = GemmChoice::measure;
+  GemmChoice forced = GemmChoice::kernels;
   bool forced_by_caller = false;
   int threads = 1;
 };
@@ -114,6 +114,33 @@ double probe_ms(GemmLibrary library) {
   return best;
 }
 
+std::string onednn_isa_name() {
+#if defined(ATTN_HAVE_ONEDNN)
+  switch (dnnl_get_effective_cpu_isa()) {
+    case dnnl_cpu_isa_sse41:
+      return "sse41";
+    case dnnl_cpu_isa_avx:
+      return "avx";
+    case dnnl_cpu_isa_avx2:
+      return "avx2";
+    case dnnl_cpu_isa_avx2_vnni:
+      return "avx2_vnni";
+    case dnnl_cpu_isa_avx512_core:
+      return "avx512_core";
+    case dnnl_cpu_isa_avx512_core_vnni:
+      return "avx512_core_vnni";
+    case dnnl_cpu_isa_avx512_core_bf16:
+      return "avx512_core_bf16";
+    case dnnl_cpu_isa_avx512_core_amx:
+      return "avx512_core_amx";
+    default:
+      return "other";
+  }
+#else
+  return "none";
+#endif
+}
+
 GemmSelection select() {
   State& s = state();
   GemmChoice choice = s.forced;
@@ -121,11 +148,13 @@ GemmSelection select() {
   if (!s.forced_by_caller) {
     const char* word = std::getenv("ATTN_GEMM");
     choice = parse_gemm_choice(word != nullptr ? word : "", "ATTN_GEMM");
-    source = "ATTN_GEMM";
+    source = word != nullptr && *word != '\0' ? "ATTN_GEMM" : "";
   }
   GemmSelection out;
   out.choice = choice;
   out.source = source;
+  out.openblas_kernel = openblas_kernel();
+  out.onednn_isa = onednn_isa_name();
   if (choice == GemmChoice::openblas) return out;
   if (choice == GemmChoice::onednn) {
     out.large = GemmLibrary::onednn;
@@ -135,19 +164,29 @@ GemmSelection select() {
     out.source = "the only library in this build";
     return out;
   }
-  // Both on one thread, so that neither pool starts for the measurement.
+  if (choice == GemmChoice::kernels) {
+    out.large = library_by_widths(openblas_kernel_width(out.openblas_kernel), onednn_width());
+    out.source = "the kernels' widths";
+    return out;
+  }
+  // Both on one thread, so that neither pool starts for the measurement (gemm_selection puts the
+  // pool back, also when a probe throws).
   openblas_set_num_threads(1);
 #if defined(ATTN_HAVE_ONEDNN)
   omp_set_num_threads(1);
 #endif
-  out.source = "measured";
   out.probe_m = kProbeM;
   out.probe_n = kProbeN;
   out.probe_k = kProbeK;
   out.openblas_ms = probe_ms(GemmLibrary::openblas);
-  out.onednn_ms = probe_ms(GemmLibrary::onednn);
-  out.large =
-      out.onednn_ms < kWinMargin * out.openblas_ms ? GemmLibrary::onednn : GemmLibrary::openblas;
+  try {
+    out.onednn_ms = probe_ms(GemmLibrary::onednn);
+  } catch (const Error& e) {
+    out.source = fmt::format("measured: oneDNN's probe failed ({})", e.what());
+    return out;
+  }
+  out.source = "measured";
+  out.large = faster_library(out.openblas_ms, out.onednn_ms);
   return out;
 }
 
@@ -166,8 +205,39 @@ bool gemm_library_available(GemmLibrary library) {
 #endif
 }
 
+int openblas_kernel_width(std::string_view kernel) {
+  for (std::string_view name : {"SkylakeX", "Cooperlake", "SapphireRapids"})
+    if (kernel == name) return 4;
+  for (std::string_view name : {"Haswell", "Zen", "Excavator"})
+    if (kernel == name) return 3;
+  for (std::string_view name : {"Sandybridge", "Bulldozer", "Piledriver", "Steamroller"})
+    if (kernel == name) return 2;
+  return 1;
+}
+
+int onednn_width() {
+#if defined(ATTN_HAVE_ONEDNN)
+  const auto isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
+  if ((isa & 0x20u) != 0 || (isa & 0x8u) != 0) return 4;  // the avx512 family
+  if ((isa & 0x4u) != 0) return 3;                        // avx2, avx2_vnni
+  if ((isa & 0x2u) != 0) return 2;                        // avx
+  return (isa & 0x1u) != 0 ? 1 : 0;
+#else
+  return 0;
+#endif
+}
+
+GemmLibrary library_by_widths(int openblas_width, int onednn_width) {
+  return onednn_width > openblas_width ? GemmLibrary::onednn : GemmLibrary::openblas;
+}
+
+GemmLibrary faster_library(double openblas_ms, double onednn_ms) {
+  return onednn_ms < kWinMargin * openblas_ms ? GemmLibrary::onednn : GemmLibrary::openblas;
+}
+
 GemmChoice parse_gemm_choice(std::string_view word, std::string_view source) {
-  if (word.empty() || word == "auto") return GemmChoice::measure;
+  if (word.empty() || word == "auto") return GemmChoice::kernels;
+  if (word == "measure") return GemmChoice::measure;
   if (word == "openblas") return GemmChoice::openblas;
   if (word == "onednn") {
     if (!gemm_library_available(GemmLibrary::onednn)) {
@@ -177,7 +247,8 @@ GemmChoice parse_gemm_choice(std::string_view word, std::string_view source) {
     }
     return GemmChoice::onednn;
   }
-  throw Error("gemm", fmt::format("{} is '{}': expected openblas, onednn or auto", source, word));
+  throw Error("gemm",
+              fmt::format("{} is '{}': expected auto, measure, openblas or onednn", source, word));
 }
 
 void set_gemm_choice(GemmChoice choice) {
@@ -194,9 +265,11 @@ void set_gemm_choice(GemmChoice choice) {
 const GemmSelection& gemm_selection() {
   State& s = state();
   if (!s.selected) {
+    struct PoolBack {  // the pool's size again, also when select() throws
+      ~PoolBack() { apply_threads(); }
+    } pool_back;
     s.selection = select();
     s.selected = true;
-    apply_threads();
   }
   return s.selection;
 }

@@ -9,12 +9,16 @@
 //             the CPU's model and whatever OPENBLAS_CORETYPE says.
 //
 // Small products (fewer than kSmallProduct multiply-adds: every lesson's) stay with OpenBLAS,
-// the library torch computes them with. The library of the others is chosen by measurement: the
-// first time such a product comes, both libraries multiply one probe shape on one thread, and
-// oneDNN takes over only when it is clearly faster (kWinMargin), so that a machine where the two
-// are even keeps torch's library and the same digits from run to run. ATTN_GEMM=openblas|onednn
-// forces either (the tests run the fast paths under both); a build without oneDNN has only
-// OpenBLAS.
+// the library torch computes them with. For the others each library reports the instructions its
+// kernel runs on this CPU (OpenBLAS its kernel's name, oneDNN its effective ISA), and oneDNN
+// takes over only when its vectors are wider: SSE3's Prescott fallback or AVX2's Haswell kernel
+// against oneDNN's AVX-512, measured 2-5x slower (docs/benchmark.md); equal widths measured
+// within 10% of each other, and then torch's library stays. The rule is the libraries' own report,
+// not a timing, because a timed choice flips between runs where the two are close, and the same
+// command must print the same bits run after run. ATTN_GEMM=measure chooses by timing instead
+// (both multiply one probe shape on one thread; oneDNN when below kWinMargin of OpenBLAS's time),
+// ATTN_GEMM=openblas|onednn forces either (the tests run the fast paths under both), and a build
+// without oneDNN has only OpenBLAS.
 //
 // Threads: one pool. The library of the large products runs on `threads` (set_threads); the
 // other runs on the calling thread only, so that OpenBLAS's pthreads and oneDNN's OpenMP threads
@@ -28,8 +32,9 @@
 namespace attn {
 
 enum class GemmLibrary { openblas, onednn };
-// How the large products' library is chosen: by measurement, or forced.
-enum class GemmChoice { measure, openblas, onednn };
+// How the large products' library is chosen: by the libraries' kernels (auto), by timing, or
+// forced.
+enum class GemmChoice { kernels, measure, openblas, onednn };
 
 inline constexpr std::size_t kSmallProduct = std::size_t{1} << 15;  // m n k below: OpenBLAS
 inline constexpr double kWinMargin = 0.9;  // oneDNN's time must be below 0.9 of OpenBLAS's
@@ -37,8 +42,8 @@ inline constexpr double kWinMargin = 0.9;  // oneDNN's time must be below 0.9 of
 std::string_view library_name(GemmLibrary library);  // "OpenBLAS", "oneDNN"
 // Whether this build has the library (OpenBLAS always).
 bool gemm_library_available(GemmLibrary library);
-// "openblas", "onednn" or "auto"/"" (measure); throws attn::Error for another word, or for onednn
-// in a build without it. `source` names where the word came from, for the message.
+// "auto"/"" (kernels), "measure", "openblas" or "onednn"; throws attn::Error for another word, or
+// for onednn in a build without it. `source` names where the word came from, for the message.
 GemmChoice parse_gemm_choice(std::string_view word, std::string_view source);
 
 // Forces or frees the choice (before the first product, or between runs of a benchmark).
@@ -47,13 +52,23 @@ void set_gemm_choice(GemmChoice choice);
 // What was chosen, and on what evidence; measures now if nothing was chosen yet.
 struct GemmSelection {
   GemmLibrary large = GemmLibrary::openblas;  // the library of products of kSmallProduct or more
-  GemmChoice choice = GemmChoice::measure;
-  std::string source;  // "measured", "ATTN_GEMM", "forced", "the only library in this build"
+  GemmChoice choice = GemmChoice::kernels;
+  // "the kernels' widths", "measured", "ATTN_GEMM", "forced", "the only library in this build",
+  // or why oneDNN's probe failed
+  std::string source;
+  std::string openblas_kernel, onednn_isa;  // "Prescott", "avx512_core_amx"
   // With `measured`: the probe's best time on each library, in ms (0 when not measured).
   double openblas_ms = 0.0, onednn_ms = 0.0;
   std::size_t probe_m = 0, probe_n = 0, probe_k = 0;
 };
 const GemmSelection& gemm_selection();
+// The rules, on given facts (for tests): the vector width of OpenBLAS's kernel, by its name (1
+// SSE, 2 AVX, 3 AVX2, 4 AVX-512; 1 for a name this table does not know), the width oneDNN reports
+// (0 without oneDNN), the library the widths choose, and the library the probe's times choose.
+int openblas_kernel_width(std::string_view kernel);
+int onednn_width();
+GemmLibrary library_by_widths(int openblas_width, int onednn_width);
+GemmLibrary faster_library(double openblas_ms, double onednn_ms);
 // The library a product of m n k multiply-adds goes to.
 GemmLibrary gemm_library_for(std::size_t m, std::size_t n, std::size_t k);
 

@@ -389,15 +389,16 @@ std::vector<attn::GemmChoice> every_choice() {
 
 }  // namespace
 
-TEST_CASE("the fast encoder from ids equals the readable encoder, batch 3, on every library",
+TEST_CASE("the fast encoder from ids equals the readable encoder, batch 4, on every library",
           "[encoder_fast][gemm]") {
-  // D = 64, H = 4, F = 160, two layers, 3 sequences of 24 tokens: the projections (72 rows) are
-  // large products, so each library runs them; 2 threads share out the heads and GELU.
-  attn::EncoderConfig config = sizes(64, 4, 160);
+  // D = 256, H = 4, F = 512, two layers, 4 sequences of 64 tokens: the products are large, so each
+  // library runs them, and every elementwise pass has 65536 elements or more, so that 2 threads
+  // share out the heads, LayerNorm's rows, the preloads and GELU.
+  attn::EncoderConfig config = sizes(256, 4, 512);
   config.num_hidden_layers = 2;
   config.vocab_size = 50;
-  config.max_position_embeddings = 30;
-  const std::size_t batch = 3, tokens = 24;
+  config.max_position_embeddings = 70;
+  const std::size_t batch = 4, tokens = 64;
   attn::Ids ids({batch, tokens});
   attn::Rng id_rng(8);
   for (auto& id : ids)
@@ -482,7 +483,7 @@ TEST_CASE("the fast encoder refuses ids outside the vocabulary, too many tokens,
 TEST_CASE("fast_bias_gelu_rows gives the bits of a bias add and fast_gelu on the whole tensor",
           "[encoder_fast]") {
   // Row widths that are and are not multiples of 16, tails of 0 to 15 elements, one element, and a
-  // last block of one element (17 x 1 splits 16 + 1 before the rule joins them).
+  // last block of one element (16385 x 1: blocks of 16384 rows, then one, which the rule joins).
   const std::array<std::array<std::size_t, 2>, 8> shapes = {
       {{1, 1}, {17, 1}, {3, 24}, {5, 7}, {40, 3072}, {1000, 40}, {16385, 1}, {333, 100}}};
   attn::Rng rng(12);
@@ -507,4 +508,56 @@ TEST_CASE("fast_bias_gelu_rows gives the bits of a bias add and fast_gelu on the
           CHECK(std::memcmp(x.data(), expected.data(), x.size() * sizeof(float)) == 0);
           attn::set_threads(1);
         }
+}
+
+TEST_CASE("GELU on many threads gives the bits of one thread, a last part of one element included",
+          "[encoder_fast][gemm]") {
+  if (!attn::gemm_library_available(attn::GemmLibrary::onednn)) return;  // no OpenMP pool
+  const GemmSetting setting(attn::GemmChoice::onednn, 68);
+  // 68 parts of 992 elements leave one for the last: it joins the part before, and its element
+  // goes through the same erf as in one thread (a one-element tensor would take libm's erf).
+  const std::size_t n = 66465;
+  attn::Rng rng(30);
+  std::vector<float> x(n);
+  for (float& v : x)
+    v = 2.0f * static_cast<float>(rng.normal());
+  // The last element: a value whose one-element GELU (libm's erf) differs from its GELU inside a
+  // longer tensor, so that a part of one element would show.
+  for (int i = 1; i < 100000; ++i) {
+    const float v = 0.001f * static_cast<float>(i);
+    float alone = v, inside[17] = {};
+    inside[16] = v;
+    attn::fast_gelu(attn::FastKernels::scalar, &alone, 1, attn::GeluApproximation::none);
+    attn::fast_gelu(attn::FastKernels::scalar, inside, 17, attn::GeluApproximation::none);
+    if (alone != inside[16]) {
+      x[n - 1] = v;
+      break;
+    }
+  }
+  for (attn::GeluApproximation approximate :
+       {attn::GeluApproximation::none, attn::GeluApproximation::tanh}) {
+    std::vector<float> one = x, many = x;
+    attn::set_threads(1);
+    attn::fast_gelu(attn::best_fast_kernels(), one.data(), n, approximate);
+    attn::set_threads(68);
+    attn::fast_gelu(attn::best_fast_kernels(), many.data(), n, approximate);
+    CHECK(std::memcmp(one.data(), many.data(), n * sizeof(float)) == 0);
+  }
+}
+
+TEST_CASE("forward_fast refuses a workspace made for a narrower layer", "[encoder_fast]") {
+  attn::Rng rng(6);
+  const attn::PackedEncoderLayer narrow =
+      attn::pack(attn::init_encoder_layer(rng, sizes(12, 3, 20), NormPlacement::pre));
+  const attn::PackedEncoderLayer wide =
+      attn::pack(attn::init_encoder_layer(rng, sizes(12, 3, 40), NormPlacement::pre));
+  attn::Workspace w = attn::make_workspace(narrow, 2, 4);
+  std::vector<float> x(8 * 12, 0.5f), out(8 * 12);
+  CHECK_THROWS_WITH(attn::forward_fast(wide, x.data(), 2, 4, w, out.data()),
+                    Catch::Contains("the workspace was made for a narrower layer"));
+  // Sizes whose product wraps around are refused, not multiplied.
+  CHECK_THROWS_WITH(attn::forward_fast(narrow, x.data(), std::size_t{1} << 62, 4, w, out.data()),
+                    Catch::Contains("tokens for a workspace of 8"));
+  attn::forward_fast(narrow, x.data(), 2, 4, w, out.data());
+  CHECK(std::isfinite(out[0]));
 }

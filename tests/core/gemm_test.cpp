@@ -111,16 +111,56 @@ TEST_CASE("the measured choice times both libraries on the probe", "[gemm]") {
   CHECK(s.openblas_ms > 0.0);
   CHECK(s.onednn_ms > 0.0);
   CHECK(s.probe_m * s.probe_n * s.probe_k >= attn::kSmallProduct);
-  // oneDNN only where it is clearly faster.
-  CHECK((s.large == GemmLibrary::onednn) == (s.onednn_ms < attn::kWinMargin * s.openblas_ms));
+  CHECK(s.large == attn::faster_library(s.openblas_ms, s.onednn_ms));
+}
+
+TEST_CASE("oneDNN takes the large products only when clearly faster, or when its vectors are wider",
+          "[gemm]") {
+  // Timed: below 0.9 of OpenBLAS's time, not at it or above.
+  CHECK(attn::faster_library(2.0, 0.5) == GemmLibrary::onednn);
+  CHECK(attn::faster_library(2.0, 1.79) == GemmLibrary::onednn);
+  CHECK(attn::faster_library(2.0, 1.8) == GemmLibrary::openblas);
+  CHECK(attn::faster_library(2.0, 1.95) == GemmLibrary::openblas);
+  CHECK(attn::faster_library(1.0, 3.0) == GemmLibrary::openblas);
+  // By the kernels' widths.
+  CHECK(attn::openblas_kernel_width("Prescott") == 1);
+  CHECK(attn::openblas_kernel_width("Sandybridge") == 2);
+  CHECK(attn::openblas_kernel_width("Haswell") == 3);
+  CHECK(attn::openblas_kernel_width("Zen") == 3);
+  CHECK(attn::openblas_kernel_width("SkylakeX") == 4);
+  CHECK(attn::openblas_kernel_width("Cooperlake") == 4);
+  CHECK(attn::openblas_kernel_width("a kernel of 2031") == 1);
+  CHECK(attn::library_by_widths(1, 4) == GemmLibrary::onednn);  // Prescott on AVX-512
+  CHECK(attn::library_by_widths(3, 4) == GemmLibrary::onednn);  // Haswell forced on AVX-512
+  CHECK(attn::library_by_widths(4, 4) == GemmLibrary::openblas);
+  CHECK(attn::library_by_widths(3, 3) == GemmLibrary::openblas);  // Zen on AVX2
+  CHECK(attn::library_by_widths(1, 0) == GemmLibrary::openblas);  // no oneDNN
+}
+
+TEST_CASE("auto chooses by the libraries' kernels, the same way in every run", "[gemm]") {
+  const ChoiceReset reset;
+  attn::set_gemm_choice(GemmChoice::kernels);
+  const attn::GemmSelection& s = attn::gemm_selection();
+  CHECK(s.openblas_kernel == attn::openblas_kernel());
+  if (!attn::gemm_library_available(GemmLibrary::onednn)) {
+    CHECK(s.large == GemmLibrary::openblas);
+    return;
+  }
+  CHECK(s.source == "the kernels' widths");
+  CHECK(s.openblas_ms == 0.0);  // nothing timed
+  CHECK(s.large == attn::library_by_widths(attn::openblas_kernel_width(s.openblas_kernel),
+                                           attn::onednn_width()));
+  CHECK(attn::onednn_width() >= 1);
 }
 
 TEST_CASE("a GEMM library's name is checked, and so are the threads", "[gemm]") {
-  CHECK(attn::parse_gemm_choice("", "ATTN_GEMM") == GemmChoice::measure);
-  CHECK(attn::parse_gemm_choice("auto", "ATTN_GEMM") == GemmChoice::measure);
+  CHECK(attn::parse_gemm_choice("", "ATTN_GEMM") == GemmChoice::kernels);
+  CHECK(attn::parse_gemm_choice("auto", "ATTN_GEMM") == GemmChoice::kernels);
+  CHECK(attn::parse_gemm_choice("measure", "ATTN_GEMM") == GemmChoice::measure);
   CHECK(attn::parse_gemm_choice("openblas", "ATTN_GEMM") == GemmChoice::openblas);
-  CHECK_THROWS_WITH(attn::parse_gemm_choice("mkl", "ATTN_GEMM"),
-                    Catch::Contains("ATTN_GEMM is 'mkl': expected openblas, onednn or auto"));
+  CHECK_THROWS_WITH(
+      attn::parse_gemm_choice("mkl", "ATTN_GEMM"),
+      Catch::Contains("ATTN_GEMM is 'mkl': expected auto, measure, openblas or onednn"));
   if (attn::gemm_library_available(GemmLibrary::onednn)) {
     CHECK(attn::parse_gemm_choice("onednn", "--gemm") == GemmChoice::onednn);
   } else {
