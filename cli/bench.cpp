@@ -655,10 +655,11 @@ void setup(CLI::App& app, Context& context) {
                   "a Hugging Face config.json (default: BERT-base's numbers)")
       ->option_text("FILE");
   add_memory_option(*sub);
-  sub->add_option("--repeat", o->repeat, "timed runs; the median is reported (default 20)")
+  sub->add_option("--repeat", o->repeat,
+                  "timed runs; the median is reported (default 20; 5 with --model encoder)")
       ->check(size_validator(1'000'000))
       ->option_text("N");
-  sub->add_option("--warmup", o->warmup, "untimed runs first (default 3)")
+  sub->add_option("--warmup", o->warmup, "untimed runs first (default 3; 1 with --model encoder)")
       ->check(whole_number_validator(0, 1'000'000))
       ->option_text("N");
   sub->add_option("--format", o->format, "text (default) or json: one JSON document on stdout")
