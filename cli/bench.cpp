@@ -180,6 +180,33 @@ nlohmann::ordered_json gemm_json(const GemmSelection& s) {
   return j;
 }
 
+// The keys of a timed forward: its times, its GEMM flops and each library's bound.
+void put_times(nlohmann::ordered_json& doc, const std::vector<double>& times, double flops,
+               const Bounds& bounds) {
+  const double ms = median(times);
+  doc["ms_median"] = ms;
+  doc["ms_min"] = *std::min_element(times.begin(), times.end());
+  doc["ms_max"] = *std::max_element(times.begin(), times.end());
+  doc["gflops"] = flops / (ms * 1e6);
+  doc["gemm_flops"] = flops;
+  doc["sgemm_bound_ms"] = bounds.fastest_ms();
+  doc["fraction_of_bound"] = bounds.fastest_ms() / ms;
+  doc["bound_library"] = library_name(bounds.fastest);
+  for (GemmLibrary library : libraries()) {
+    doc[library == GemmLibrary::onednn ? "onednn_bound_ms" : "openblas_bound_ms"] =
+        bounds.ms[index_of(library)];
+  }
+}
+
+// The machine's keys: the elementwise kernels (when given), the GEMMs, OPENBLAS_CORETYPE.
+void put_machine(nlohmann::ordered_json& doc, std::string_view kernels) {
+  if (!kernels.empty()) doc["kernels"] = kernels;
+  doc["gemm"] = gemm_json(gemm_selection());
+  const char* coretype = std::getenv("OPENBLAS_CORETYPE");
+  doc["openblas_coretype"] =
+      coretype != nullptr ? nlohmann::ordered_json(coretype) : nlohmann::ordered_json();
+}
+
 void apply_gemm_option(const BenchOptions& o) {
   if (o.gemm != "auto") set_gemm_choice(parse_gemm_choice(o.gemm, "--gemm"));
 }
@@ -295,21 +322,11 @@ int run_bench(const BenchOptions& o) {
   const Bounds bounds = bounds_of(gemms);
   const double bound = bounds.fastest_ms();
   const double gflops = flops / (ms * 1e6);
-  const char* coretype = std::getenv("OPENBLAS_CORETYPE");
   const std::string kernels(kernels_name(workspace.kernels));
-  const GemmSelection& selection = gemm_selection();
 
   if (o.format == "json") {
     nlohmann::ordered_json doc;
-    doc["ms_median"] = ms;
-    doc["gflops"] = gflops;
-    doc["sgemm_bound_ms"] = bound;
-    doc["fraction_of_bound"] = bound / ms;
-    doc["bound_library"] = library_name(bounds.fastest);
-    for (GemmLibrary library : libs) {
-      doc[fmt::format("{}_bound_ms", library == GemmLibrary::onednn ? "onednn" : "openblas")] =
-          bounds.ms[index_of(library)];
-    }
+    put_times(doc, layer_ms, flops, bounds);
     doc["seq"] = t;
     doc["threads"] = threads;
     doc["d_model"] = d;
@@ -319,9 +336,6 @@ int run_bench(const BenchOptions& o) {
     doc["warmup"] = o.warmup;
     doc["norm"] = o.norm;
     doc["gelu"] = config.hidden_act;
-    doc["ms_min"] = *std::min_element(layer_ms.begin(), layer_ms.end());
-    doc["ms_max"] = *std::max_element(layer_ms.begin(), layer_ms.end());
-    doc["gemm_flops"] = flops;
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
     for (const TimedGemm& g : gemms) {
       const double gm = median(g.ms[index_of(bounds.fastest)]);
@@ -343,10 +357,7 @@ int run_bench(const BenchOptions& o) {
     doc["reference_runs"] = kReferenceRuns;
     doc["speedup"] = ref_ms / ms;
     doc["max_abs_diff"] = max_diff;
-    doc["kernels"] = kernels;
-    doc["gemm"] = gemm_json(selection);
-    doc["openblas_coretype"] =
-        coretype != nullptr ? nlohmann::ordered_json(coretype) : nlohmann::ordered_json();
+    put_machine(doc, kernels);
     std::fputs((doc.dump(2) + "\n").c_str(), stdout);
     return kExitOk;
   }
@@ -439,7 +450,7 @@ int run_bench_model(const BenchOptions& o) {
   const std::size_t threads = o.threads == 0 ? all_cores() : o.threads;
   set_threads(static_cast<int>(threads));
   apply_gemm_option(o);
-  const GemmSelection& selection = gemm_selection();
+  gemm_selection();  // chosen before the model is built and timed
   const NormPlacement placement = o.norm == "post" ? NormPlacement::post : NormPlacement::pre;
 
   const std::size_t baseline = status_bytes("VmRSS");
@@ -485,7 +496,6 @@ int run_bench_model(const BenchOptions& o) {
   const std::size_t used = peak > baseline ? peak - baseline : 0;
   const double memory_ratio =
       static_cast<double>(used) / static_cast<double>(weights + activations);
-  const char* coretype = std::getenv("OPENBLAS_CORETYPE");
   const std::string kernels(kernels_name(workspace.layer.kernels));
 
   if (o.format == "json") {
@@ -503,24 +513,14 @@ int run_bench_model(const BenchOptions& o) {
     doc["threads"] = threads;
     doc["runs"] = repeat;
     doc["warmup"] = warmup;
-    doc["ms_median"] = ms;
-    doc["ms_min"] = *std::min_element(model_ms.begin(), model_ms.end());
-    doc["ms_max"] = *std::max_element(model_ms.begin(), model_ms.end());
-    doc["gflops"] = flops / (ms * 1e6);
-    doc["gemm_flops"] = flops;
-    doc["sgemm_bound_ms"] = bounds.fastest_ms();
-    doc["fraction_of_bound"] = bounds.fastest_ms() / ms;
-    doc["bound_library"] = library_name(bounds.fastest);
+    put_times(doc, model_ms, flops, bounds);
     doc["peak_rss_bytes"] = peak;
     doc["baseline_rss_bytes"] = baseline;
     doc["peak_reset_after_building"] = peak_reset;
     doc["weights_bytes"] = weights;
     doc["activations_bytes"] = activations;
     doc["memory_ratio"] = memory_ratio;
-    doc["kernels"] = kernels;
-    doc["gemm"] = gemm_json(selection);
-    doc["openblas_coretype"] =
-        coretype != nullptr ? nlohmann::ordered_json(coretype) : nlohmann::ordered_json();
+    put_machine(doc, kernels);
     std::fputs((doc.dump(2) + "\n").c_str(), stdout);
     return kExitOk;
   }
@@ -578,7 +578,7 @@ int run_bench_train(const BenchOptions& o) {
   const std::size_t threads = o.threads == 0 ? all_cores() : o.threads;
   set_threads(static_cast<int>(threads));
   apply_gemm_option(o);
-  const GemmSelection& selection = gemm_selection();
+  gemm_selection();  // chosen before the first step, so that no step pays for it
   std::vector<TimedTraining> runs = {
       {"attn train's default", TrainConfig{}, {}},
       {"a BERT-base layer", bert_layer_training(o.seq, o.batch == 0 ? 1 : o.batch), {}}};
@@ -590,15 +590,12 @@ int run_bench_train(const BenchOptions& o) {
     for (std::size_t i = 0; i < o.repeat; ++i)
       r.ms.push_back(time_ms([&] { trainer.step(); }));
   }
-  const char* coretype = std::getenv("OPENBLAS_CORETYPE");
   if (o.format == "json") {
     nlohmann::ordered_json doc;
     doc["threads"] = threads;
     doc["runs"] = o.repeat;
     doc["warmup"] = o.warmup;
-    doc["openblas_coretype"] =
-        coretype != nullptr ? nlohmann::ordered_json(coretype) : nlohmann::ordered_json();
-    doc["gemm"] = gemm_json(selection);
+    put_machine(doc, "");
     nlohmann::ordered_json models = nlohmann::ordered_json::array();
     for (const TimedTraining& r : runs) {
       const TrainConfig& c = r.config;

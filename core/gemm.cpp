@@ -151,7 +151,6 @@ GemmSelection select() {
     source = word != nullptr && *word != '\0' ? "ATTN_GEMM" : "";
   }
   GemmSelection out;
-  out.choice = choice;
   out.source = source;
   out.openblas_kernel = openblas_kernel();
   out.onednn_isa = onednn_isa_name();
@@ -312,10 +311,6 @@ void set_threads(int threads) {
   }
   state().threads = threads;
   apply_threads();
-}
-
-int threads() {
-  return state().threads;
 }
 
 int own_loop_threads() {

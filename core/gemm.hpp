@@ -52,7 +52,6 @@ void set_gemm_choice(GemmChoice choice);
 // What was chosen, and on what evidence; measures now if nothing was chosen yet.
 struct GemmSelection {
   GemmLibrary large = GemmLibrary::openblas;  // the library of products of kSmallProduct or more
-  GemmChoice choice = GemmChoice::kernels;
   // "the kernels' widths", "measured", "ATTN_GEMM", "forced", "the only library in this build",
   // or why oneDNN's probe failed
   std::string source;
@@ -84,7 +83,6 @@ void sgemm_on(GemmLibrary library, bool transpose_a, bool transpose_b, std::size
 
 // The size of the one thread pool (1 to 256).
 void set_threads(int threads);
-int threads();
 // The threads attn's own loops (attention heads, GELU, LayerNorm) may run on: the pool's size when
 // the pool is OpenMP's (oneDNN runs the large products), 1 when it is OpenBLAS's.
 int own_loop_threads();
