@@ -11,9 +11,9 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "base/error.hpp"
 #include "catalog.hpp"
 #include "command.hpp"
-#include "error.hpp"
 #include "errors.hpp"
 #include "lesson.hpp"
 #include "matmul.hpp"

@@ -5,11 +5,11 @@
 #include <string>
 
 #include "10-backward/backward_lesson.hpp"
+#include "base/error.hpp"
 #include "command.hpp"
-#include "error.hpp"
+#include "io/npy.hpp"
 #include "lesson_io.hpp"
 #include "models.hpp"
-#include "npy.hpp"
 #include "options.hpp"
 
 namespace attn::cli {

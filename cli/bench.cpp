@@ -21,18 +21,18 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "budget.hpp"
+#include "base/budget.hpp"
+#include "base/error.hpp"
+#include "base/random.hpp"
 #include "command.hpp"
-#include "config.hpp"
 #include "encoder.hpp"
-#include "encoder_fast.hpp"
-#include "error.hpp"
-#include "gemm.hpp"
+#include "fast/encoder_fast.hpp"
+#include "io/config.hpp"
+#include "kernels/gemm.hpp"
 #include "lesson_io.hpp"
 #include "matmul.hpp"
 #include "options.hpp"
-#include "random.hpp"
-#include "training.hpp"
+#include "train/training.hpp"
 
 namespace attn::cli {
 

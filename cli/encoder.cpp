@@ -8,16 +8,16 @@
 #include <fmt/format.h>
 
 #include "09-encoder/encoder_lesson.hpp"
+#include "base/error.hpp"
 #include "command.hpp"
-#include "error.hpp"
-#include "file_io.hpp"
+#include "io/file_io.hpp"
+#include "io/npy.hpp"
+#include "io/shipped.hpp"
+#include "io/tokenizer.hpp"
 #include "lesson_io.hpp"
-#include "npy.hpp"
 #include "options.hpp"
-#include "shipped.hpp"
-#include "tasks.hpp"
-#include "tokenizer.hpp"
-#include "training.hpp"
+#include "train/tasks.hpp"
+#include "train/training.hpp"
 
 namespace attn::cli {
 

@@ -11,7 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "error.hpp"
+#include "base/error.hpp"
 
 namespace attn::cli {
 

@@ -7,11 +7,11 @@
 
 #include "14-generate/generate_lesson.hpp"
 #include "command.hpp"
+#include "io/weights.hpp"
 #include "lesson_io.hpp"
 #include "options.hpp"
 #include "output.hpp"
-#include "seq2seq.hpp"
-#include "weights.hpp"
+#include "train/seq2seq.hpp"
 
 namespace attn::cli {
 

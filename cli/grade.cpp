@@ -12,10 +12,10 @@
 
 #include <fmt/format.h>
 
+#include "base/error.hpp"
 #include "command.hpp"
-#include "error.hpp"
-#include "file_io.hpp"
 #include "grader.hpp"
+#include "io/file_io.hpp"
 #include "options.hpp"
 #include "output.hpp"
 #include "report.hpp"

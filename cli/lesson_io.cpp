@@ -11,11 +11,11 @@
 
 #include <fmt/format.h>
 
-#include "error.hpp"
-#include "file_io.hpp"
-#include "npy.hpp"
+#include "base/error.hpp"
+#include "io/file_io.hpp"
+#include "io/npy.hpp"
+#include "io/shipped.hpp"
 #include "save.hpp"
-#include "shipped.hpp"
 
 namespace attn::cli {
 

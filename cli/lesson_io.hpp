@@ -6,13 +6,13 @@
 #include <string>
 
 #include "command.hpp"
-#include "config.hpp"
+#include "io/config.hpp"
+#include "io/weights.hpp"
 #include "lesson.hpp"
 #include "options.hpp"
 #include "output.hpp"
-#include "seq2seq.hpp"
-#include "training.hpp"
-#include "weights.hpp"
+#include "train/seq2seq.hpp"
+#include "train/training.hpp"
 
 namespace attn::cli {
 

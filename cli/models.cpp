@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "lesson_io.hpp"
 #include "options.hpp"
 

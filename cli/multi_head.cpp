@@ -3,8 +3,8 @@
 #include <string>
 
 #include "05-multi-head/multi_head_lesson.hpp"
+#include "base/error.hpp"
 #include "command.hpp"
-#include "error.hpp"
 #include "lesson_io.hpp"
 #include "options.hpp"
 

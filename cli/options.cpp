@@ -6,9 +6,9 @@
 
 #include <fmt/format.h>
 
-#include "budget.hpp"
+#include "base/budget.hpp"
+#include "base/error.hpp"
 #include "catalog.hpp"
-#include "error.hpp"
 #include "matmul.hpp"
 
 namespace attn::cli {

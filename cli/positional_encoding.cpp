@@ -2,8 +2,8 @@
 #include <memory>
 
 #include "06-positional-encoding/positional_encoding_lesson.hpp"
+#include "base/error.hpp"
 #include "command.hpp"
-#include "error.hpp"
 #include "lesson_io.hpp"
 #include "options.hpp"
 

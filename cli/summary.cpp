@@ -7,15 +7,16 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/count.hpp"
+#include "base/error.hpp"
 #include "catalog.hpp"
 #include "command.hpp"
-#include "count.hpp"
-#include "error.hpp"
 #include "lesson_io.hpp"
 #include "models.hpp"
 #include "options.hpp"
 #include "output.hpp"
 #include "summary.hpp"
+#include "trace.hpp"
 
 namespace attn::cli {
 

@@ -15,17 +15,18 @@
 
 #include "11-train/seq2seq_lesson.hpp"
 #include "11-train/train_lesson.hpp"
+#include "base/budget.hpp"
 #include "command.hpp"
 #include "image_file.hpp"
+#include "io/weights.hpp"
 #include "lesson_io.hpp"
 #include "options.hpp"
 #include "output.hpp"
 #include "plot_image.hpp"
 #include "save.hpp"
-#include "seq2seq.hpp"
 #include "state_dict.hpp"
-#include "training.hpp"
-#include "weights.hpp"
+#include "train/seq2seq.hpp"
+#include "train/training.hpp"
 
 namespace attn::cli {
 

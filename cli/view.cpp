@@ -12,15 +12,15 @@
 #include <fmt/format.h>
 
 #include "attention_view.hpp"
+#include "base/error.hpp"
 #include "command.hpp"
-#include "error.hpp"
 #include "image_file.hpp"
+#include "io/shipped.hpp"
+#include "io/tokenizer.hpp"
 #include "lesson_io.hpp"
 #include "options.hpp"
-#include "shipped.hpp"
 #include "state_dict.hpp"
-#include "tasks.hpp"
-#include "tokenizer.hpp"
+#include "train/tasks.hpp"
 #include "view_export.hpp"
 
 namespace attn::cli {

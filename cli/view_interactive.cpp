@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "error.hpp"
+#include "base/error.hpp"
 
 namespace attn::cli {
 

@@ -10,9 +10,11 @@
 #include <string_view>
 #include <vector>
 
+#include "base/budget.hpp"
+#include "base/tensor.hpp"
 #include "linear.hpp"
 #include "module.hpp"
-#include "tensor.hpp"
+#include "trace.hpp"
 
 namespace attn {
 

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "attention.hpp"
-#include "error.hpp"
+#include "base/error.hpp"
 
 namespace attn {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "base/tensor.hpp"
 #include "encoder.hpp"
-#include "tensor.hpp"
 #include "transformer.hpp"
 
 namespace attn {

@@ -5,8 +5,8 @@
 
 #include <vector>
 
-#include "budget.hpp"
-#include "tensor.hpp"
+#include "base/budget.hpp"
+#include "base/tensor.hpp"
 
 namespace attn {
 

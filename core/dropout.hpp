@@ -5,8 +5,8 @@
 // given the same choices the numbers are PyTorch's.
 #pragma once
 
-#include "random.hpp"
-#include "tensor.hpp"
+#include "base/random.hpp"
+#include "base/tensor.hpp"
 
 namespace attn {
 

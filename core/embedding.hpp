@@ -9,10 +9,11 @@
 
 #include <xtensor/xtensor.hpp>
 
+#include "base/random.hpp"
+#include "base/tensor.hpp"
 #include "linear.hpp"
 #include "module.hpp"
-#include "random.hpp"
-#include "tensor.hpp"
+#include "trace.hpp"
 
 namespace attn {
 

@@ -4,7 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "error.hpp"
+#include "base/error.hpp"
+#include "summary.hpp"
 
 namespace attn {
 

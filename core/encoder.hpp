@@ -14,11 +14,14 @@
 #include <string>
 #include <vector>
 
-#include "config.hpp"
+#include "base/budget.hpp"
 #include "embedding.hpp"
 #include "feed_forward.hpp"
+#include "io/config.hpp"
 #include "layer_norm.hpp"
+#include "module_size.hpp"
 #include "multi_head.hpp"
+#include "trace.hpp"
 
 namespace attn {
 

@@ -3,126 +3,13 @@
 #include "dropout.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
-#include <cstdint>
 
 #include <fmt/format.h>
 
-#include "encoder_fast.hpp"
-#include "error.hpp"
+#include "base/error.hpp"
 
 namespace attn {
-
-namespace {
-constexpr float kSqrtHalf = 0.707106781186547524400844362104849039f;  // 1/√2, float(M_SQRT1_2)
-// ATen's kBeta = M_SQRT2 * M_2_SQRTPI * 0.5 (√(2/π)) and kKappa, rounded to float.
-constexpr float kTanhBeta =
-    static_cast<float>(1.41421356237309504880 * 1.12837916709551257390 * 0.5);
-constexpr float kTanhKappa = 0.044715f;
-constexpr float kInvSqrt2Pi = 0.398942280401432677939946059934381868f;  // 1/√(2π)
-
-float from_bits(std::uint32_t bits) {
-  return std::bit_cast<float>(bits);
-}
-float power_of_two(int e) {
-  return from_bits(static_cast<std::uint32_t>(e + 127) << 23);
-}  // -126 <= e <= 127
-
-// oneDNN's exp_compute_vector_fwd: clamp to [ln FLT_MIN, ln FLT_MAX], n = floor(x log2 e + 1/2),
-// r = x - n ln 2 (one FMA), a degree-5 polynomial, times 2^(n-1) times 2; 0 below ln FLT_MIN.
-float exp_onednn(float v) {
-  const float ln_flt_min = from_bits(0xc2aeac50), ln_flt_max = from_bits(0x42b17218);
-  const bool underflow = v < ln_flt_min;
-  v = std::fmax(std::fmin(v, ln_flt_max), ln_flt_min);
-  const float n = std::floor(v * from_bits(0x3fb8aa3b) + 0.5f);
-  const float r = std::fma(-n, from_bits(0x3f317218), v);
-  const float scale =
-      underflow ? 0.0f
-                : from_bits(static_cast<std::uint32_t>(static_cast<int>(n - 1.0f) + 127) << 23);
-  float p = from_bits(0x3c07cfce);
-  p = std::fma(p, r, from_bits(0x3d2b9d0d));
-  p = std::fma(p, r, from_bits(0x3e2aad40));
-  p = std::fma(p, r, from_bits(0x3efffee3));
-  p = std::fma(p, r, from_bits(0x3f7ffffb));
-  p = std::fma(p, r, 1.0f);
-  return p * scale * 2.0f;
-}
-
-// SLEEF's double-float arithmetic (df.h, FMA flavour): a value is x + y with |y| <= ulp(x) / 2.
-struct Float2 {
-  float x, y;
-};
-Float2 df_add(Float2 a, Float2 b) {  // |a| >= |b|
-  const float s = a.x + b.x;
-  return {s, (((a.x - s) + b.x) + a.y) + b.y};
-}
-Float2 df_add2(Float2 a, float b) {  // any magnitudes
-  const float s = a.x + b, v = s - a.x;
-  return {s, ((a.x - (s - v)) + (b - v)) + a.y};
-}
-Float2 df_add2(Float2 a, Float2 b) {
-  const float s = a.x + b.x, v = s - a.x;
-  return {s, ((a.x - (s - v)) + (b.x - v)) + (a.y + b.y)};
-}
-Float2 df_add(float a, Float2 b) {
-  const float s = a + b.x;
-  return {s, ((a - s) + b.x) + b.y};
-}
-Float2 df_mul(Float2 a, float b) {
-  const float p = a.x * b;
-  return {p, std::fma(a.y, b, std::fma(a.x, b, -p))};
-}
-Float2 df_mul(Float2 a, Float2 b) {
-  const float p = a.x * b.x;
-  return {p, std::fma(a.x, b.y, std::fma(a.y, b.x, std::fma(a.x, b.x, -p)))};
-}
-Float2 df_square(Float2 a) {
-  const float p = a.x * a.x;
-  return {p, std::fma(a.x + a.x, a.y, std::fma(a.x, a.x, -p))};
-}
-Float2 df_reciprocal(Float2 d) {
-  const float q = 1.0f / d.x;
-  return {q, q * std::fma(-d.y, q, std::fma(-d.x, q, 1.0f))};
-}
-Float2 df_divide(Float2 n, Float2 d) {
-  const float t = 1.0f / d.x, q = n.x * t;
-  const float u = std::fma(t, n.x, -q);
-  const float e = std::fma(-d.y, t, std::fma(-d.x, t, 1.0f));
-  return {q, std::fma(q, e, std::fma(n.y, t, u))};
-}
-// d * 2^e without overflow in the scale factor.
-float ldexp2(float d, int e) {
-  return d * power_of_two(e >> 1) * power_of_two(e - (e >> 1));
-}
-
-// SLEEF 3.5's expk2f: exp of a double-float, as a double-float.
-Float2 exp_sleef_df(Float2 d) {
-  constexpr float kLog2e = 1.442695040888963407359924681001892137426645954152985934135449406931f;
-  constexpr float kLn2Upper = 0.693145751953125f, kLn2Lower = 1.428606765330187045e-06f;
-  const int q = static_cast<int>(std::nearbyint((d.x + d.y) * kLog2e));
-  Float2 s = df_add2(d, static_cast<float>(q) * -kLn2Upper);
-  s = df_add2(s, static_cast<float>(q) * -kLn2Lower);
-  float u = 0.1980960224e-3f;
-  u = std::fma(u, s.x, 0.1394256484e-2f);
-  u = std::fma(u, s.x, 0.8333456703e-2f);
-  u = std::fma(u, s.x, 0.4166637361e-1f);
-  Float2 t = df_add2(df_mul(s, u), 0.166666659414234244790680580464e+0f);
-  t = df_add2(df_mul(s, t), 0.5f);
-  t = df_add2(s, df_mul(df_square(s), t));
-  t = df_add(1.0f, t);
-  if (d.x < -104.0f) return {0.0f, 0.0f};
-  return {ldexp2(t.x, q), ldexp2(t.y, q)};
-}
-
-// ATen's scalar lambdas: a tensor's last n % 16 elements, or all of a tensor with one element.
-float gelu_erf_scalar(float x) {
-  return x * 0.5f * (1.0f + std::erf(x * kSqrtHalf));
-}
-float gelu_tanh_inner(float x) {
-  return kTanhBeta * std::fma(kTanhKappa, x * x * x, x);
-}
-}  // namespace
 
 std::string_view variant_name(FeedForwardVariant variant) {
   switch (variant) {
@@ -143,52 +30,12 @@ std::optional<FeedForwardVariant> feed_forward_variant(std::string_view name) {
   return std::nullopt;
 }
 
-// oneDNN 2.6 jit_uni_eltwise_injector (AVX2) gelu_erf: erf by Abramowitz and Stegun 7.1.26,
-// erf(x) = 1 - t (p1 + p2 t + ... + p5 t⁴) exp(-x²) with t = 1 / (1 + p |x|), then
-// GELU = S + S erf with S = s / 2.
-float gelu_erf_onednn(float s) {
-  const float x = s * from_bits(0x3f3504f3);  // s / √2
-  const float t = 1.0f / std::fma(from_bits(0x3ea7ba05), std::fabs(x), 1.0f);
-  const float e = -exp_onednn(-(x * x)) * t;
-  float r = from_bits(0x3f87dc22);
-  r = std::fma(r, t, from_bits(0xbfba00e3));
-  r = std::fma(r, t, from_bits(0x3fb5f0e3));
-  r = std::fma(r, t, from_bits(0xbe91a98e));
-  r = std::fma(r, t, from_bits(0x3e827906));
-  const float erf = std::copysign(1.0f, s) * std::fma(e, r, 1.0f);
-  const float half = s * 0.5f;
-  return std::fma(erf, half, half);
-}
-
-// oneDNN 2.6's gelu_erf backward (eltwise_injector's gelu_erf_compute_vector_bwd), the slope
-// d gelu / dx = Φ(x) + x φ(x) with Φ by the erf of gelu_erf_onednn and φ from the same exp:
-// exp(-(x/√2)²) / √(2π).
-float gelu_erf_slope_onednn(float s) {
-  const float x = s * from_bits(0x3f3504f3);
-  const float t = 1.0f / std::fma(from_bits(0x3ea7ba05), std::fabs(x), 1.0f);
-  const float gauss = exp_onednn(-(x * x));
-  float r = from_bits(0x3f87dc22);
-  r = std::fma(r, t, from_bits(0xbfba00e3));
-  r = std::fma(r, t, from_bits(0x3fb5f0e3));
-  r = std::fma(r, t, from_bits(0xbe91a98e));
-  r = std::fma(r, t, from_bits(0x3e827906));
-  const float erf = std::copysign(1.0f, s) * std::fma(-gauss * t, r, 1.0f);
-  const float cdf = std::fma(erf, 0.5f, 0.5f);
-  return std::fma(s, gauss * kInvSqrt2Pi, cdf);
-}
-
-// SLEEF 3.5 xtanhf (u10): (e^2|x| - 1) / (e^2|x| + 1) in double-float, 1 past |x| = 8.66.
-float tanh_sleef(float x) {
-  const float a = std::fabs(x);
-  if (std::isnan(x)) return x;
-  if (a > 8.664339742f)
-    return std::copysign(1.0f, x);  // where SLEEF selects 1; also keeps q in range
-  Float2 d = exp_sleef_df({a, 0.0f});
-  const Float2 e = df_reciprocal(d);
-  d = df_divide(df_add(d, Float2{-e.x, -e.y}), df_add(d, e));
-  float y = d.x + d.y;
-  if (std::isnan(y)) y = 1.0f;
-  return std::copysign(y, x);
+float gelu_reference(float x, GeluApproximation approximate) {
+  const double v = x;
+  if (approximate == GeluApproximation::none)
+    return static_cast<float>(0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))));
+  const double inner = std::sqrt(2.0 / 3.14159265358979323846) * (v + 0.044715 * v * v * v);
+  return static_cast<float>(0.5 * v * (1.0 + std::tanh(inner)));
 }
 
 // torch 1.13 on this CPU (Debian's python3-torch, AVX2, built with MKL-DNN):
@@ -198,39 +45,9 @@ float tanh_sleef(float x) {
 //   n % 16 with libm's tanhf; GCC contracts x + κx³ into an FMA in both paths.
 // (Single-threaded torch; several threads split tensors over 16384 elements into chunks.)
 Tensor3 gelu(const Tensor3& x, GeluApproximation approximate) {
-  if (best_fast_kernels() == FastKernels::avx2) {
-    // The same bits as the loops below, 8 lanes at a time (tests/core/encoder_fast_test.cpp).
-    Tensor3 out = x;
-    fast_gelu(FastKernels::avx2, out.data(), out.size(), approximate);
-    return out;
-  }
-  Tensor3 out(x.shape());
-  const std::size_t n = x.size();
-  const float* in = x.data();
-  float* o = out.data();
-  if (approximate == GeluApproximation::none) {
-    if (n == 1) {
-      o[0] = gelu_erf_scalar(in[0]);
-    } else {
-      for (std::size_t i = 0; i < n; ++i)
-        o[i] = gelu_erf_onednn(in[i]);
-    }
-    return out;
-  }
-  const std::size_t vectorised = n - n % 16;
-  for (std::size_t i = 0; i < n; ++i) {
-    const float v = in[i], inner = gelu_tanh_inner(v);
-    o[i] = 0.5f * v * (1.0f + (i < vectorised ? tanh_sleef(inner) : std::tanh(inner)));
-  }
+  Tensor3 out = x;
+  gelu_in_place(out.data(), out.size(), approximate);
   return out;
-}
-
-float gelu_reference(float x, GeluApproximation approximate) {
-  const double v = x;
-  if (approximate == GeluApproximation::none)
-    return static_cast<float>(0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))));
-  const double inner = std::sqrt(2.0 / 3.14159265358979323846) * (v + 0.044715 * v * v * v);
-  return static_cast<float>(0.5 * v * (1.0 + std::tanh(inner)));
 }
 
 Tensor3 relu(const Tensor3& x) {
@@ -374,7 +191,7 @@ Tensor3 gelu_backward(const Tensor3& x, const Tensor3& d_output, GeluApproximati
                                              shape_string_of(x), shape_string_of(d_output)));
   Tensor3 d_x(x.shape());
   if (approximate == GeluApproximation::none) {
-    fast_gelu_erf_backward(best_fast_kernels(), x.data(), d_output.data(), d_x.data(), x.size());
+    gelu_erf_backward(x.data(), d_output.data(), d_x.data(), x.size());
     return d_x;
   }
   constexpr double kSqrt2OverPi = 0.79788456080286535588, kKappa = 0.044715;

@@ -17,10 +17,13 @@
 #include <string_view>
 #include <vector>
 
+#include "base/budget.hpp"
+#include "base/random.hpp"
+#include "base/tensor.hpp"
+#include "kernels/rows.hpp"
 #include "linear.hpp"
 #include "module.hpp"
-#include "random.hpp"
-#include "tensor.hpp"
+#include "trace.hpp"
 
 namespace attn {
 
@@ -29,14 +32,15 @@ std::string_view variant_name(FeedForwardVariant variant);  // "book", "relu", "
 // The variant called `name`, or nullopt.
 std::optional<FeedForwardVariant> feed_forward_variant(std::string_view name);
 
-// nn.GELU(approximate='none') is x Φ(x) = 0.5 x (1 + erf(x / √2)); approximate='tanh' is
-// 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³))).
-enum class GeluApproximation { none, tanh };
-
-// GELU as torch 1.13 computes it on an x86-64 CPU with AVX2, bit for bit (see the .cpp).
-Tensor3 gelu(const Tensor3& x, GeluApproximation approximate);
-// The same formulas in double precision, rounded once: the reference the fast versions are held to.
+// GELU (GeluApproximation, kernels/torch_order.hpp):
+//   nn.GELU(approximate='none')  x Φ(x) = 0.5 x (1 + erf(x / √2))
+//   approximate='tanh'           0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))
+// The formulas in double precision, rounded once: the reference gelu() is held to.
 float gelu_reference(float x, GeluApproximation approximate);
+// GELU as torch 1.13 computes it on an x86-64 CPU with AVX2, bit for bit (kernels/rows.hpp:
+// oneDNN's erf form on tensors of 2 or more elements, libm's on one; the tanh form with SLEEF's
+// tanh, the last n % 16 elements with libm's).
+Tensor3 gelu(const Tensor3& x, GeluApproximation approximate);
 // max(x, 0) as torch.relu: NaN stays NaN.
 Tensor3 relu(const Tensor3& x);
 // dY ⊙ GELU'(x). The erf form: Φ(x) + x φ(x) in float as oneDNN computes it
@@ -46,14 +50,6 @@ Tensor3 relu(const Tensor3& x);
 Tensor3 gelu_backward(const Tensor3& x, const Tensor3& d_output, GeluApproximation approximate);
 // dY where x > 0, else 0 (torch's threshold_backward: the gradient at x = 0 is 0).
 Tensor3 relu_backward(const Tensor3& x, const Tensor3& d_output);
-
-// The elementwise kernels gelu() uses, exposed for tests.
-// oneDNN's AVX2 gelu_erf (what nn.GELU() runs on float32 tensors of 2 or more elements).
-float gelu_erf_onednn(float x);
-// Its slope Φ(x) + x φ(x), as oneDNN's gelu_erf backward.
-float gelu_erf_slope_onednn(float x);
-// SLEEF 3.5's tanhf_u10 with FMA (ATen's Vectorized<float>::tanh).
-float tanh_sleef(float x);
 
 struct FeedForwardSteps {
   Tensor3 hidden;     // (B,T,F) the first Linear

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <string>
 
-#include "array.hpp"
+#include "base/array.hpp"
 #include "linear.hpp"
 
 namespace attn {

@@ -1,9 +1,14 @@
 // Layer normalisation over each token's D numbers. Legend: B batch, T tokens, D model width.
 //
-// nn.LayerNorm(D, eps): mean and biased variance per token, (x - mean) / sqrt(variance + eps),
-// times weight (D) plus bias (D). Seed 001's LayerNormalization: unbiased std, eps added outside
-// the root, (x - mean) / (std + eps), one scalar gamma and beta. Both are computed in the order
-// torch 1.13 uses on an AVX2 CPU, so the results are bit-identical to PyTorch's.
+//   nn.LayerNorm(D, eps)         y = (x - mean) / sqrt(var + eps) * weight + bias, with the mean
+//                                and the biased variance (divided by D) of each token, weight and
+//                                bias (D)
+//   seed 001's LayerNormalization  y = gamma (x - mean) / (std + eps) + beta, with the unbiased
+//                                std (divided by D - 1), eps outside the root, one scalar gamma
+//                                and beta
+//
+// forward() computes both in the order torch 1.13 uses on an AVX2 CPU (kernels/rows.hpp), so the
+// results are bit-identical to PyTorch's; the *_reference functions are the formulas as written.
 #pragma once
 
 #include <cstddef>
@@ -11,9 +16,12 @@
 #include <string_view>
 #include <vector>
 
+#include "base/budget.hpp"
+#include "base/tensor.hpp"
+#include "kernels/rows.hpp"
 #include "linear.hpp"
 #include "module.hpp"
-#include "tensor.hpp"
+#include "trace.hpp"
 
 namespace attn {
 
@@ -22,19 +30,6 @@ inline constexpr float kLayerNormalizationEps = 1e-6f;  // seed 001: self.eps = 
 
 // Throws attn::Error(function) unless eps is a positive, finite float32 (as the kernel adds it).
 void check_eps(float eps, std::string_view function);
-
-struct RowMoments {
-  float mean;
-  float variance;  // biased: divided by n
-};
-// One row's mean and biased variance in the order of ATen's RowwiseMoments (moments_utils.h):
-// Welford in 8 float lanes over chunks of 16 vectors, chunks merged as a cascade, then the tail
-// elements by scalar Welford, then the 8 lanes merged into it. n >= 1.
-RowMoments torch_row_moments(const float* x, std::size_t n);
-
-// torch.sum over one contiguous row of float32 (ATen's cascade_sum on AVX2: 8 lanes summed in
-// four interleaved columns with 16-step levels, then the tail, then the lanes). n >= 1.
-float torch_cascade_sum(const float* x, std::size_t n);
 
 // nn.LayerNorm(D, eps).
 struct LayerNorm {
@@ -48,6 +43,9 @@ void visit_parameters(LayerNorm& norm, const std::string& prefix, const Paramete
 inline void visit_parameters(LayerNorm& norm, const ParameterVisitor& visit) {
   visit_parameters(norm, "", visit);
 }
+
+// The formula above in double, two passes, rounded once: the reference forward() is held to.
+Tensor3 layer_norm_reference(const LayerNorm& norm, const Tensor3& x);
 
 struct LayerNormSteps {
   Tensor3 mean;        // (B,T,1)
@@ -63,8 +61,6 @@ Tensor3 backward(const LayerNorm& norm, const Tensor3& x, const LayerNormSteps& 
                  const Tensor3& d_output, LayerNorm& grad);
 // LayerNormSteps' tensors on x (B,T,D), for a memory budget (core/budget.hpp).
 MemoryPlan plan_layer_norm(std::size_t batch, std::size_t tokens, std::size_t width);
-// The textbook formula in double, two passes: the reference the fast path is held to.
-Tensor3 layer_norm_reference(const LayerNorm& norm, const Tensor3& x);
 // torchinfo's row of one LayerNorm call on an input of `shape`.
 void trace_layer_norm(Trace& trace, const Module& norm, const Shape& shape);
 std::vector<LayerInfo> trace_layer_norm(std::size_t d_model, const Shape& shape);
@@ -83,6 +79,9 @@ inline void visit_parameters(LayerNormalization& norm, const ParameterVisitor& v
   visit_parameters(norm, "", visit);
 }
 
+// Seed 001's formula in double, rounded once (NaN for D = 1, as the unbiased std).
+Tensor3 layer_normalization_reference(const LayerNormalization& norm, const Tensor3& x);
+
 struct LayerNormalizationSteps {
   Tensor3 mean;        // (B,T,1) x.mean(-1)
   Tensor3 std;         // (B,T,1) x.std(-1): unbiased, divided by D - 1 (NaN when D = 1)
@@ -96,7 +95,6 @@ LayerNormalizationSteps forward(const LayerNormalization& norm, const Tensor3& x
 Tensor3 backward(const LayerNormalization& norm, const Tensor3& x,
                  const LayerNormalizationSteps& steps, const Tensor3& d_output,
                  LayerNormalization& grad);
-Tensor3 layer_normalization_reference(const LayerNormalization& norm, const Tensor3& x);
 
 // Where the norm sits in a residual block around `sublayer`:
 //   pre  x + sublayer(LN(x))   the book (seed 000), seed 001's ResidualConnection

@@ -5,8 +5,8 @@
 #include <functional>
 #include <string>
 
-#include "random.hpp"
-#include "tensor.hpp"
+#include "base/random.hpp"
+#include "base/tensor.hpp"
 
 namespace attn {
 

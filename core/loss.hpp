@@ -5,8 +5,8 @@
 // Legend: B batch, T tokens, C classes.
 #pragma once
 
+#include "base/tensor.hpp"
 #include "embedding.hpp"
-#include "tensor.hpp"
 
 namespace attn {
 

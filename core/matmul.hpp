@@ -3,8 +3,8 @@
 // are plain loops kept beside them, and a test holds the two equal.
 #pragma once
 
-#include "gemm.hpp"
-#include "tensor.hpp"
+#include "base/tensor.hpp"
+#include "kernels/gemm.hpp"
 
 namespace attn {
 

@@ -5,9 +5,10 @@
 
 #include <xtensor/xview.hpp>
 
-#include "count.hpp"
+#include "base/count.hpp"
 #include "matmul.hpp"
 #include "softmax.hpp"
+#include "summary.hpp"
 
 namespace attn {
 

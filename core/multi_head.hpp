@@ -17,6 +17,9 @@
 #include <vector>
 
 #include "attention.hpp"
+#include "base/budget.hpp"
+#include "module_size.hpp"
+#include "trace.hpp"
 
 namespace attn {
 

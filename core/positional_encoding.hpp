@@ -10,9 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "base/budget.hpp"
+#include "base/tensor.hpp"
 #include "linear.hpp"
 #include "module.hpp"
-#include "tensor.hpp"
+#include "trace.hpp"
 
 namespace attn {
 
@@ -30,18 +32,6 @@ SinusoidalTable sinusoidal_table(std::size_t positions, std::size_t width);
 // What sinusoidal_table holds at its peak, for a memory budget (core/budget.hpp): the table, the
 // angles, their sines and cosines.
 MemoryPlan plan_sinusoidal_table(std::size_t positions, std::size_t width);
-
-// torch.sin and torch.cos on n contiguous float32 values as ATen computes them on an AVX2 CPU
-// (one thread): SLEEF's sinf8_u10/cosf8_u10, 8 lanes at a time. A group of 8 with any |x| >= 125
-// (or a NaN or inf) takes SLEEF's slower, wider argument reduction in every lane, which can
-// change a lane's last bit: the result depends on the neighbours, as in torch.
-void torch_sin(const float* in, float* out, std::size_t n);
-void torch_cos(const float* in, float* out, std::size_t n);
-// One lane of SLEEF 3.5's sinf_u10/cosf_u10 (AVX2 with FMA), within 1 ulp. `wide` is the
-// group's choice of reduction: Cody-Waite (|x| < 125) or Payne-Hanek. Exact to torch for
-// |x| < 2^33; beyond that std::sin/std::cos.
-float sleef_sin_u10(float x, bool wide);
-float sleef_cos_u10(float x, bool wide);
 
 // Seed 001: PositionalEncoding(d_model, seq_len, dropout): the table is a buffer, not a parameter,
 // and the module's one child is its dropout.

@@ -4,7 +4,7 @@
 
 #include <cstddef>
 
-#include "random.hpp"
+#include "base/random.hpp"
 
 namespace attn {
 

@@ -4,9 +4,9 @@
 
 #include <string_view>
 
+#include "io/weights.hpp"
 #include "linear.hpp"
 #include "module.hpp"
-#include "weights.hpp"
 
 namespace attn {
 

@@ -9,7 +9,7 @@
 // Parameters and outputs are float32 (4 bytes an element): LayerInfo carries no dtype. Counts
 // and sizes are int64, as torch's; past 2^63-1 the table is refused (Error kind too_large).
 #include "summary.hpp"
-#include "utf8.hpp"
+#include "base/utf8.hpp"
 
 #include <algorithm>
 #include <array>
@@ -21,11 +21,17 @@
 
 #include <fmt/format.h>
 
-#include "count.hpp"
-#include "error.hpp"
+#include "base/count.hpp"
+#include "base/error.hpp"
 #include "module.hpp"
 
 namespace attn {
+
+MemoryPlan planned_summary(const ModuleSize& size, std::string axes) {
+  return {planned_tree("the module tree, twice", size, 2, " " + axes),
+          {"the summary's rows", {size.modules.saturated()}, std::move(axes), kSummaryRowBytes}};
+}
+
 namespace {
 
 constexpr std::string_view kFunction = "format_summary";
@@ -55,19 +61,6 @@ void append_padded(std::string& out, std::string_view text, std::size_t width) {
   out += text;
   const std::size_t length = code_points(text);
   if (length < width) out.append(width - length, ' ');
-}
-
-// The "," of f"{n:,}" and f"{x:,.2f}": groups of three digits left of the point.
-std::string group_thousands(std::string_view digits) {
-  const std::size_t start = !digits.empty() && digits[0] == '-' ? 1 : 0;
-  const std::size_t end = std::min(digits.find('.'), digits.size());
-  std::string out(digits.substr(0, start));
-  for (std::size_t i = start; i < end; ++i) {
-    if (i > start && (end - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  out += digits.substr(end);
-  return out;
 }
 
 // str(list(shape)): "[1, 5, 768]".
@@ -790,10 +783,6 @@ std::string format_summary(const std::vector<LayerInfo>& layers,
 std::string format_summary(const Module& model, const std::vector<LayerInfo>& layers,
                            const std::vector<SummaryInput>& inputs, const SummaryOptions& options) {
   return summary_of(&model, layers, inputs, options);
-}
-
-std::string with_commas(std::int64_t n) {
-  return group_thousands(std::to_string(n));
 }
 
 }  // namespace attn

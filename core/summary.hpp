@@ -8,38 +8,13 @@
 #include <string>
 #include <vector>
 
-#include "array.hpp"
+#include "base/array.hpp"
+#include "base/budget.hpp"
+#include "module.hpp"
+#include "module_size.hpp"
+#include "trace.hpp"
 
 namespace attn {
-
-struct Module;
-
-struct ParameterInfo {
-  std::string name;  // "weight", "bias", "gamma"
-  Shape shape;
-  bool trainable = true;
-};
-
-struct LayerInfo {
-  std::string class_name;  // "Linear"
-  std::string var_name;    // attribute name in the parent: "tokeys", "0" inside a ModuleList
-  int depth = 0;           // 0 for the model itself
-  bool executed = true;    // false for containers that never run (ModuleList): shapes print "--"
-  Shape input_shape;       // of the first input
-  Shape output_shape;
-  std::vector<ParameterInfo> parameters;  // the module's own parameters, registration order
-  bool is_leaf = true;                    // no child modules
-  // The row of the module this one belongs to in the module tree, when a Trace knows it: not
-  // always the nearest row above one level up, since a module may be called from outside its
-  // parent (seed 001's ResidualConnection calls the attention through a lambda).
-  std::optional<std::size_t> parent;
-  // torchinfo lists a module's hierarchy again when the rows of another module came between
-  // (add_missing_container_layers). Such a row stands for the module of an earlier row (its
-  // parameters are that row's; it adds none to its parents), and when torchinfo inserts the same
-  // LayerInfo object again it is the same_as an earlier row: every listing of one object shows
-  // the index and the parameters of its last.
-  std::optional<std::size_t> stands_for, same_as;
-};
 
 struct SummaryInput {
   Shape shape;
@@ -57,8 +32,13 @@ struct SummaryOptions {
   TorchinfoFormat format = TorchinfoFormat::current;
 };
 
-// 2362368 -> "2,362,368": counts as torchinfo and the lessons print them.
-std::string with_commas(std::int64_t n);
+// What a summary (attn summary, or mult-adds from a trace) holds for each row beside the module
+// tree: the trace's LayerInfo, the row's line of the table, its JSON object and state_dict keys
+// (attn summary --format json of 100,000 book heads holds about 2.2 KB a row).
+inline constexpr std::size_t kSummaryRowBytes = 2560;
+// A summary of a model of `size` as a memory plan: its tree twice (the caller's and the trace's)
+// and a row for each module; `axes` names the sizes the rows grow with ("H", "L/H").
+MemoryPlan planned_summary(const ModuleSize& size, std::string axes);
 
 // The table torchinfo.summary(model, input_size=..., **options) prints, ending in a newline.
 // Throws attn::Error for an unknown column name or an option out of range.

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "matmul.hpp"
 #include "positional_encoding.hpp"
 #include "softmax.hpp"

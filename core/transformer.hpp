@@ -30,6 +30,7 @@
 #include "feed_forward.hpp"
 #include "layer_norm.hpp"
 #include "multi_head.hpp"
+#include "trace.hpp"
 
 namespace attn {
 

@@ -16,9 +16,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/error.hpp"
 #include "catalog.hpp"
-#include "error.hpp"
-#include "file_io.hpp"
+#include "io/file_io.hpp"
 #include "lesson.hpp"
 #include "toolchain.hpp"
 

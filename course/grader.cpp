@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "process.hpp"
 #include "report.hpp"
 #include "toolchain.hpp"
@@ -418,7 +418,7 @@ class LessonGrader {
     if (const std::string outside = outside_dependency(depends.out, file); !outside.empty()) {
       log = fmt::format(
           "{} includes {}, which is not allowed: include only the exercise's header, attn's "
-          "public headers (\"tensor.hpp\", \"softmax.hpp\", ...) and system headers (<cmath>)",
+          "public headers (\"base/tensor.hpp\", \"softmax.hpp\", ...) and system headers (<cmath>)",
           file, escape_controls(outside));
       return false;
     }

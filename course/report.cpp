@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/utf8.hpp"
 #include "process.hpp"
-#include "utf8.hpp"
 
 namespace attn::course {
 

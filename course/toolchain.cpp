@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "error.hpp"
+#include "base/error.hpp"
 
 namespace attn::course {
 

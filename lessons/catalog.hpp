@@ -9,10 +9,11 @@
 #include <string_view>
 #include <vector>
 
-#include "config.hpp"
+#include "io/config.hpp"
 #include "lesson.hpp"
 #include "module.hpp"
 #include "summary.hpp"
+#include "trace.hpp"
 
 namespace attn::lessons {
 

@@ -1,13 +1,13 @@
 #include "lesson.hpp"
 
-#include "utf8.hpp"
+#include "base/utf8.hpp"
 
 #include <cmath>
 
 #include <fmt/format.h>
 
-#include "error.hpp"
-#include "random.hpp"
+#include "base/error.hpp"
+#include "base/random.hpp"
 
 namespace attn::lessons {
 

@@ -11,10 +11,10 @@
 #include <variant>
 #include <vector>
 
-#include "array.hpp"
-#include "budget.hpp"
-#include "tensor.hpp"
-#include "weights.hpp"
+#include "base/array.hpp"
+#include "base/budget.hpp"
+#include "base/tensor.hpp"
+#include "io/weights.hpp"
 
 namespace attn::lessons {
 

@@ -12,8 +12,8 @@
 
 #include <fmt/format.h>
 
-#include "error.hpp"
-#include "utf8.hpp"
+#include "base/error.hpp"
+#include "base/utf8.hpp"
 
 namespace attn::render {
 

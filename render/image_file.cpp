@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "signals_held.hpp"
 
 namespace attn::render {

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "budget.hpp"
+#include "base/budget.hpp"
 
 namespace attn::render {
 

@@ -7,7 +7,8 @@
 
 #include "output.hpp"
 
-#include "count.hpp"
+#include "base/budget.hpp"
+#include "base/count.hpp"
 
 namespace attn::render {
 

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "error.hpp"
+#include "base/error.hpp"
 
 namespace attn::render {
 

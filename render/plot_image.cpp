@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "image_canvas.hpp"
 
 namespace attn::render {

@@ -26,12 +26,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "error.hpp"
+#include "base/error.hpp"
+#include "io/npy.hpp"
+#include "io/weights.hpp"
 #include "json.hpp"
-#include "npy.hpp"
 #include "signals_held.hpp"
 #include "text.hpp"
-#include "weights.hpp"
 
 namespace attn::render {
 

@@ -8,12 +8,13 @@
 
 #include <fmt/format.h>
 
+#include "base/count.hpp"
+#include "base/utf8.hpp"
 #include "heatmap.hpp"
+#include "io/print.hpp"
 #include "plot.hpp"
-#include "print.hpp"
 #include "summary.hpp"
 #include "text.hpp"
-#include "utf8.hpp"
 
 namespace attn::render {
 

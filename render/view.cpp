@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "lesson.hpp"
 
 namespace attn::render {

@@ -19,9 +19,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "error.hpp"
-#include "file_io.hpp"
+#include "base/error.hpp"
 #include "image_file.hpp"
+#include "io/file_io.hpp"
 #include "view_image.hpp"
 
 namespace attn::render {

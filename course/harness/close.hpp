@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "array.hpp"
+#include "base/array.hpp"
 
 namespace attn::testing {
 

@@ -19,9 +19,9 @@
 #include <string>
 #include <type_traits>
 
+#include "base/tensor.hpp"
 #include "close.hpp"
-#include "npy.hpp"
-#include "tensor.hpp"
+#include "io/npy.hpp"
 #include "values.hpp"
 
 #if defined(ATTN_GRADE_PROBE)

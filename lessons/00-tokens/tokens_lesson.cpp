@@ -8,11 +8,12 @@
 
 #include <fmt/format.h>
 
-#include "budget.hpp"
+#include "base/budget.hpp"
+#include "base/count.hpp"
+#include "base/random.hpp"
 #include "embedding.hpp"
+#include "io/shipped.hpp"
 #include "matmul.hpp"
-#include "random.hpp"
-#include "shipped.hpp"
 #include "state_dict.hpp"
 
 namespace attn::lessons {

@@ -6,8 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "io/tokenizer.hpp"
 #include "lesson.hpp"
-#include "tokenizer.hpp"
 
 namespace attn::lessons {
 

@@ -6,8 +6,8 @@
 // columns, D model width.
 #pragma once
 
+#include "base/tensor.hpp"
 #include "dot_product.hpp"
-#include "tensor.hpp"
 
 namespace attn::exercise {
 

@@ -6,9 +6,9 @@
 
 #include <fmt/format.h>
 
-#include "budget.hpp"
+#include "base/budget.hpp"
+#include "base/random.hpp"
 #include "dot_product.hpp"
-#include "random.hpp"
 
 namespace attn::lessons {
 

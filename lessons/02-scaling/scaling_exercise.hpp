@@ -6,7 +6,7 @@
 
 #include <cstddef>
 
-#include "random.hpp"
+#include "base/random.hpp"
 #include "scaling.hpp"
 
 namespace attn::exercise {

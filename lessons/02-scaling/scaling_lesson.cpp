@@ -6,10 +6,10 @@
 
 #include <fmt/format.h>
 
-#include "budget.hpp"
+#include "base/budget.hpp"
+#include "base/random.hpp"
 #include "dot_product.hpp"
 #include "matmul.hpp"
-#include "random.hpp"
 #include "scaling.hpp"
 
 namespace attn::lessons {

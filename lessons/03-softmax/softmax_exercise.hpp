@@ -6,7 +6,7 @@
 
 #include <cstddef>
 
-#include "tensor.hpp"
+#include "base/tensor.hpp"
 
 namespace attn::exercise {
 

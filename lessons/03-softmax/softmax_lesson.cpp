@@ -7,8 +7,9 @@
 
 #include <fmt/format.h>
 
-#include "budget.hpp"
-#include "print.hpp"
+#include "base/budget.hpp"
+#include "io/print.hpp"
+#include "kernels/torch_order.hpp"
 #include "scaling.hpp"
 #include "softmax.hpp"
 

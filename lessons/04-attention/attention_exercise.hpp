@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "attention.hpp"
-#include "tensor.hpp"
+#include "base/tensor.hpp"
 
 namespace attn::exercise {
 

@@ -7,9 +7,10 @@
 #include <fmt/format.h>
 
 #include "attention.hpp"
-#include "budget.hpp"
+#include "base/budget.hpp"
+#include "base/random.hpp"
 #include "dot_product.hpp"
-#include "random.hpp"
+#include "module_size.hpp"
 #include "state_dict.hpp"
 
 namespace attn::lessons {

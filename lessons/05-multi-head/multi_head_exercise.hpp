@@ -8,8 +8,8 @@
 
 #include <cstddef>
 
+#include "base/tensor.hpp"
 #include "multi_head.hpp"
-#include "tensor.hpp"
 
 namespace attn::exercise {
 

@@ -7,11 +7,14 @@
 #include <fmt/format.h>
 
 #include "04-attention/attention_lesson.hpp"
-#include "budget.hpp"
-#include "count.hpp"
+#include "base/budget.hpp"
+#include "base/count.hpp"
+#include "base/random.hpp"
+#include "module_size.hpp"
 #include "multi_head.hpp"
-#include "random.hpp"
 #include "state_dict.hpp"
+#include "summary.hpp"
+#include "trace.hpp"
 
 namespace attn::lessons {
 

@@ -7,8 +7,8 @@
 
 #include <cstddef>
 
+#include "base/tensor.hpp"
 #include "positional_encoding.hpp"
-#include "tensor.hpp"
 
 namespace attn::exercise {
 

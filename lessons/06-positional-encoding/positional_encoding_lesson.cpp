@@ -7,11 +7,11 @@
 
 #include <fmt/format.h>
 
-#include "budget.hpp"
+#include "base/budget.hpp"
+#include "base/random.hpp"
 #include "dot_product.hpp"
 #include "matmul.hpp"
 #include "positional_encoding.hpp"
-#include "random.hpp"
 #include "state_dict.hpp"
 
 namespace attn::lessons {

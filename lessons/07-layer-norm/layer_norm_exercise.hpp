@@ -7,8 +7,8 @@
 
 #include <cstddef>
 
+#include "base/tensor.hpp"
 #include "layer_norm.hpp"
-#include "tensor.hpp"
 
 namespace attn::exercise {
 

@@ -8,9 +8,9 @@
 #include <fmt/format.h>
 #include <xtensor/xmath.hpp>
 
-#include "budget.hpp"
+#include "base/budget.hpp"
+#include "base/random.hpp"
 #include "layer_norm.hpp"
-#include "random.hpp"
 #include "state_dict.hpp"
 
 namespace attn::lessons {

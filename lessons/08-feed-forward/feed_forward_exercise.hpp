@@ -5,8 +5,8 @@
 // Legend: B batch, T tokens, D model width, F feed-forward width.
 #pragma once
 
+#include "base/tensor.hpp"
 #include "feed_forward.hpp"
-#include "tensor.hpp"
 
 namespace attn::exercise {
 

@@ -7,11 +7,12 @@
 
 #include <fmt/format.h>
 
-#include "budget.hpp"
-#include "count.hpp"
+#include "base/budget.hpp"
+#include "base/count.hpp"
+#include "base/random.hpp"
 #include "feed_forward.hpp"
+#include "module_size.hpp"
 #include "multi_head.hpp"
-#include "random.hpp"
 #include "state_dict.hpp"
 
 namespace attn::lessons {

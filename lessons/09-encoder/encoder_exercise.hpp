@@ -5,8 +5,8 @@
 // Legend: B batch, T tokens, D model width, V vocabulary, P positions.
 #pragma once
 
+#include "base/tensor.hpp"
 #include "encoder.hpp"
-#include "tensor.hpp"
 
 namespace attn::exercise {
 

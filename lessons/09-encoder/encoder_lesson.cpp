@@ -6,10 +6,12 @@
 
 #include <fmt/format.h>
 
-#include "budget.hpp"
+#include "base/budget.hpp"
+#include "base/count.hpp"
+#include "base/random.hpp"
 #include "encoder.hpp"
-#include "random.hpp"
-#include "shipped.hpp"
+#include "io/shipped.hpp"
+#include "module_size.hpp"
 #include "state_dict.hpp"
 #include "summary.hpp"
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "config.hpp"
+#include "io/config.hpp"
 #include "layer_norm.hpp"
 #include "lesson.hpp"
 #include "linear.hpp"

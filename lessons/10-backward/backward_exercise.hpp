@@ -5,7 +5,7 @@
 // Legend: B batch, T tokens (queries), S keys, D model width.
 #pragma once
 
-#include "tensor.hpp"
+#include "base/tensor.hpp"
 
 namespace attn::exercise {
 

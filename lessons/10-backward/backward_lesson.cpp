@@ -8,13 +8,13 @@
 #include <fmt/format.h>
 
 #include "attention.hpp"
-#include "budget.hpp"
+#include "base/budget.hpp"
+#include "base/random.hpp"
 #include "encoder.hpp"
 #include "feed_forward.hpp"
 #include "gradients.hpp"
 #include "layer_norm.hpp"
 #include "matmul.hpp"
-#include "random.hpp"
 #include "softmax.hpp"
 
 namespace attn::lessons {

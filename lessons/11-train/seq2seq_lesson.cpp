@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "array.hpp"
+#include "base/array.hpp"
 
 namespace attn::lessons {
 

@@ -7,8 +7,8 @@
 
 #include <cstdint>
 
+#include "base/tensor.hpp"
 #include "embedding.hpp"
-#include "tensor.hpp"
 
 namespace attn::exercise {
 

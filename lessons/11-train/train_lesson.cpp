@@ -6,9 +6,10 @@
 
 #include <fmt/format.h>
 
-#include "array.hpp"
+#include "base/array.hpp"
+#include "base/budget.hpp"
 #include "softmax.hpp"
-#include "tasks.hpp"
+#include "train/tasks.hpp"
 
 namespace attn::lessons {
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "lesson.hpp"
-#include "training.hpp"
+#include "train/training.hpp"
 
 namespace attn::lessons {
 

@@ -6,9 +6,9 @@
 
 #include <fmt/format.h>
 
-#include "array.hpp"
+#include "base/array.hpp"
+#include "base/random.hpp"
 #include "multi_head.hpp"
-#include "random.hpp"
 
 namespace attn::lessons {
 

@@ -4,7 +4,7 @@
 
 #include "attention.hpp"
 #include "lesson.hpp"
-#include "seq2seq.hpp"
+#include "train/seq2seq.hpp"
 
 namespace attn::lessons {
 

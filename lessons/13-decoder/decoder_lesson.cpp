@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "array.hpp"
-#include "random.hpp"
+#include "base/array.hpp"
+#include "base/random.hpp"
 #include "transformer.hpp"
 
 namespace attn::lessons {

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "11-train/seq2seq_lesson.hpp"
-#include "array.hpp"
+#include "base/array.hpp"
 
 namespace attn::lessons {
 

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "lesson.hpp"
-#include "seq2seq.hpp"
+#include "train/seq2seq.hpp"
 
 namespace attn::lessons {
 

@@ -8,13 +8,14 @@
 #include <nlohmann/json.hpp>
 
 #include "allclose.hpp"
+#include "base/count.hpp"
 #include "fixtures.hpp"
+#include "io/npy.hpp"
+#include "io/weights.hpp"
 #include "multi_head.hpp"
-#include "npy.hpp"
 #include "run_attn.hpp"
 #include "scratch.hpp"
 #include "tolerant_text.hpp"
-#include "weights.hpp"
 
 namespace fs = std::filesystem;
 using attn::testing::formula_weights;

@@ -10,10 +10,10 @@
 
 #include "allclose.hpp"
 #include "fixtures.hpp"
-#include "npy.hpp"
+#include "io/npy.hpp"
+#include "io/weights.hpp"
 #include "run_attn.hpp"
 #include "scratch.hpp"
-#include "weights.hpp"
 
 namespace fs = std::filesystem;
 using attn::testing::run_attn;

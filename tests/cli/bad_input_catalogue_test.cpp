@@ -22,13 +22,13 @@
 
 #include <catch2/catch.hpp>
 
-#include "array.hpp"
+#include "base/array.hpp"
 #include "fixtures.hpp"
-#include "npy.hpp"
+#include "io/npy.hpp"
+#include "io/weights.hpp"
 #include "npz_bomb.hpp"
 #include "run_attn.hpp"
 #include "scratch.hpp"
-#include "weights.hpp"
 
 namespace fs = std::filesystem;
 using attn::testing::run_attn;

@@ -11,9 +11,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "array.hpp"
+#include "base/array.hpp"
 #include "catalog.hpp"
-#include "npy.hpp"
+#include "io/npy.hpp"
 #include "run_attn.hpp"
 #include "scratch.hpp"
 

@@ -16,7 +16,7 @@
 
 #include "allclose.hpp"
 #include "catalog.hpp"
-#include "npy.hpp"
+#include "io/npy.hpp"
 #include "run_attn.hpp"
 #include "scratch.hpp"
 #include "tolerant_text.hpp"

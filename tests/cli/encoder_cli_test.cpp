@@ -8,15 +8,16 @@
 
 #include "09-encoder/encoder_lesson.hpp"
 #include "allclose.hpp"
+#include "base/count.hpp"
 #include "encoder.hpp"
 #include "fixtures.hpp"
 #include "golden.hpp"
-#include "npy.hpp"
+#include "io/npy.hpp"
+#include "io/shipped.hpp"
+#include "io/weights.hpp"
 #include "run_attn.hpp"
 #include "scratch.hpp"
-#include "shipped.hpp"
 #include "tolerant_text.hpp"
-#include "weights.hpp"
 
 namespace fs = std::filesystem;
 using attn::testing::check_golden;

@@ -8,9 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "golden.hpp"
+#include "io/weights.hpp"
 #include "run_attn.hpp"
 #include "scratch.hpp"
-#include "weights.hpp"
 
 using attn::testing::run_attn;
 using attn::testing::ScratchDir;

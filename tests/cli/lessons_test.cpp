@@ -11,7 +11,7 @@
 #include "catalog.hpp"
 #include "fixtures.hpp"
 #include "golden.hpp"
-#include "npy.hpp"
+#include "io/npy.hpp"
 #include "run_attn.hpp"
 #include "scratch.hpp"
 

@@ -7,7 +7,7 @@
 
 #include "allclose.hpp"
 #include "fixtures.hpp"
-#include "npy.hpp"
+#include "io/npy.hpp"
 #include "run_attn.hpp"
 #include "tolerant_text.hpp"
 

@@ -9,14 +9,15 @@
 #include <nlohmann/json.hpp>
 
 #include "allclose.hpp"
+#include "base/count.hpp"
 #include "fixtures.hpp"
 #include "golden.hpp"
-#include "npy.hpp"
+#include "io/npy.hpp"
+#include "io/weights.hpp"
 #include "run_attn.hpp"
 #include "scratch.hpp"
 #include "summary.hpp"
 #include "tolerant_text.hpp"
-#include "weights.hpp"
 
 namespace fs = std::filesystem;
 using attn::testing::check_golden;

@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "fixtures.hpp"
+#include "io/weights.hpp"
 #include "run_attn.hpp"
 #include "scratch.hpp"
-#include "weights.hpp"
 
 using attn::testing::run_attn;
 using attn::testing::ScratchDir;

@@ -1,14 +1,15 @@
 // The memory budget: how a plan's peak is counted, what a refusal carries, and the sizes of module
 // trees too large to build, held equal to the trees themselves.
-#include "budget.hpp"
+#include "base/budget.hpp"
 
 #include <limits>
 
 #include <catch2/catch.hpp>
 
+#include "base/error.hpp"
 #include "encoder.hpp"
-#include "error.hpp"
 #include "memory_limit.hpp"
+#include "module_size.hpp"
 #include "multi_head.hpp"
 
 using attn::Held;

@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "fixtures.hpp"
-#include "seq2seq.hpp"
-#include "training.hpp"
+#include "train/seq2seq.hpp"
+#include "train/training.hpp"
 
 namespace {
 

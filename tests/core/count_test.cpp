@@ -1,12 +1,12 @@
 // Count: int64 counts whose sums and products past 2^63-1 are "too large", never wrapped.
-#include "count.hpp"
+#include "base/count.hpp"
 
 #include <cstdint>
 #include <limits>
 
 #include <catch2/catch.hpp>
 
-#include "error.hpp"
+#include "base/error.hpp"
 
 using attn::Count;
 

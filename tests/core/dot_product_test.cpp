@@ -7,10 +7,10 @@
 #include <nlohmann/json.hpp>
 
 #include "allclose.hpp"
-#include "budget.hpp"
+#include "base/budget.hpp"
+#include "base/random.hpp"
 #include "fixtures.hpp"
-#include "npy.hpp"
-#include "random.hpp"
+#include "io/npy.hpp"
 
 using attn::Tensor3;
 

@@ -7,14 +7,14 @@
 #include <nlohmann/json.hpp>
 
 #include "allclose.hpp"
+#include "base/error.hpp"
 #include "embedding.hpp"
-#include "error.hpp"
 #include "fixtures.hpp"
-#include "npy.hpp"
+#include "io/npy.hpp"
+#include "io/tokenizer.hpp"
+#include "io/weights.hpp"
 #include "state_dict.hpp"
 #include "summary.hpp"
-#include "tokenizer.hpp"
-#include "weights.hpp"
 
 namespace {
 attn::Ids ids_of(const attn::Array& a) {

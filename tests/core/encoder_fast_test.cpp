@@ -1,7 +1,7 @@
 // The fast encoder layer against the readable reference: the whole layer (pre-LN and post-LN,
 // several seeds, odd sizes, BERT-base), the AVX2 kernels against the scalar ones bit for bit, the
 // scalar ones against the reference's kernels, and attn::sgemm on strided blocks.
-#include "encoder_fast.hpp"
+#include "fast/encoder_fast.hpp"
 
 #include <array>
 #include <cmath>
@@ -14,21 +14,20 @@
 #include <catch2/catch.hpp>
 
 #include "allclose.hpp"
-#include "gemm.hpp"
+#include "base/random.hpp"
+#include "kernels/gemm.hpp"
 #include "matmul.hpp"
-#include "random.hpp"
+#include "same_bits.hpp"
 #include "softmax.hpp"
 
 using attn::FastKernels;
 using attn::NormPlacement;
 using attn::Tensor2;
 using attn::Tensor3;
+using attn::testing::same_bits;
 using attn::testing::Tolerance;
 
 namespace {
-
-constexpr float kInf = std::numeric_limits<float>::infinity();
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 attn::EncoderConfig sizes(std::size_t d, std::size_t heads, std::size_t d_ff,
                           const char* act = "gelu") {
@@ -53,35 +52,6 @@ attn::EncoderLayer random_layer(std::uint64_t seed, const attn::EncoderConfig& c
       b = 0.1f * static_cast<float>(rng.normal());
   }
   return layer;
-}
-
-// Whether a and b hold the same floats, NaN equal to NaN.
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (std::isnan(a[i]) && std::isnan(b[i])) continue;
-    if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0) return false;
-  }
-  return true;
-}
-
-// The AVX2 kernels are compared with the scalar ones wherever the CPU can run them, whatever
-// ATTN_FAST_KERNELS says the default is.
-bool have_avx2() {
-  return attn::cpu_has_avx2();
-}
-
-// Random numbers with the awkward ones mixed in.
-std::vector<float> awkward(attn::Rng& rng, std::size_t n, float scale) {
-  const float special[] = {0.0f,   -0.0f,  kInf,  -kInf, kNaN,  1e-30f,  -1e-30f,
-                           1e-45f, 3.0f,   -3.0f, 9.0f,  -9.0f, 88.0f,   -88.0f,
-                           1e20f,  -1e20f, 5.5f,  -5.5f, 0.5f,  -104.5f, 100.5f};
-  std::vector<float> v(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    v[i] = i % 7 == 3 ? special[(i / 7) % std::size(special)]
-                      : scale * static_cast<float>(rng.normal());
-  }
-  return v;
 }
 
 struct Compared {
@@ -171,7 +141,7 @@ TEST_CASE("the fast layer equals the reference at BERT-base size", "[encoder_fas
 TEST_CASE(
     "the scalar and the AVX2 kernels give the same layer, bit for bit (on a CPU with AVX2 and FMA)",
     "[encoder_fast][kernels]") {
-  if (!have_avx2()) {
+  if (!attn::cpu_has_avx2()) {
     WARN("this CPU has no AVX2 and FMA: only the scalar kernels run");
     return;
   }
@@ -192,130 +162,6 @@ TEST_CASE(
     const Compared avx2 = run_both(bert, 40, 5, FastKernels::avx2);
     CHECK(
         same_bits({scalar.fast.begin(), scalar.fast.end()}, {avx2.fast.begin(), avx2.fast.end()}));
-  }
-}
-
-TEST_CASE("the softmax kernel is the reference's softmax of scores / sqrt(hs)",
-          "[encoder_fast][kernels]") {
-  attn::Rng rng(21);
-  for (std::size_t n : {1u, 5u, 7u, 8u, 9u, 16u, 17u, 33u, 128u, 131u}) {
-    const std::size_t rows = 6;
-    std::vector<float> scores = awkward(rng, rows * n, 4.0f);
-    for (std::size_t j = 0; j < n; ++j)
-      scores[2 * n + j] = -kInf;  // a fully masked row
-    for (std::size_t j = 0; j < n; ++j)
-      scores[4 * n + j] = 3.0f * static_cast<float>(rng.normal());  // plain
-    const float divisor = std::sqrt(5.0f);
-    Tensor2 t({rows, n});
-    std::copy(scores.begin(), scores.end(), t.begin());
-    const Tensor2 expected = attn::softmax(Tensor2(t / divisor));
-    std::vector<float> scalar = scores;
-    attn::fast_softmax_rows(FastKernels::scalar, scalar.data(), rows, n, divisor);
-    std::vector<float> reference(expected.begin(), expected.end());
-    for (std::size_t j = 0; j < n; ++j)
-      reference[2 * n + j] = 0.0f;  // softmax() also gives zeros
-    INFO("n = " << n);
-    CHECK(same_bits(scalar, reference));
-    if (have_avx2()) {
-      std::vector<float> avx2 = scores;
-      attn::fast_softmax_rows(FastKernels::avx2, avx2.data(), rows, n, divisor);
-      CHECK(same_bits(avx2, scalar));
-    }
-  }
-}
-
-TEST_CASE("the LayerNorm kernel is nn.LayerNorm as the reference computes it",
-          "[encoder_fast][kernels]") {
-  attn::Rng rng(22);
-  for (std::size_t n : {1u, 3u, 8u, 12u, 33u, 127u, 128u, 129u, 768u, 2051u, 4100u}) {
-    const std::size_t rows = 3;
-    attn::LayerNorm norm = attn::init_layer_norm(n);
-    for (float& w : norm.weight)
-      w = static_cast<float>(rng.normal());
-    for (float& b : norm.bias)
-      b = static_cast<float>(rng.normal());
-    const Tensor3 x =
-        attn::randn(rng, 1, rows, n, 3.0f) + 10.0f;  // an offset stresses the variance
-    const Tensor3 expected = attn::forward(norm, x).output;
-    std::vector<float> scalar(rows * n), avx2(rows * n);
-    attn::fast_layer_norm_rows(FastKernels::scalar, x.data(), rows, n, norm.weight.data(),
-                               norm.bias.data(), norm.eps, scalar.data());
-    INFO("n = " << n);
-    CHECK(same_bits(scalar, {expected.begin(), expected.end()}));
-    if (have_avx2()) {
-      attn::fast_layer_norm_rows(FastKernels::avx2, x.data(), rows, n, norm.weight.data(),
-                                 norm.bias.data(), norm.eps, avx2.data());
-      CHECK(same_bits(avx2, scalar));
-    }
-  }
-}
-
-TEST_CASE("the GELU kernels are gelu() of the reference, erf and tanh", "[encoder_fast][kernels]") {
-  attn::Rng rng(23);
-  for (auto approximate : {attn::GeluApproximation::none, attn::GeluApproximation::tanh}) {
-    for (std::size_t n : {1u, 2u, 9u, 16u, 17u, 48u, 1000u, 4099u}) {
-      const std::vector<float> x = awkward(rng, n, 3.0f);
-      Tensor3 t({1, 1, n});
-      std::copy(x.begin(), x.end(), t.begin());
-      const Tensor3 expected = attn::gelu(t, approximate);
-      std::vector<float> scalar = x;
-      attn::fast_gelu(FastKernels::scalar, scalar.data(), n, approximate);
-      INFO("n = " << n << (approximate == attn::GeluApproximation::none ? " erf" : " tanh"));
-      CHECK(same_bits(scalar, {expected.begin(), expected.end()}));
-      if (have_avx2()) {
-        std::vector<float> avx2 = x;
-        attn::fast_gelu(FastKernels::avx2, avx2.data(), n, approximate);
-        CHECK(same_bits(avx2, scalar));
-      }
-    }
-  }
-}
-
-TEST_CASE("the GELU backward kernel is Φ(x) + x φ(x), the same bits in AVX2 lanes",
-          "[encoder_fast][kernels]") {
-  attn::Rng rng(24);
-  for (std::size_t n : {1u, 7u, 8u, 17u, 1000u}) {
-    std::vector<float> x = awkward(rng, n, 3.0f), dy(n);
-    for (float& g : dy)
-      g = static_cast<float>(rng.normal());
-    std::vector<float> scalar(n), avx2(n);
-    attn::fast_gelu_erf_backward(FastKernels::scalar, x.data(), dy.data(), scalar.data(), n);
-    INFO("n = " << n);
-    for (std::size_t i = 0; i < n; ++i) {
-      const double v = x[i];
-      if (!std::isfinite(v)) continue;
-      const double slope =
-          0.5 * std::erfc(-v / std::sqrt(2.0)) + v * std::exp(-0.5 * v * v) / std::sqrt(2 * M_PI);
-      INFO("x = " << x[i]);
-      CHECK(std::abs(scalar[i] - dy[i] * slope) <= 1e-6 * (1.0 + std::abs(dy[i] * slope)));
-    }
-    if (have_avx2()) {
-      attn::fast_gelu_erf_backward(FastKernels::avx2, x.data(), dy.data(), avx2.data(), n);
-      CHECK(same_bits(avx2, scalar));
-    }
-  }
-}
-
-TEST_CASE("the LayerNorm kernel that keeps its steps gives the kernel's output and moments",
-          "[encoder_fast][kernels]") {
-  attn::Rng rng(25);
-  for (std::size_t n : {1u, 12u, 129u, 768u}) {
-    const attn::LayerNorm norm = attn::init_layer_norm(n);
-    const Tensor3 x = attn::randn(rng, 1, 1, n, 2.0f) - 3.0f;
-    std::vector<float> out(n), kept(n), normalised(n);
-    attn::fast_layer_norm_rows(FastKernels::scalar, x.data(), 1, n, norm.weight.data(),
-                               norm.bias.data(), norm.eps, out.data());
-    const attn::RowMoments expected = attn::torch_row_moments(x.data(), n);
-    for (FastKernels k : {FastKernels::scalar, FastKernels::avx2}) {
-      if (k == FastKernels::avx2 && !have_avx2()) continue;
-      const attn::RowMoments m =
-          attn::fast_layer_norm_row_kept(k, x.data(), n, norm.weight.data(), norm.bias.data(),
-                                         norm.eps, normalised.data(), kept.data());
-      INFO("n = " << n << " " << attn::kernels_name(k));
-      CHECK(same_bits(kept, out));
-      CHECK(same_bits({m.mean, m.variance}, {expected.mean, expected.variance}));
-      CHECK(same_bits(normalised, out));  // weight 1, bias 0
-    }
   }
 }
 
@@ -478,71 +324,6 @@ TEST_CASE("the fast encoder refuses ids outside the vocabulary, too many tokens,
   attn::Rng rng2(2);
   const attn::Encoder bare = attn::init_encoder(rng2, config, NormPlacement::pre, false);
   CHECK_THROWS_WITH(attn::pack(bare), Catch::Contains("expected an encoder with embeddings"));
-}
-
-TEST_CASE("fast_bias_gelu_rows gives the bits of a bias add and fast_gelu on the whole tensor",
-          "[encoder_fast]") {
-  // Row widths that are and are not multiples of 16, tails of 0 to 15 elements, one element, and a
-  // last block of one element (16385 x 1: blocks of 16384 rows, then one, which the rule joins).
-  const std::array<std::array<std::size_t, 2>, 8> shapes = {
-      {{1, 1}, {17, 1}, {3, 24}, {5, 7}, {40, 3072}, {1000, 40}, {16385, 1}, {333, 100}}};
-  attn::Rng rng(12);
-  for (FastKernels kernels : {FastKernels::scalar, attn::best_fast_kernels()})
-    for (attn::GeluApproximation approximate :
-         {attn::GeluApproximation::none, attn::GeluApproximation::tanh})
-      for (const auto& [rows, cols] : shapes)
-        for (int threads : {1, 2}) {
-          INFO(rows << " x " << cols << " threads " << threads);
-          std::vector<float> bias(cols), x(rows * cols);
-          for (float& v : bias)
-            v = static_cast<float>(rng.normal());
-          for (float& v : x)
-            v = 3.0f * static_cast<float>(rng.normal());
-          std::vector<float> expected = x;
-          for (std::size_t r = 0; r < rows; ++r)
-            for (std::size_t j = 0; j < cols; ++j)
-              expected[r * cols + j] += bias[j];
-          attn::fast_gelu(kernels, expected.data(), expected.size(), approximate);  // one thread
-          attn::set_threads(threads);
-          attn::fast_bias_gelu_rows(kernels, x.data(), rows, cols, bias.data(), approximate);
-          CHECK(std::memcmp(x.data(), expected.data(), x.size() * sizeof(float)) == 0);
-          attn::set_threads(1);
-        }
-}
-
-TEST_CASE("GELU on many threads gives the bits of one thread, a last part of one element included",
-          "[encoder_fast][gemm]") {
-  if (!attn::gemm_library_available(attn::GemmLibrary::onednn)) return;  // no OpenMP pool
-  const GemmSetting setting(attn::GemmChoice::onednn, 68);
-  // 68 parts of 992 elements leave one for the last: it joins the part before, and its element
-  // goes through the same erf as in one thread (a one-element tensor would take libm's erf).
-  const std::size_t n = 66465;
-  attn::Rng rng(30);
-  std::vector<float> x(n);
-  for (float& v : x)
-    v = 2.0f * static_cast<float>(rng.normal());
-  // The last element: a value whose one-element GELU (libm's erf) differs from its GELU inside a
-  // longer tensor, so that a part of one element would show.
-  for (int i = 1; i < 100000; ++i) {
-    const float v = 0.001f * static_cast<float>(i);
-    float alone = v, inside[17] = {};
-    inside[16] = v;
-    attn::fast_gelu(attn::FastKernels::scalar, &alone, 1, attn::GeluApproximation::none);
-    attn::fast_gelu(attn::FastKernels::scalar, inside, 17, attn::GeluApproximation::none);
-    if (alone != inside[16]) {
-      x[n - 1] = v;
-      break;
-    }
-  }
-  for (attn::GeluApproximation approximate :
-       {attn::GeluApproximation::none, attn::GeluApproximation::tanh}) {
-    std::vector<float> one = x, many = x;
-    attn::set_threads(1);
-    attn::fast_gelu(attn::best_fast_kernels(), one.data(), n, approximate);
-    attn::set_threads(68);
-    attn::fast_gelu(attn::best_fast_kernels(), many.data(), n, approximate);
-    CHECK(std::memcmp(one.data(), many.data(), n * sizeof(float)) == 0);
-  }
 }
 
 TEST_CASE("forward_fast refuses a workspace made for a narrower layer", "[encoder_fast]") {

@@ -7,7 +7,7 @@
 
 #include "allclose.hpp"
 #include "fixtures.hpp"
-#include "npy.hpp"
+#include "io/npy.hpp"
 #include "state_dict.hpp"
 #include "summary.hpp"
 

@@ -11,9 +11,12 @@
 
 #include "allclose.hpp"
 #include "fixtures.hpp"
-#include "npy.hpp"
+#include "io/npy.hpp"
+#include "io/weights.hpp"
+#include "kernels/torch_order.hpp"
 #include "state_dict.hpp"
-#include "weights.hpp"
+#include "summary.hpp"
+#include "trace.hpp"
 
 using attn::FeedForward;
 using attn::FeedForwardVariant;

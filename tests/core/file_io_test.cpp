@@ -1,7 +1,7 @@
 // core/file_io.cpp: every reader (.npy, weights, config.json, vocab.txt) opens its file one way,
 // so that none of them can be made to hang on a FIFO, read /dev/zero until memory runs out, or
 // read more than its cap; and each says what is wrong with a path that is not a regular file.
-#include "file_io.hpp"
+#include "io/file_io.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -17,13 +17,13 @@
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
 
-#include "config.hpp"
-#include "error.hpp"
+#include "base/error.hpp"
+#include "io/config.hpp"
+#include "io/npy.hpp"
+#include "io/tokenizer.hpp"
+#include "io/weights.hpp"
 #include "memory_limit.hpp"
-#include "npy.hpp"
 #include "scratch.hpp"
-#include "tokenizer.hpp"
-#include "weights.hpp"
 
 namespace fs = std::filesystem;
 

@@ -16,9 +16,9 @@
 #include "encoder.hpp"
 #include "fixtures.hpp"
 #include "gradients.hpp"
+#include "io/weights.hpp"
 #include "loss.hpp"
 #include "transformer.hpp"
-#include "weights.hpp"
 
 namespace {
 

@@ -1,7 +1,7 @@
 // The matrix products' two libraries (core/gemm.hpp): each against a double-precision product on
 // strided blocks, every transpose and beta; the choice between them (measured, forced, from
 // ATTN_GEMM); and the refusals.
-#include "gemm.hpp"
+#include "kernels/gemm.hpp"
 
 #include <cmath>
 #include <cstdlib>
@@ -10,8 +10,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "error.hpp"
-#include "random.hpp"
+#include "base/error.hpp"
+#include "base/random.hpp"
 
 using attn::GemmChoice;
 using attn::GemmLibrary;

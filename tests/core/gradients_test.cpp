@@ -13,6 +13,7 @@
 
 #include "allclose.hpp"
 #include "attention.hpp"
+#include "base/random.hpp"
 #include "dropout.hpp"
 #include "embedding.hpp"
 #include "encoder.hpp"
@@ -22,7 +23,6 @@
 #include "layer_norm.hpp"
 #include "loss.hpp"
 #include "multi_head.hpp"
-#include "random.hpp"
 #include "scratch.hpp"
 #include "softmax.hpp"
 #include "state_dict.hpp"

@@ -12,12 +12,13 @@
 #include <xtensor/xview.hpp>
 
 #include "allclose.hpp"
+#include "base/random.hpp"
 #include "fixtures.hpp"
-#include "npy.hpp"
-#include "random.hpp"
+#include "io/npy.hpp"
+#include "io/weights.hpp"
+#include "kernels/torch_order.hpp"
 #include "state_dict.hpp"
 #include "summary.hpp"
-#include "weights.hpp"
 
 using attn::Tensor3;
 using attn::testing::fixture_path;

@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "allclose.hpp"
-#include "random.hpp"
+#include "base/random.hpp"
 
 using attn::Tensor3;
 using attn::to_array;

@@ -11,6 +11,7 @@
 #include "dot_product.hpp"
 #include "fixtures.hpp"
 #include "state_dict.hpp"
+#include "summary.hpp"
 
 using attn::MultiHeadVariant;
 using attn::Tensor3;

@@ -1,5 +1,5 @@
 // core/npy.cpp against files numpy wrote (data/fixtures/npy, made by data/generator/npy_files.py).
-#include "npy.hpp"
+#include "io/npy.hpp"
 
 #include <unistd.h>
 
@@ -14,9 +14,9 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "error.hpp"
-#include "file_io.hpp"
+#include "base/error.hpp"
 #include "fixtures.hpp"
+#include "io/file_io.hpp"
 #include "memory_limit.hpp"
 
 namespace fs = std::filesystem;

@@ -11,11 +11,12 @@
 #include <nlohmann/json.hpp>
 
 #include "allclose.hpp"
+#include "base/random.hpp"
 #include "fixtures.hpp"
-#include "npy.hpp"
-#include "random.hpp"
+#include "io/npy.hpp"
+#include "io/weights.hpp"
+#include "kernels/torch_order.hpp"
 #include "state_dict.hpp"
-#include "weights.hpp"
 
 using attn::Tensor2;
 using attn::Tensor3;

@@ -8,11 +8,11 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "array.hpp"
-#include "error.hpp"
+#include "base/array.hpp"
+#include "base/error.hpp"
 #include "fixtures.hpp"
-#include "npy.hpp"
-#include "print.hpp"
+#include "io/npy.hpp"
+#include "io/print.hpp"
 
 namespace {
 

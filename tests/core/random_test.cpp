@@ -1,5 +1,5 @@
 // The seeded generator: the same numbers on every machine, and a standard normal.
-#include "random.hpp"
+#include "base/random.hpp"
 
 #include <cmath>
 

@@ -1,13 +1,13 @@
 // The encoder-decoder's tasks, batches and decoding (core/seq2seq.hpp): number words as English
 // writes them, sources parsed and refused, held-out numbers kept out of training, batches framed
 // for teacher forcing, and sampling's filters.
-#include "seq2seq.hpp"
+#include "train/seq2seq.hpp"
 
 #include <set>
 
 #include <catch2/catch.hpp>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "loss.hpp"
 
 using attn::Seq2SeqTask;

@@ -8,9 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include "allclose.hpp"
+#include "base/random.hpp"
 #include "fixtures.hpp"
-#include "npy.hpp"
-#include "random.hpp"
+#include "io/npy.hpp"
+#include "kernels/torch_order.hpp"
 
 using attn::Tensor3;
 
@@ -26,6 +27,20 @@ TEST_CASE("softmax equals torch.softmax on the PyTorch-made fixtures", "[softmax
           attn::read_npy(attn::testing::fixture_path("softmax/" + c["output"].get<std::string>()));
       CHECK_ALLCLOSE(attn::to_array(attn::softmax(attn::to_tensor<3>(input, "input"))), expected);
     }
+  }
+}
+
+TEST_CASE("softmax is its definition, exp(x - max) / sum, within float32's rounding", "[softmax]") {
+  // Row lengths on both sides of the kernels' 8 lanes, large scores, and a fully masked row.
+  attn::Rng rng(17);
+  for (std::size_t n : {1u, 7u, 8u, 9u, 33u, 130u}) {
+    Tensor3 scores = attn::randn(rng, 2, 3, n, 30.0f);
+    for (std::size_t j = 0; j < n; ++j)
+      scores(1, 2, j) = -std::numeric_limits<float>::infinity();
+    INFO("n = " << n);
+    CHECK_ALLCLOSE(attn::to_array(attn::softmax(scores)),
+                   attn::to_array(attn::softmax_reference(scores)),
+                   attn::testing::Tolerance{1e-7, 1e-5});
   }
 }
 

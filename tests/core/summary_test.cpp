@@ -11,8 +11,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "fixtures.hpp"
+#include "trace.hpp"
 
 using attn::LayerInfo;
 using attn::ParameterInfo;

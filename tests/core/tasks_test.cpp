@@ -5,9 +5,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "loss.hpp"
-#include "tasks.hpp"
+#include "train/tasks.hpp"
 
 using attn::Task;
 

@@ -4,9 +4,9 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "fixtures.hpp"
-#include "tokenizer.hpp"
+#include "io/tokenizer.hpp"
 
 using attn::Vocabulary;
 

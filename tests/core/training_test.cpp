@@ -9,11 +9,11 @@
 #include <nlohmann/json.hpp>
 
 #include "allclose.hpp"
-#include "classifier.hpp"
 #include "fixtures.hpp"
 #include "gradients.hpp"
-#include "optimizer.hpp"
-#include "weights.hpp"
+#include "io/weights.hpp"
+#include "train/classifier.hpp"
+#include "train/optimizer.hpp"
 
 namespace {
 

@@ -14,11 +14,11 @@
 #include <nlohmann/json.hpp>
 
 #include "allclose.hpp"
-#include "error.hpp"
+#include "base/error.hpp"
+#include "base/random.hpp"
 #include "fixture_case.hpp"
 #include "gradients.hpp"
 #include "loss.hpp"
-#include "random.hpp"
 #include "scratch.hpp"
 #include "state_dict.hpp"
 

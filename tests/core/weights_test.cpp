@@ -1,6 +1,6 @@
 // core/weights.cpp against .safetensors and .npz files written by Python (data/fixtures/weights,
 // made by data/generator/weights_files.py), round trips, and truncated or corrupted copies.
-#include "weights.hpp"
+#include "io/weights.hpp"
 
 #include <unistd.h>
 
@@ -18,9 +18,9 @@
 #include <nlohmann/json.hpp>
 
 #include "allclose.hpp"
-#include "error.hpp"
-#include "file_io.hpp"
+#include "base/error.hpp"
 #include "fixtures.hpp"
+#include "io/file_io.hpp"
 #include "layer_norm.hpp"
 #include "memory_limit.hpp"
 #include "npz_bomb.hpp"

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "app.hpp"
-#include "budget.hpp"
+#include "base/budget.hpp"
 
 namespace {
 

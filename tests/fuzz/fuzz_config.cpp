@@ -3,8 +3,8 @@
 #include <cstdint>
 #include <string>
 
-#include "config.hpp"
-#include "error.hpp"
+#include "base/error.hpp"
+#include "io/config.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   attn::EncoderConfig config;

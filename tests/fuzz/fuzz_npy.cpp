@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <span>
 
-#include "error.hpp"
-#include "npy.hpp"
-#include "print.hpp"
+#include "base/error.hpp"
+#include "io/npy.hpp"
+#include "io/print.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   attn::Array array;

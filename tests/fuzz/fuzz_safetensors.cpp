@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <span>
 
-#include "error.hpp"
-#include "weights.hpp"
+#include "base/error.hpp"
+#include "io/weights.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   attn::StateDict tensors;

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "error.hpp"
-#include "tokenizer.hpp"
+#include "base/error.hpp"
+#include "io/tokenizer.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);

@@ -10,7 +10,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "tolerant_text.hpp"
 
 using attn::render::choose_palette;

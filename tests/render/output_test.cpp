@@ -7,14 +7,14 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "fixtures.hpp"
+#include "io/npy.hpp"
+#include "io/weights.hpp"
 #include "json.hpp"
-#include "npy.hpp"
 #include "save.hpp"
 #include "scratch.hpp"
 #include "text.hpp"
-#include "weights.hpp"
 
 namespace fs = std::filesystem;
 using attn::lessons::LessonRun;

@@ -7,7 +7,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "image_check.hpp"
 #include "plot_image.hpp"
 #include "scratch.hpp"

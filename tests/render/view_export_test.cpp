@@ -15,7 +15,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "fixtures.hpp"
 #include "scratch.hpp"
 

@@ -11,7 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include "attention_view.hpp"
-#include "error.hpp"
+#include "base/error.hpp"
 #include "heatmap.hpp"
 #include "image_check.hpp"
 #include "scratch.hpp"

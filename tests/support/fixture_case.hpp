@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "allclose.hpp"
+#include "base/tensor.hpp"
 #include "fixtures.hpp"
-#include "tensor.hpp"
-#include "weights.hpp"
+#include "io/weights.hpp"
 
 namespace attn::testing {
 

@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <string>
 
-#include "budget.hpp"
+#include "base/budget.hpp"
 
 namespace attn::testing {
 

@@ -12,8 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "io/weights.hpp"
 #include "module.hpp"
-#include "weights.hpp"
 
 namespace attn::testing {
 

@@ -1,0 +1,79 @@
+#include "base/error.hpp"
+
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "base/utf8.hpp"
+
+namespace attn {
+
+std::string_view kind_name(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::bad_value:
+      return "bad value";
+    case ErrorKind::bad_size:
+      return "bad size";
+    case ErrorKind::bad_file:
+      return "bad file";
+    case ErrorKind::too_large:
+      return "too large";
+    case ErrorKind::write_failed:
+      return "write failed";
+    case ErrorKind::internal:
+      return "internal error";
+  }
+  return "error";
+}
+
+std::string printable(std::string_view text, std::size_t limit) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < text.size() && i < limit) {
+    const auto lead = static_cast<unsigned char>(text[i]);
+    const std::size_t length = utf8_sequence_length(text, i);
+    const bool control =
+        length == 1 ? lead < 0x20 || lead == 0x7f
+                    : length == 2 && lead == 0xc2 && static_cast<unsigned char>(text[i + 1]) < 0xa0;
+    if (length == 0 || control) {
+      const std::size_t bytes = length == 0 ? 1 : length;
+      for (std::size_t k = 0; k < bytes; ++k)
+        out += fmt::format("\\x{:02x}", static_cast<unsigned char>(text[i + k]));
+      i += bytes;
+    } else {
+      out.append(text.substr(i, length));
+      i += length;
+    }
+  }
+  if (i < text.size()) out += "...";
+  return out;
+}
+
+Error::Error(ErrorKind kind, std::string_view function, std::string_view message)
+    : std::runtime_error(fmt::format("[{}] {}", function, message)),
+      kind_(kind),
+      function_(function),
+      detail_(message) {}
+
+Error::Error(std::string_view function, std::string_view message)
+    : Error(ErrorKind::bad_value, function, message) {}
+
+Error& Error::about(std::string subject) & {
+  subject_ = std::move(subject);
+  return *this;
+}
+
+Error&& Error::about(std::string subject) && {
+  return std::move(about(std::move(subject)));
+}
+
+Error& Error::driven_by(std::vector<std::string> sizes) & {
+  sizes_ = std::move(sizes);
+  return *this;
+}
+
+Error&& Error::driven_by(std::vector<std::string> sizes) && {
+  return std::move(driven_by(std::move(sizes)));
+}
+
+}  // namespace attn

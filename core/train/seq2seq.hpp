@@ -1,0 +1,169 @@
+// Sequence-to-sequence tasks for seed 001's encoder-decoder (core/transformer.hpp), its training
+// loop and its decoding. Every target sequence is framed as the decoder sees it: the input is
+// <s> y1 .. yn and the labels are y1 .. yn </s> (teacher forcing: one forward pass trains all
+// n + 1 next-token predictions at once, the causal mask hiding each position's future).
+//
+//   reverse       source: 1 to 8 letters of a..h; target: the same letters backwards
+//   sort          source: 1 to 8 letters of a..h; target: the letters in alphabetical order
+//   number-words  source: a number 0 to 9999 as digits; target: its English words
+//                 ("305" -> three hundred five); the two vocabularies differ
+//
+// Ids: in both vocabularies 0 is <pad>; in the target's, 1 is <s> and 2 is </s>. Held-out sets:
+// reverse and sort draw from a stream of their own; number-words holds out a tenth of the
+// numbers (those with ((n * 2654435761) >> 8) % 10 == 3), which training never sees.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "io/weights.hpp"
+#include "train/optimizer.hpp"
+#include "transformer.hpp"
+
+namespace attn {
+
+enum class Seq2SeqTask { reverse, sort, number_words };
+
+inline constexpr std::int64_t kPadId = 0, kStartId = 1, kEndId = 2;
+
+struct Seq2SeqTaskInfo {
+  Seq2SeqTask task;
+  std::string_view name;         // "reverse"
+  std::string_view description;  // what the target is
+  std::string_view pattern;      // what the cross-attention of a trained model shows
+};
+const std::vector<Seq2SeqTaskInfo>& seq2seq_task_list();
+std::optional<Seq2SeqTask> seq2seq_task_named(std::string_view name);
+const Seq2SeqTaskInfo& seq2seq_task_info(Seq2SeqTask task);
+
+// The tokens of each vocabulary, by id ("<pad>", "a", ... ; "<pad>", "<s>", "</s>", "three", ...).
+const std::vector<std::string>& source_tokens(Seq2SeqTask task);
+const std::vector<std::string>& target_tokens(Seq2SeqTask task);
+// The longest source and target (without <s> and </s>) the task makes.
+std::size_t max_source_length(Seq2SeqTask task);
+std::size_t max_target_length(Seq2SeqTask task);
+
+struct Seq2SeqExample {
+  std::vector<std::int64_t> source;  // source ids, no padding
+  std::vector<std::int64_t> target;  // target ids without <s> and </s>
+};
+
+// The right answer for a source (ids); throws Error(bad_value) when it has none (no tokens).
+std::vector<std::int64_t> seq2seq_answer(Seq2SeqTask task, const std::vector<std::int64_t>& source);
+// Text as source ids ("dcab", "305"); throws Error(bad_value) naming the character and the
+// task's alphabet, or the length past the task's longest.
+std::vector<std::int64_t> parse_source(Seq2SeqTask task, std::string_view text);
+// Ids as text: letters run together ("abcd"), words with spaces ("three hundred five").
+std::string source_text(Seq2SeqTask task, const std::vector<std::int64_t>& ids);
+std::string target_text(Seq2SeqTask task, const std::vector<std::int64_t>& ids);
+// A task's default example source, as text.
+std::string seq2seq_example(Seq2SeqTask task);
+
+enum class Seq2SeqSplit { train, held_out };
+Seq2SeqExample make_example(Seq2SeqTask task, Rng& rng, Seq2SeqSplit split);
+
+// A batch padded to its longest source and target: the decoder's input <s> y (B,T), the labels
+// y </s> (B,T) with kIgnoredLabel on padding, and the masks as the seed's model takes them.
+struct Seq2SeqBatch {
+  Ids source, target_input, labels;
+  Array source_mask;  // (B,1,1,S)
+  Array target_mask;  // (B,1,T,T)
+};
+Seq2SeqBatch make_batch(const std::vector<Seq2SeqExample>& examples);
+
+// The config of a model for the task: its vocabularies and positions, the sizes given.
+TransformerConfig seq2seq_model_config(Seq2SeqTask task, std::size_t layers, std::size_t d_model,
+                                       std::size_t heads, std::size_t d_ff, NormPlacement norm);
+
+struct Seq2SeqTrainConfig {
+  Seq2SeqTask task = Seq2SeqTask::reverse;
+  std::size_t layers = 2, d_model = 32, heads = 2, d_ff = 64;
+  NormPlacement norm = NormPlacement::pre;
+  std::size_t steps = 4000, batch = 32;
+  float lr = 3e-3f, weight_decay = 0.01f;
+  std::uint64_t seed = 0;
+  std::size_t held_out = 512;
+};
+void check_seq2seq_config(const Seq2SeqTrainConfig& config);
+TransformerConfig model_config(const Seq2SeqTrainConfig& config);
+// The held-out set: config.held_out examples from the held-out split.
+std::vector<Seq2SeqExample> held_out_examples(const Seq2SeqTrainConfig& config);
+
+struct Seq2SeqStep {
+  std::size_t step = 0;
+  double loss = 0.0, accuracy = 0.0;  // the batch's next-token loss and accuracy, before the update
+  float lr = 0.0f;
+};
+
+// The loop one step at a time: seeded batches, forward, cross-entropy, backward, AdamW with the
+// warm-up and cosine decay of attn train (learning_rate).
+class Seq2SeqTrainer {
+ public:
+  explicit Seq2SeqTrainer(const Seq2SeqTrainConfig& config);
+  Seq2SeqTrainer(const Seq2SeqTrainer&) = delete;
+  Seq2SeqTrainer& operator=(const Seq2SeqTrainer&) = delete;
+  Seq2SeqStep step();
+  const Transformer& model() const { return model_; }
+
+ private:
+  Seq2SeqTrainConfig config_;
+  Transformer model_, grad_;
+  std::vector<ParameterSlot> slots_;
+  AdamW adamw_;
+  Rng batches_;
+  std::size_t done_ = 0;
+};
+
+// Sampling choices for decoding: greedy when `sample` is false; else softmax(logits /
+// temperature), restricted to the top_k most likely (0: all) and to the smallest set whose
+// probability reaches top_p (1: all), drawn from a seeded stream.
+struct DecodeOptions {
+  bool sample = false;
+  float temperature = 1.0f;
+  std::size_t top_k = 0;
+  float top_p = 1.0f;
+  std::uint64_t seed = 0;
+  bool cache = true;
+  std::size_t max_tokens = 0;  // 0: the target's positions
+};
+// Throws Error(bad_value) for temperature <= 0, top_p outside (0, 1] (top_k is a count: 0 or more).
+void check_decode_options(const DecodeOptions& options);
+
+struct DecodeStep {
+  std::vector<float> log_probs;      // (V) the model's, before temperature
+  std::vector<float> probabilities;  // (V) what the pick was drawn from (after the filters)
+  std::int64_t pick = 0;
+  std::uint64_t multiply_adds = 0;  // the decoder's and projection's, for this step
+};
+struct Decoded {
+  std::vector<std::int64_t> tokens;  // without <s>, with </s> when it came
+  std::vector<DecodeStep> steps;
+  Tensor3 memory;  // (1,S,D) the encoder's output
+};
+// Decodes one source (ids) from <s> until </s> or max_tokens.
+Decoded decode(const Transformer& model, const std::vector<std::int64_t>& source,
+               const DecodeOptions& options);
+
+struct Seq2SeqEvaluation {
+  double exact_match = 0.0;     // held-out sources whose greedy decoding is the answer
+  double token_accuracy = 0.0;  // teacher-forced next-token accuracy on the held-out set
+  std::size_t examples = 0;
+};
+Seq2SeqEvaluation evaluate(const Transformer& model, Seq2SeqTask task,
+                           const std::vector<Seq2SeqExample>& examples);
+
+// Checkpoint metadata: the model's config and the task, as attn train writes them, and back.
+Metadata seq2seq_metadata(const Seq2SeqTrainConfig& config, const Seq2SeqEvaluation& evaluation);
+Seq2SeqTrainConfig seq2seq_config_from_metadata(const Metadata& metadata, std::string_view name);
+// Whether a checkpoint's metadata describes an encoder-decoder.
+bool is_seq2seq_checkpoint(const Metadata& metadata);
+// The state_dict with the pe buffers ((1,P,D)), as PyTorch's model.state_dict() holds it.
+StateDict transformer_state_dict(Transformer& model);
+// A model from a checkpoint's metadata and weights (the pe buffers are checked, not read).
+Transformer transformer_from_checkpoint(const Metadata& metadata, const StateDict& weights,
+                                        std::string_view name);
+
+}  // namespace attn
