@@ -18,6 +18,7 @@
 #include "feed_forward.hpp"
 #include "gradients.hpp"
 #include "layer_norm.hpp"
+#include "models.hpp"
 #include "multi_head.hpp"
 #include "positional_encoding.hpp"
 #include "random.hpp"
@@ -28,24 +29,6 @@
 namespace attn::lessons {
 
 namespace {
-
-constexpr std::size_t kInt64 = 8, kFloat32 = 4;
-
-// A size of the request, or the lesson's default when it is 0.
-std::size_t or_default(std::size_t given, std::size_t lesson_default) {
-  return given != 0 ? given : lesson_default;
-}
-
-Shape hidden_states(const ModelRequest& r, std::size_t width) {
-  return {r.batch, r.seq, width};
-}
-
-Error unknown_variant(std::string_view model, const std::string& variant,
-                      std::string_view choices) {
-  return Error("describe",
-               fmt::format("'{}' is not a variant of {}: use {}", variant, model, choices))
-      .about("variant");
-}
 
 // ---- 00 tokens: nn.Embedding(V, D) on ids (B, T)
 
@@ -245,121 +228,9 @@ ModelDescription transformer_model(const ModelRequest& r) {
 
 // ---- attn backward --model: the forward on X (or ids), then backward from G
 
-// The model's float input (B,T,D): --input, or N(0, 1) draws of the request's sizes.
-Tensor3 float_input(const ModelRequest& r, const GradientRequest& g, Rng& rng, std::size_t width) {
-  if (!g.input) return randn(rng, r.batch, r.seq, width);
-  LessonOptions options;
-  options.input = g.input;
-  const Tensor3 x = lesson_input(options, "(B, T, D)", {0, 0, 0});
-  if (x.shape(2) != width) {
-    throw Error(ErrorKind::bad_size, "backward",
-                fmt::format("'{}' is {} but the model is D = {} wide: give --d-model {} or an "
-                            "input whose last axis is {}",
-                            g.input_name, shape_string_of(x), width, x.shape(2), width))
-        .about("input");
-  }
-  return x;
-}
-
-// ids (B,T) in 0..rows-1: --input as int64, or uniform draws.
-Ids id_input(const ModelRequest& r, const GradientRequest& g, Rng& rng, std::size_t rows) {
-  if (!g.input) {
-    Ids ids({r.batch, r.seq});
-    for (std::int64_t& id : ids)
-      id = static_cast<std::int64_t>(rng.uniform() * static_cast<double>(rows)) %
-           static_cast<std::int64_t>(rows);
-    return ids;
-  }
-  const Array& a = *g.input;
-  if (a.rank() != 2 || (a.dtype != Dtype::int64 && a.dtype != Dtype::int32) || a.size() == 0)
-    throw Error(ErrorKind::bad_value, "backward",
-                fmt::format("'{}' is {} {}: this model reads token ids, an int64 array (B, T); "
-                            "save them with numpy.save(path, ids.astype(numpy.int64))",
-                            g.input_name, std::string(dtype_name(a.dtype)), shape_string(a.shape)))
-        .about("input");
-  Ids ids({a.shape[0], a.shape[1]});
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const std::int64_t id = a.integer(i);
-    if (id < 0 || static_cast<std::size_t>(id) >= rows)
-      throw Error(ErrorKind::bad_value, "backward",
-                  fmt::format("'{}' holds the id {}, outside the model's {} rows (0 to {})",
-                              g.input_name, id, rows, rows - 1))
-          .about("input");
-    ids.data()[i] = id;
-  }
-  return ids;
-}
-
-// G, the gradient of the output: --grad-output (the output's shape, float32), or N(0, 1) draws.
-Tensor3 gradient_of(const Tensor3& output, const GradientRequest& g, Rng& rng) {
-  if (!g.grad_output) return randn(rng, output.shape(0), output.shape(1), output.shape(2));
-  const Array& a = *g.grad_output;
-  const Shape want = {output.shape(0), output.shape(1), output.shape(2)};
-  if (a.shape != want || a.dtype != Dtype::float32)
-    throw Error(ErrorKind::bad_size, "backward",
-                fmt::format("'{}' is {} {}, but the output it is the gradient of is float32 {}: "
-                            "save G with the output's shape",
-                            g.grad_output_name, std::string(dtype_name(a.dtype)),
-                            shape_string(a.shape), shape_string(want)))
-        .about("grad_output");
-  return to_tensor<3>(a, "grad_output");
-}
-
 // A module with no parameters (seed 001's PositionalEncoding).
 struct NoParameters {};
 void visit_parameters(NoParameters&, const ParameterVisitor&) {}
-
-template <class Layer>
-void load_weights(Layer& layer, const Module& module, const GradientRequest& g) {
-  if (g.weights) load_state_dict(layer, module, *g.weights, g.weights_name);
-}
-
-// The run: X, the output, G, dX (none for ids) and every parameter's gradient.
-template <class Layer>
-LessonRun gradient_run(std::string_view model, const GradientRequest& g, Array input,
-                       const Tensor3& output, const Tensor3& d_output, const Tensor3* d_input,
-                       Layer& grad) {
-  LessonRun run("backward");
-  run.setting("model", std::string(model));
-  run.setting(g.weights ? "weights" : "seed", g.weights ? g.weights_name : std::to_string(g.seed));
-  if (g.input) run.setting("input", g.input_name);
-  if (g.grad_output) run.setting("grad-output", g.grad_output_name);
-  run.prose(fmt::format(
-      "`y = {}(x)`, then `y.backward(G)`: the gradient of every parameter as PyTorch leaves it in "
-      "`.grad`, and the input's.\n",
-      model));
-  run.step("input", d_input != nullptr ? "x" : "the ids (they get no gradient)", std::move(input));
-  run.step("output", "y", to_array(output));
-  run.step("grad_output", "G = dL/dy, what y.backward(G) feeds in", to_array(d_output));
-  if (d_input != nullptr) run.step("grad_input", "x.grad = dL/dx", to_array(*d_input));
-  visit_parameters(grad, [&](const std::string& key, float* data, const Shape& shape) {
-    run.step("grad." + key, key + ".grad",
-             make_float32(shape, std::vector<float>(data, data + element_count(shape))));
-    run.parameters += static_cast<std::int64_t>(element_count(shape));
-  });
-  return run;
-}
-
-// The models whose input is hidden states (B,T,D): the weights (initialised from `rng`, or
-// loaded), X, the forward (`run` gives the steps, whose `output` is y), G and the backward.
-template <class Layer, class Run>
-LessonRun hidden_state_gradients(std::string_view name, const ModelRequest& r,
-                                 const GradientRequest& g, Rng& rng, Layer layer,
-                                 const Module& module, std::size_t width, Run run) {
-  load_weights(layer, module, g);
-  const Tensor3 x = float_input(r, g, rng, width);
-  const auto steps = run(layer, x);
-  const Tensor3 dy = gradient_of(steps.output, g, rng);
-  Layer grad = zeros_like(layer);
-  const Tensor3 dx = backward(layer, x, steps, dy, grad);
-  return gradient_run(name, g, to_array(x), steps.output, dy, &dx, grad);
-}
-
-// forward(layer, x) of the attention layers, which take a mask: none here.
-const auto unmasked = [](const auto& layer, const Tensor3& x) {
-  return forward(layer, x, nullptr);
-};
-const auto plain = [](const auto& layer, const Tensor3& x) { return forward(layer, x); };
 
 LessonRun self_attention_gradients(const ModelRequest& r, const GradientRequest& g) {
   const std::size_t width = or_default(r.d_model, LessonOptions{}.d_model);
@@ -386,17 +257,6 @@ LessonRun multi_head_gradients(const ModelRequest& r, const GradientRequest& g) 
   return hidden_state_gradients("multi-head", r, g, rng,
                                 init_multi_head(rng, *variant, width, heads),
                                 describe_multi_head(*variant, width, heads), width, unmasked);
-}
-
-// nn.Embedding(rows, D) on ids: the table's gradient only.
-LessonRun table_gradients(std::string_view model, const Module& module, Embedding layer,
-                          const Ids& ids, const GradientRequest& g, Rng& rng) {
-  load_weights(layer, module, g);
-  const Tensor3 y = forward(layer, ids);
-  const Tensor3 dy = gradient_of(y, g, rng);
-  Embedding grad = zeros_like(layer);
-  backward(layer, ids, dy, grad);
-  return gradient_run(model, g, to_array(ids), y, dy, nullptr, grad);
 }
 
 LessonRun embedding_gradients(const ModelRequest& r, const GradientRequest& g) {
