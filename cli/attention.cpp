@@ -7,6 +7,7 @@
 #include "command.hpp"
 #include "lesson_io.hpp"
 #include "options.hpp"
+#include "state_dict.hpp"
 
 namespace attn::cli {
 
@@ -25,11 +26,11 @@ struct AttentionCliOptions {
 // --checkpoint: head `o.head` of the trained layer, as seed 000's AttentionHead on what the layer
 // reads.
 void use_checkpoint(AttentionCliOptions& o, const CLI::App& app) {
-  const CheckpointAttention a = checkpoint_attention(
+  std::optional<lessons::TrainedAttention> a = checkpoint_attention(
       app, o.checkpoint,
       {"--input", "--weights", "--batch", "--seq", "--d-model", "--variant", "--head-size"},
       "attention");
-  if (o.checkpoint.checkpoint.empty()) {
+  if (!a) {
     if (app.count("--head") > 0)
       throw Error("attention",
                   "--head picks a trained model's head: add --checkpoint reverse "
@@ -37,24 +38,21 @@ void use_checkpoint(AttentionCliOptions& o, const CLI::App& app) {
           .about("head");
     return;
   }
-  if (o.head >= a.heads)
+  const std::size_t heads = a->attention.heads.size();
+  if (o.head >= heads)
     throw Error(ErrorKind::bad_value, "attention",
                 fmt::format("head {} does not exist: the layer has {} heads, 0 to {}", o.head,
-                            a.heads, a.heads - 1))
+                            heads, heads - 1))
         .about("head");
   lessons::AttentionLessonOptions& l = o.lesson;
-  l.common.input = to_array(a.x);
+  l.common.input = to_array(a->x);
   l.common.input_name = fmt::format("{}, layer {}", o.checkpoint.checkpoint, o.checkpoint.layer);
   l.variant = "head";
-  l.head_size = a.x.shape(2) / a.heads;
-  const std::string prefix = fmt::format("heads.{}.", o.head);
-  StateDict head;
-  for (const auto& entry : a.attention)
-    if (entry.first.starts_with(prefix)) head[entry.first.substr(prefix.size())] = entry.second;
-  l.weights = std::move(head);
+  l.head_size = a->x.shape(2) / heads;
+  l.weights = collect_state_dict(a->attention.heads[o.head]);
   l.weights_name =
       fmt::format("{}, layer {} head {}", o.checkpoint.checkpoint, o.checkpoint.layer, o.head);
-  l.trained = a.source;
+  l.trained = a->source;
   l.trained_head = o.head;
 }
 

@@ -32,7 +32,7 @@
 #include "lesson_io.hpp"
 #include "matmul.hpp"
 #include "options.hpp"
-#include "train/training.hpp"
+#include "train/trainer.hpp"
 
 namespace attn::cli {
 

@@ -43,13 +43,13 @@ void use_checkpoint(CrossAttentionCliOptions& o, const CLI::App& app) {
                               "(the sizes and the inputs come from it)",
                               name))
           .about(std::string(name).substr(2));
-  Seq2SeqCheckpoint c = load_seq2seq_checkpoint(o.checkpoint, "cross-attention");
+  TrainedCheckpoint c = load_seq2seq_checkpoint(o.checkpoint, "cross-attention");
   lessons::TrainedCrossAttention& t = o.lesson.trained.emplace();
   t.checkpoint = o.checkpoint;
-  t.task = c.config.task;
+  t.task = std::get<Seq2SeqTask>(c.config.task);
   t.source = parse_source(t.task, o.text.empty() ? seq2seq_example(t.task) : o.text);
-  t.layer = app.count("--layer") > 0 ? o.layer : c.model.config.layers - 1;
-  t.model = std::move(c.model);
+  t.model = std::move(std::get<Transformer>(c.model));
+  t.layer = app.count("--layer") > 0 ? o.layer : t.model.config.layers - 1;
 }
 
 void setup(CLI::App& app, Context& context) {

@@ -16,8 +16,9 @@
 #include "io/tokenizer.hpp"
 #include "lesson_io.hpp"
 #include "options.hpp"
+#include "state_dict.hpp"
 #include "train/tasks.hpp"
-#include "train/training.hpp"
+#include "train/trainer.hpp"
 
 namespace attn::cli {
 
@@ -94,53 +95,38 @@ void refuse_unused(const CLI::Option* option, bool used, std::string_view why) {
 // then the task's letters.
 void run_checkpoint(EncoderCliOptions& o, Context& context) {
   lessons::EncoderLessonOptions& l = o.lesson;
-  const std::string path = resolve_checkpoint(o.checkpoint);
-  Metadata metadata;
-  const StateDict all = read_checkpoint_file(path, metadata);
-  const TrainConfig c = train_config_from_metadata(metadata, path);
-  l.config = model_config(c);
+  TrainedCheckpoint checkpoint = load_encoder_checkpoint(o.checkpoint);
+  const TrainConfig& c = checkpoint.config;
+  const Task task = std::get<Task>(c.task);
+  TokenClassifier& model = std::get<TokenClassifier>(checkpoint.model);
+  l.config = encoder_config(c);
   l.config_name = o.checkpoint;
   l.placement = c.norm;
   l.weights_name = o.checkpoint;
-  StateDict encoder;
-  for (const auto& [key, value] : all)
-    if (key.starts_with("encoder.")) encoder[key.substr(8)] = value;
-  l.weights = std::move(encoder);
+  l.weights = collect_state_dict(model.encoder);
   lessons::TrainedHead trained;
-  const TaskInfo& info = task_info(c.task);
+  const TaskInfo& info = task_info(task);
   trained.task = info.name;
   trained.description = info.description;
   trained.pattern = info.pattern;
   trained.checkpoint = o.checkpoint;
-  const std::size_t classes = task_classes(c.task, c.sizes);
-  trained.head.weight = Tensor2::from_shape({classes, c.d_model});  // filled below
-  trained.head.bias = Tensor1::from_shape({classes});
-  trained.head.has_bias = true;
-  visit_parameters(
-      trained.head, "head.", [&](const std::string& key, float* data, const Shape& shape) {
-        const auto it = all.find(key);
-        if (it == all.end() || it->second.shape != shape)
-          throw Error(ErrorKind::bad_file, "checkpoint",
-                      fmt::format("'{}' has no {} of shape {}", path, key, shape_string(shape)))
-              .about("checkpoint");
-        const std::vector<float> values = to_float_vector(it->second);
-        std::copy(values.begin(), values.end(), data);
-      });
+  const std::size_t classes = task_classes(task, c.sizes);
+  trained.head = model.head;
   for (std::size_t k = 0; k < classes; ++k)
-    trained.class_names.push_back(label_text(c.task, c.sizes, static_cast<std::int64_t>(k)));
-  const std::string text = o.text.empty() ? task_example(c.task, c.sizes) : o.text;
-  std::vector<std::int64_t> ids = parse_task_text(c.task, text, c.sizes);
+    trained.class_names.push_back(label_text(task, c.sizes, static_cast<std::int64_t>(k)));
+  const std::string text = o.text.empty() ? task_example(task, c.sizes) : o.text;
+  std::vector<std::int64_t> ids = parse_task_text(task, text, c.sizes);
   if (ids.empty() || ids.size() > c.sizes.tokens)
     throw Error(ErrorKind::bad_value, "encoder",
                 fmt::format("this checkpoint reads 1 to {} letters, the text has {}: give e.g. "
                             "--text '{}'",
-                            c.sizes.tokens, ids.size(), task_example(c.task, c.sizes)))
+                            c.sizes.tokens, ids.size(), task_example(task, c.sizes)))
         .about("text");
-  for (std::int64_t label : task_labels(c.task, c.sizes, ids))
-    trained.expected.push_back(label_text(c.task, c.sizes, label));
+  for (std::int64_t label : task_labels(task, c.sizes, ids))
+    trained.expected.push_back(label_text(task, c.sizes, label));
   for (std::int64_t id : ids) {
     l.tokens.push_back(token_text(id));
-    if (c.task == Task::masked) trained.asked.push_back(id == kTextMask);
+    if (task == Task::masked) trained.asked.push_back(id == kTextMask);
   }
   l.ids = {ids};
   l.trained = std::move(trained);

@@ -28,13 +28,13 @@ struct GenerateCliOptions {
 };
 
 int run_generate(GenerateCliOptions& o, const CLI::App& app, const Context& context) {
-  Seq2SeqCheckpoint checkpoint = load_seq2seq_checkpoint(o.checkpoint, "generate");
-  const Seq2SeqTrainConfig& config = checkpoint.config;
+  TrainedCheckpoint checkpoint = load_seq2seq_checkpoint(o.checkpoint, "generate");
+  const Seq2SeqTask task = std::get<Seq2SeqTask>(checkpoint.config.task);
   lessons::GenerateLessonOptions lesson;
   lesson.checkpoint_name = o.checkpoint;
-  lesson.task = config.task;
-  lesson.model = std::move(checkpoint.model);
-  lesson.source = parse_source(config.task, o.text.empty() ? seq2seq_example(config.task) : o.text);
+  lesson.task = task;
+  lesson.model = std::move(std::get<Transformer>(checkpoint.model));
+  lesson.source = parse_source(task, o.text.empty() ? seq2seq_example(task) : o.text);
   lesson.decode = o.decode;
   lesson.decode.sample =
       app.count("--temperature") + app.count("--top-k") + app.count("--top-p") > 0;

@@ -193,19 +193,28 @@ StateDict read_checkpoint_file(const std::string& path, Metadata& metadata) {
 TrainedCheckpoint load_checkpoint(const std::string& name) {
   const std::string path = resolve_checkpoint(name);
   Metadata metadata;
-  const StateDict all = read_checkpoint_file(path, metadata);
-  TrainedCheckpoint c{name, train_config_from_metadata(metadata, name), {}};
-  c.model = initial_model(c.config);  // the shapes; every value is replaced below
-  visit_parameters(c.model, [&](const std::string& key, float* data, const Shape& shape) {
-    const auto it = all.find(key);
-    if (it == all.end() || it->second.shape != shape)
-      throw Error(ErrorKind::bad_file, "checkpoint",
-                  fmt::format("'{}' has no {} of shape {}: it does not fit its own metadata", path,
-                              key, shape_string(shape)))
-          .about("checkpoint");
-    const std::vector<float> values = to_float_vector(it->second);
-    std::copy(values.begin(), values.end(), data);
-  });
+  const StateDict weights = read_checkpoint_file(path, metadata);
+  TrainConfig config;
+  try {
+    config = train_config_from_metadata(metadata, name);
+  } catch (const Error& e) {
+    throw Error(e.kind(), e.function(),
+                e.detail() + "; make one with `attn train --save-checkpoint FILE.safetensors`")
+        .about("checkpoint");
+  }
+  TrainedModel model = model_from_checkpoint(config, weights, path);
+  return {name, std::move(config), std::move(model)};
+}
+
+TrainedCheckpoint load_encoder_checkpoint(const std::string& name) {
+  TrainedCheckpoint c = load_checkpoint(name);
+  if (is_seq2seq(c.config.task))
+    throw Error(ErrorKind::bad_value, "checkpoint",
+                fmt::format("'{}' holds seed 001's encoder-decoder, not an encoder: decode with "
+                            "`attn generate --checkpoint {}`, or give an encoder's checkpoint "
+                            "such as reverse",
+                            name, name))
+        .about("checkpoint");
   return c;
 }
 
@@ -240,28 +249,25 @@ std::vector<std::int64_t> parse_ids(const std::string& text, std::size_t vocab_s
   return ids;
 }
 
-Seq2SeqCheckpoint load_seq2seq_checkpoint(const std::string& name, std::string_view command) {
-  const std::string path = resolve_checkpoint(name);
-  Metadata metadata;
-  const StateDict weights = read_checkpoint_file(path, metadata);
-  if (!is_seq2seq_checkpoint(metadata))
+TrainedCheckpoint load_seq2seq_checkpoint(const std::string& name, std::string_view command) {
+  TrainedCheckpoint c = load_checkpoint(name);
+  if (!is_seq2seq(c.config.task))
     throw Error(ErrorKind::bad_value, command,
                 fmt::format("'{}' holds an encoder with a head on every token, which has no "
                             "decoder: give an encoder-decoder (attn train --model transformer), "
                             "e.g. --checkpoint {}",
                             name, kShippedSeq2Seq))
         .about("checkpoint");
-  Seq2SeqCheckpoint c{name, seq2seq_config_from_metadata(metadata, path), {}};
-  c.model = transformer_from_checkpoint(metadata, weights, path);
   return c;
 }
 
 Ids checkpoint_ids(const TrainedCheckpoint& checkpoint, const std::string& text,
                    std::string_view command) {
   const TrainConfig& c = checkpoint.config;
-  const std::string example = task_example(c.task, c.sizes);
+  const Task task = std::get<Task>(c.task);
+  const std::string example = task_example(task, c.sizes);
   const std::vector<std::int64_t> ids =
-      parse_task_text(c.task, text.empty() ? example : text, c.sizes);
+      parse_task_text(task, text.empty() ? example : text, c.sizes);
   if (ids.empty() || ids.size() > c.sizes.tokens)
     throw Error(ErrorKind::bad_value, command,
                 fmt::format("this checkpoint reads 1 to {} tokens, the text has {}: give e.g. "
@@ -286,9 +292,9 @@ void add_checkpoint_options(CLI::App& app, CheckpointCliOptions& o) {
       ->option_text("L");
 }
 
-CheckpointAttention checkpoint_attention(const CLI::App& app, const CheckpointCliOptions& o,
-                                         const std::vector<std::string>& replaced,
-                                         std::string_view command) {
+std::optional<lessons::TrainedAttention> checkpoint_attention(
+    const CLI::App& app, const CheckpointCliOptions& o, const std::vector<std::string>& replaced,
+    std::string_view command) {
   if (o.checkpoint.empty()) {
     for (const char* name : {"--text", "--layer"})
       if (app.count(name) > 0)
@@ -304,22 +310,9 @@ CheckpointAttention checkpoint_attention(const CLI::App& app, const CheckpointCl
                                        "drop {} (the sizes, --input and --weights come from it)",
                                        name))
           .about(name.substr(2));
-  TrainedCheckpoint c = load_checkpoint(o.checkpoint);
-  const Ids ids = checkpoint_ids(c, o.text, command);
-  CheckpointAttention a;
-  a.x = attention_input(c.model, ids, o.layer);
-  const std::string prefix = fmt::format("encoder.layers.{}.attention.", o.layer);
-  visit_parameters(c.model, [&](const std::string& key, float* data, const Shape& shape) {
-    if (key.starts_with(prefix))
-      a.attention[key.substr(prefix.size())] =
-          make_float32(shape, std::vector<float>(data, data + element_count(shape)));
-  });
-  a.heads = c.config.heads;
-  const TaskInfo& info = task_info(c.config.task);
-  a.source = {o.checkpoint, std::string(info.name), std::string(info.pattern), o.layer, {}};
-  for (std::int64_t id : ids)
-    a.source.tokens.push_back(token_text(id));
-  return a;
+  const TrainedCheckpoint c = load_encoder_checkpoint(o.checkpoint);
+  return lessons::trained_attention(std::get<TokenClassifier>(c.model), c.config,
+                                    checkpoint_ids(c, o.text, command), o.layer, o.checkpoint);
 }
 
 }  // namespace attn::cli

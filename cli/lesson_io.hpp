@@ -3,6 +3,7 @@
 // the exit code.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "command.hpp"
@@ -11,8 +12,8 @@
 #include "lesson.hpp"
 #include "options.hpp"
 #include "output.hpp"
-#include "train/seq2seq.hpp"
-#include "train/training.hpp"
+#include "train/trainer.hpp"
+#include "trained.hpp"
 
 namespace attn::cli {
 
@@ -47,23 +48,19 @@ std::vector<std::int64_t> parse_ids(const std::string& text, std::size_t vocab_s
 // The tensors and metadata of a checkpoint file; errors are about "checkpoint".
 StateDict read_checkpoint_file(const std::string& path, Metadata& metadata);
 
-// A checkpoint of attn train, read whole: its task and sizes, and the model.
+// A checkpoint of attn train, read whole: its task and sizes, and the model (an encoder with a head
+// on every token, or an encoder-decoder: core/train/trainer.hpp).
 struct TrainedCheckpoint {
   std::string name;  // as given to --checkpoint
   TrainConfig config;
-  TokenClassifier model;
+  TrainedModel model;
 };
 // --checkpoint NAME|FILE; errors are about "checkpoint".
 TrainedCheckpoint load_checkpoint(const std::string& name);
-// A checkpoint of attn train --model transformer: an encoder-decoder, its task and sizes.
-struct Seq2SeqCheckpoint {
-  std::string name;  // as given to --checkpoint
-  Seq2SeqTrainConfig config;
-  Transformer model;
-};
-// --checkpoint NAME|FILE of an encoder-decoder; a checkpoint of an encoder with a head is refused
-// (`command` needs a decoder). Errors are about "checkpoint".
-Seq2SeqCheckpoint load_seq2seq_checkpoint(const std::string& name, std::string_view command);
+// The same, refusing an encoder-decoder: the lessons that read an encoder's attention.
+TrainedCheckpoint load_encoder_checkpoint(const std::string& name);
+// The same, refusing an encoder with a head: `command` needs a decoder.
+TrainedCheckpoint load_seq2seq_checkpoint(const std::string& name, std::string_view command);
 inline constexpr const char* kShippedSeq2Seq = "transformer-reverse";
 
 // --text in the checkpoint's tokens (its task's example when empty): ids (1,T), T at most the
@@ -78,17 +75,13 @@ struct CheckpointCliOptions {
   std::size_t layer = 0;
 };
 void add_checkpoint_options(CLI::App& app, CheckpointCliOptions& options);
-struct CheckpointAttention {
-  Tensor3 x;            // (1,T,D) what layer `layer`'s attention reads
-  StateDict attention;  // the layer's attention's weights, keyed as its MultiHeadAttention
-  std::size_t heads = 0;
-  lessons::TrainedSource source;
-};
 // Refuses --text and --layer without --checkpoint, and with it every option a checkpoint
 // replaces (`replaced`: given options by name, such as "--d-model"); errors name the option.
-CheckpointAttention checkpoint_attention(const CLI::App& app, const CheckpointCliOptions& options,
-                                         const std::vector<std::string>& replaced,
-                                         std::string_view command);
+// Without --checkpoint: nothing. With it: the trained layer's attention on what it reads for
+// --text in the task's tokens.
+std::optional<lessons::TrainedAttention> checkpoint_attention(
+    const CLI::App& app, const CheckpointCliOptions& options,
+    const std::vector<std::string>& replaced, std::string_view command);
 
 // Refuses the outputs that cannot be written (render::check_outputs), before a lesson computes.
 void check_outputs(const render::OutputOptions& output);

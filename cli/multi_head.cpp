@@ -7,6 +7,7 @@
 #include "command.hpp"
 #include "lesson_io.hpp"
 #include "options.hpp"
+#include "state_dict.hpp"
 
 namespace attn::cli {
 
@@ -22,19 +23,19 @@ struct MultiHeadCliOptions {
 
 // --checkpoint: the trained layer's attention, the book's form, on what the layer reads.
 void use_checkpoint(MultiHeadCliOptions& o, const CLI::App& app) {
-  const CheckpointAttention a = checkpoint_attention(
+  std::optional<lessons::TrainedAttention> a = checkpoint_attention(
       app, o.checkpoint,
       {"--input", "--weights", "--batch", "--seq", "--d-model", "--variant", "--heads"},
       "multi_head");
-  if (o.checkpoint.checkpoint.empty()) return;
+  if (!a) return;
   lessons::MultiHeadLessonOptions& l = o.lesson;
-  l.common.input = to_array(a.x);
+  l.common.input = to_array(a->x);
   l.common.input_name = fmt::format("{}, layer {}", o.checkpoint.checkpoint, o.checkpoint.layer);
   l.variant = "book";
-  l.heads = a.heads;
-  l.weights = a.attention;
+  l.heads = a->attention.heads.size();
+  l.weights = collect_state_dict(a->attention);
   l.weights_name = fmt::format("{}, layer {}", o.checkpoint.checkpoint, o.checkpoint.layer);
-  l.trained = a.source;
+  l.trained = a->source;
 }
 
 void setup(CLI::App& app, Context& context) {

@@ -1,7 +1,7 @@
-// attn train: lesson 11. Trains the book's encoder with a per-token head on a toy task
-// (core/tasks.hpp), shows the progress and the time on a terminal's stderr (stdout stays the same
-// from run to run), and saves the checkpoint as .safetensors with the task and the config in its
-// metadata.
+// attn train: lesson 11. Trains a model on a task (core/train/trainer.hpp: the book's encoder
+// with a head on every token, or with --model transformer seed 001's encoder-decoder), shows the
+// progress and the time on a terminal's stderr (stdout stays the same from run to run), and saves
+// the checkpoint as .safetensors with the task and the config in its metadata.
 #include <unistd.h>
 #include <chrono>
 #include <cstdio>
@@ -13,7 +13,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "11-train/seq2seq_lesson.hpp"
 #include "11-train/train_lesson.hpp"
 #include "base/budget.hpp"
 #include "command.hpp"
@@ -25,8 +24,7 @@
 #include "plot_image.hpp"
 #include "save.hpp"
 #include "state_dict.hpp"
-#include "train/seq2seq.hpp"
-#include "train/training.hpp"
+#include "train/trainer.hpp"
 
 namespace attn::cli {
 
@@ -155,89 +153,65 @@ void report_time(bool shown, const Progress& progress, std::size_t steps) {
              stderr);
 }
 
-// --model transformer: seed 001's encoder-decoder on a sequence-to-sequence task.
-int run_train_transformer(TrainCliOptions& o, const CLI::App& app, const Context& context) {
-  for (const char* option : {"--tokens", "--vocab", "--dropout"})
-    if (app.count(option) > 0)
-      throw Error(ErrorKind::bad_value, "train",
-                  fmt::format("{} is for --model encoder; the encoder-decoder's tasks fix their "
-                              "vocabularies and lengths, and train without dropout: drop {}",
-                              option, option))
-          .about(std::string(option).substr(2));
-  const auto task = seq2seq_task_named(o.task);
-  if (!task)
-    throw Error(ErrorKind::bad_value, "train",
-                fmt::format("'{}' is not a task of --model transformer: use {}", o.task,
-                            seq2seq_task_words()))
-        .about("task");
-  Seq2SeqTrainConfig c;
-  c.task = *task;
-  c.layers = o.config.layers;
-  c.d_model = o.config.d_model;
-  c.heads = o.config.heads;
-  c.d_ff = o.config.d_ff;
-  c.norm = o.norm == "post" ? NormPlacement::post : NormPlacement::pre;
-  if (app.count("--steps") > 0) c.steps = o.config.steps;  // else its own default
-  c.batch = o.config.batch;
-  c.lr = o.config.lr;
-  c.seed = o.config.seed;
-  check_seq2seq_config(c);
-  check_checkpoint_path(o.checkpoint);
-  check_export_path(o.export_path);
-  cli::check_outputs(o.output);
-  keep_freed_memory();
-  const bool shown =
-      o.output.format == render::Format::text && !o.output.quiet && isatty(STDERR_FILENO) != 0;
-  Progress progress(c.steps, shown);
-  Curves curves;
-  lessons::Seq2SeqLessonOptions lesson{c, [&](const Seq2SeqStep& s) {
-                                         progress.update({s.step, s.loss, s.accuracy, s.lr});
-                                         curves.add(s.loss, s.accuracy);
-                                       }};
-  lessons::Seq2SeqLessonResult result = lessons::run_seq2seq_train(lesson);
-  report_time(shown, progress, c.steps);
-  if (!o.checkpoint.empty())
-    write_weights(o.checkpoint, transformer_state_dict(result.model),
-                  seq2seq_metadata(c, result.held_out));
-  if (!o.export_path.empty()) {
-    const Seq2SeqEvaluation& e = result.held_out;
-    export_curves(
-        curves_picture(
-            fmt::format(
-                "attn train --model transformer --task {}: loss and accuracy while training",
-                o.task),
-            fmt::format("seed 001's encoder-decoder: {} layers, D {}, {} heads, F {}, {}", c.layers,
-                        c.d_model, c.heads, c.d_ff, norm_name(c.norm)),
-            fmt::format("{} steps of {} pairs, AdamW at lr {:g}, seed {}", c.steps, c.batch, c.lr,
-                        c.seed),
-            curves,
-            {{"held-out answers right (greedy)", 100.0 * e.exact_match},
-             {"held-out next tokens right", 100.0 * e.token_accuracy}}),
-        o.export_path, shown);
-  }
-  return publish(result.run, o.output, context);
+// The model's words on a picture: "the book's encoder with a head on every token: 2 layers, ...".
+std::string model_words(const TrainConfig& c) {
+  const std::string sizes = fmt::format("{} layers, D {}, {} heads, F {}, {}", c.layers, c.d_model,
+                                        c.heads, c.d_ff, norm_name(c.norm));
+  if (is_seq2seq(c.task)) return "seed 001's encoder-decoder: " + sizes;
+  return "the book's encoder with a head on every token: " + sizes;
 }
 
-int run_train(TrainCliOptions& o, const Context& context) {
-  TrainConfig& c = o.config;
+// The run's words on a picture: "300 steps of 32 sequences (T 8), AdamW at lr 0.003, seed 0".
+std::string run_words(const TrainConfig& c) {
+  if (is_seq2seq(c.task))
+    return fmt::format("{} steps of {} pairs, AdamW at lr {:g}, seed {}", c.steps, c.batch, c.lr,
+                       c.seed);
+  return fmt::format("{} steps of {} sequences (T {}), AdamW at lr {:g}{}, seed {}", c.steps,
+                     c.batch, c.sizes.tokens, c.lr,
+                     c.dropout > 0.0f ? fmt::format(", dropout {:g}", c.dropout) : "", c.seed);
+}
+
+// --model and --task as the config's task; the options a model does not take are refused.
+TrainTask train_task(const TrainCliOptions& o, const CLI::App& app) {
+  if (o.model == "transformer") {
+    for (const char* option : {"--tokens", "--vocab", "--dropout"})
+      if (app.count(option) > 0)
+        throw Error(ErrorKind::bad_value, "train",
+                    fmt::format("{} is for --model encoder; the encoder-decoder's tasks fix their "
+                                "vocabularies and lengths, and train without dropout: drop {}",
+                                option, option))
+            .about(std::string(option).substr(2));
+    const auto task = seq2seq_task_named(o.task);
+    if (!task)
+      throw Error(ErrorKind::bad_value, "train",
+                  fmt::format("'{}' is not a task of --model transformer: use {}", o.task,
+                              seq2seq_task_words()))
+          .about("task");
+    return *task;
+  }
   const auto task = task_named(o.task);
   if (!task)
     throw Error(ErrorKind::bad_value, "train",
                 fmt::format("'{}' is not a task: use {}", o.task, task_words()))
         .about("task");
-  c.task = *task;
-  if (c.task == Task::masked) {
-    if (o.vocab_given)
-      throw Error(ErrorKind::bad_value, "train",
-                  fmt::format("the masked task's {} tokens are fixed (a to z, the space and the "
-                              "mask '?'): drop --vocab",
-                              kTextTokens))
-          .about("vocab");
+  if (*task == Task::masked && o.vocab_given)
+    throw Error(ErrorKind::bad_value, "train",
+                fmt::format("the masked task's {} tokens are fixed (a to z, the space and the "
+                            "mask '?'): drop --vocab",
+                            kTextTokens))
+        .about("vocab");
+  return *task;
+}
+
+int run_train(TrainCliOptions& o, const CLI::App& app, const Context& context) {
+  TrainConfig& c = o.config;
+  c.task = train_task(o, app);
+  if (std::holds_alternative<Task>(c.task) && std::get<Task>(c.task) == Task::masked)
     c.sizes.vocab = kTextTokens;
-  }
+  if (app.count("--steps") == 0) c.steps = default_steps(c.task);
   c.norm = o.norm == "post" ? NormPlacement::post : NormPlacement::pre;
   check_train_config(c);
-  check_budget("train", plan_training(c));
+  if (!is_seq2seq(c.task)) check_budget("train", plan_training(c));
   check_checkpoint_path(o.checkpoint);
   check_export_path(o.export_path);
   cli::check_outputs(o.output);
@@ -252,24 +226,18 @@ int run_train(TrainCliOptions& o, const Context& context) {
                                      }};
   lessons::TrainLessonResult result = lessons::run_train(lesson);
   report_time(shown, progress, c.steps);
-  if (!o.checkpoint.empty()) {
-    write_weights(o.checkpoint, collect_state_dict(result.model),
-                  checkpoint_metadata(c, result.held_out));
-  }
+  if (!o.checkpoint.empty())
+    write_weights(o.checkpoint, checkpoint_state_dict(result.model),
+                  checkpoint_metadata(c, lessons::held_out_results(result.held_out)));
   if (!o.export_path.empty()) {
-    const Evaluation& e = result.held_out;
+    std::vector<render::CurveMark> marks;
+    for (const lessons::HeldOutMeasure& m : result.held_out)
+      marks.push_back({m.label, 100.0 * m.value});
     export_curves(
-        curves_picture(
-            fmt::format("attn train --task {}: loss and accuracy while training", o.task),
-            fmt::format("the book's encoder with a head on every token: {} layers, D {}, {} heads, "
-                        "F {}, {}",
-                        c.layers, c.d_model, c.heads, c.d_ff, norm_name(c.norm)),
-            fmt::format("{} steps of {} sequences (T {}), AdamW at lr {:g}{}, seed {}", c.steps,
-                        c.batch, c.sizes.tokens, c.lr,
-                        c.dropout > 0.0f ? fmt::format(", dropout {:g}", c.dropout) : "", c.seed),
-            curves,
-            {{"held-out tokens right", 100.0 * e.token_accuracy},
-             {"held-out sequences right", 100.0 * e.sequence_accuracy}}),
+        curves_picture(fmt::format("attn train{} --task {}: loss and accuracy while "
+                                   "training",
+                                   is_seq2seq(c.task) ? " --model transformer" : "", o.task),
+                       model_words(c), run_words(c), curves, std::move(marks)),
         o.export_path, shown);
   }
   return publish(result.run, o.output, context);
@@ -329,8 +297,7 @@ void setup(CLI::App& app, Context& context) {
   add_heatmap_option(*sub, o->output);
   sub->callback([o, sub, &context] {
     o->vocab_given = sub->count("--vocab") > 0;
-    context.exit_code = o->model == "transformer" ? run_train_transformer(*o, *sub, context)
-                                                  : run_train(*o, context);
+    context.exit_code = run_train(*o, *sub, context);
   });
 }
 

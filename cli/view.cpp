@@ -113,12 +113,9 @@ AttentionView checkpoint_view(const ViewCliOptions& o, const CLI::App& app) {
     if (app.count(name) > 0)
       refuse(std::string(name).substr(2),
              fmt::format("a checkpoint brings its own model and weights: drop {}", name));
-  const std::string path = resolve_checkpoint(o.checkpoint);
-  Metadata metadata;
-  read_checkpoint_file(path, metadata);
-  if (is_seq2seq_checkpoint(metadata)) {
-    Seq2SeqCheckpoint c = load_seq2seq_checkpoint(o.checkpoint, "view");
-    const Seq2SeqTask task = c.config.task;
+  const TrainedCheckpoint c = load_checkpoint(o.checkpoint);
+  if (const auto* model = std::get_if<Transformer>(&c.model)) {
+    const Seq2SeqTask task = std::get<Seq2SeqTask>(c.config.task);
     const std::vector<std::int64_t> source =
         parse_source(task, o.text.empty() ? seq2seq_example(task) : o.text);
     std::vector<std::int64_t> target = {kStartId};
@@ -135,7 +132,7 @@ AttentionView checkpoint_view(const ViewCliOptions& o, const CLI::App& app) {
     const ViewPart part = o.part == "encoder"   ? ViewPart::encoder
                           : o.part == "decoder" ? ViewPart::decoder
                                                 : ViewPart::cross;
-    return transformer_view(c.model, s, t, part, source_labels, target_labels,
+    return transformer_view(*model, s, t, part, source_labels, target_labels,
                             fmt::format("checkpoint {} (seed 001's encoder-decoder, task {})",
                                         o.checkpoint, seq2seq_task_info(task).name));
   }
@@ -143,14 +140,13 @@ AttentionView checkpoint_view(const ViewCliOptions& o, const CLI::App& app) {
     refuse("part", fmt::format("'{}' is an encoder: it has one part, its self-attention; drop "
                                "--part, or give an encoder-decoder such as {}",
                                o.checkpoint, kShippedSeq2Seq));
-  TrainedCheckpoint c = load_checkpoint(o.checkpoint);
   const Ids ids = checkpoint_ids(c, o.text, "view");
   std::vector<std::string> labels;
   for (std::int64_t id : ids)
     labels.push_back(token_text(id));
-  return encoder_view(c.model.encoder, ids, labels,
+  return encoder_view(std::get<TokenClassifier>(c.model).encoder, ids, labels,
                       fmt::format("checkpoint {} (the book's encoder, task {})", o.checkpoint,
-                                  task_info(c.config.task).name));
+                                  task_name(c.config.task)));
 }
 
 std::vector<std::size_t> parse_heads(const std::string& text, std::size_t heads) {

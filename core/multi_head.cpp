@@ -6,6 +6,7 @@
 #include <xtensor/xview.hpp>
 
 #include "base/count.hpp"
+#include "base/heads.hpp"
 #include "matmul.hpp"
 #include "softmax.hpp"
 #include "summary.hpp"
@@ -124,17 +125,10 @@ std::size_t head_size(MultiHeadVariant variant, std::size_t d_model, std::size_t
                 fmt::format("d_model={} and heads={} must both be at least 1", d_model, heads));
   }
   if (variant == MultiHeadVariant::wide) return d_model;
-  if (d_model % heads != 0) {
-    throw Error(
-        ErrorKind::bad_size, "multi_head",
-        fmt::format(
-            "d_model={} is not divisible by heads={}: the {} variant splits D into H heads of D/H; "
-            "give <heads> that divides D, or <variant> wide, whose heads are D wide",
-            d_model, heads, variant_name(variant)))
-        .about("heads")
-        .driven_by({"D", "H"});
-  }
-  return d_model / heads;
+  return head_size(d_model, heads, "multi_head",
+                   fmt::format("the {} variant splits D into H heads of D/H; give <heads> that "
+                               "divides D, or <variant> wide, whose heads are D wide",
+                               variant_name(variant)));
 }
 
 namespace {

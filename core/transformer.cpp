@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "base/heads.hpp"
 #include "matmul.hpp"
 #include "positional_encoding.hpp"
 #include "softmax.hpp"
@@ -144,10 +145,7 @@ void check_config(const TransformerConfig& c) {
   positive(c.heads, "heads");
   positive(c.d_ff, "d_ff");
   positive(c.layers, "layers");
-  if (c.d_model % c.heads != 0)
-    throw Error(ErrorKind::bad_size, "transformer",
-                fmt::format("d_model {} is not divisible by {} heads: pick heads that divide it",
-                            c.d_model, c.heads));
+  head_size(c.d_model, c.heads, "transformer", "pick <heads> that divides D");
 }
 
 namespace {

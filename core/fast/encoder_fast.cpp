@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "base/heads.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/parallel.hpp"
 #include "kernels/rows.hpp"
@@ -107,10 +108,8 @@ PackedEncoderLayer pack(const EncoderLayer& layer) {
                             variant_name(ff.variant)));
   }
   const std::size_t d = m.output_linear.weight.shape(0), heads = m.heads.size();
-  if (d == 0 || heads == 0 || d % heads != 0) {
-    throw Error("pack", fmt::format("d_model={} with {} heads: expected H heads of D/H", d, heads));
-  }
-  const std::size_t hs = d / heads, f = ff.linear_1.weight.shape(0);
+  const std::size_t hs = head_size(d, heads, "pack", "expected H heads of D/H"),
+                    f = ff.linear_1.weight.shape(0);
   PackedEncoderLayer p;
   p.placement = layer.placement;
   p.d_model = d;

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
+#include "base/heads.hpp"
 #include "io/file_io.hpp"
 #include "io/tokenizer.hpp"
 
@@ -70,7 +71,7 @@ void validate_config(const EncoderConfig& c, const std::string& name) {
           .about("config");
     }
   }
-  if (c.hidden_size % c.num_attention_heads != 0) {
+  if (!heads_divide(c.hidden_size, c.num_attention_heads)) {
     throw Error(
         ErrorKind::bad_file, "load_config",
         fmt::format("{}: hidden_size {} is not divisible by num_attention_heads {}: each head has "

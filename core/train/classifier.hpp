@@ -14,6 +14,7 @@
 
 #include "encoder.hpp"
 #include "loss.hpp"
+#include "train/tasks.hpp"
 
 namespace attn {
 
@@ -45,5 +46,13 @@ TokenClassifierTape forward(const TokenClassifier& model, const Ids& ids, const 
 // The gradient of the mean loss, added into `grad`.
 void backward(const TokenClassifier& model, const TokenClassifierTape& tape, const Ids& labels,
               TokenClassifier& grad);
+
+struct Evaluation {
+  double token_accuracy = 0.0;     // every labelled position of every sequence (masked: the "?"s)
+  double sequence_accuracy = 0.0;  // sequences with every labelled position right
+  std::size_t sequences = 0;
+};
+// The model's greedy answers on a set of sequences, scored against their labels.
+Evaluation evaluate(const TokenClassifier& model, const TaskBatch& set);
 
 }  // namespace attn

@@ -5,21 +5,14 @@
 #include <numeric>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
-#include "gradients.hpp"
 #include "loss.hpp"
-#include "state_dict.hpp"
-#include "train/training.hpp"
 
 namespace attn {
 
 namespace {
 
-constexpr std::uint64_t kBatchStream = 0x9e3779b97f4a7c15ULL;
-constexpr std::uint64_t kHeldOutStream = 0xd1b54a32d192ed03ULL;
-constexpr std::uint64_t kInitStream = 0x94d049bb133111ebULL;
 constexpr std::size_t kLetters = 8, kLongestLetters = 8, kLargestNumber = 9999;
 
 const std::vector<std::string>& letters_source() {
@@ -299,99 +292,17 @@ Seq2SeqBatch make_batch(const std::vector<Seq2SeqExample>& examples) {
   return b;
 }
 
-TransformerConfig seq2seq_model_config(Seq2SeqTask task, std::size_t layers, std::size_t d_model,
-                                       std::size_t heads, std::size_t d_ff, NormPlacement norm) {
-  TransformerConfig c;
-  c.source_vocab = source_tokens(task).size();
-  c.target_vocab = target_tokens(task).size();
-  c.source_positions = max_source_length(task);
-  c.target_positions = max_target_length(task) + 1;
-  c.d_model = d_model;
-  c.heads = heads;
-  c.d_ff = d_ff;
-  c.layers = layers;
-  c.placement = norm;
-  c.fill = MaskFill::seed;
-  return c;
-}
-
-TransformerConfig model_config(const Seq2SeqTrainConfig& c) {
-  return seq2seq_model_config(c.task, c.layers, c.d_model, c.heads, c.d_ff, c.norm);
-}
-
-void check_seq2seq_config(const Seq2SeqTrainConfig& c) {
-  const auto positive = [](std::size_t v, const char* option) {
-    if (v == 0)
-      throw Error(ErrorKind::bad_value, "train", fmt::format("--{} is 0: give at least 1", option))
-          .about(option);
-  };
-  positive(c.layers, "layers");
-  positive(c.d_model, "d-model");
-  positive(c.heads, "heads");
-  positive(c.d_ff, "d-ff");
-  positive(c.steps, "steps");
-  positive(c.batch, "batch");
-  if (c.d_model % c.heads != 0)
-    throw Error(
-        ErrorKind::bad_value, "train",
-        fmt::format("--d-model {} is not divisible by --heads {}: pick heads that divide it",
-                    c.d_model, c.heads))
-        .about("heads");
-  if (!(c.lr > 0.0f) || !std::isfinite(c.lr))
-    throw Error(ErrorKind::bad_value, "train",
-                fmt::format("--lr {} is not a positive number: try 3e-3", c.lr))
-        .about("lr");
-}
-
-std::vector<Seq2SeqExample> held_out_examples(const Seq2SeqTrainConfig& c) {
-  Rng rng(c.seed ^ kHeldOutStream);
-  std::vector<Seq2SeqExample> out;
-  for (std::size_t i = 0; i < c.held_out; ++i)
-    out.push_back(make_example(c.task, rng, Seq2SeqSplit::held_out));
-  return out;
-}
-
-Seq2SeqTrainer::Seq2SeqTrainer(const Seq2SeqTrainConfig& c)
-    : config_(c), batches_(c.seed ^ kBatchStream) {
-  check_seq2seq_config(c);
-  Rng init(c.seed ^ kInitStream);
-  model_ = init_transformer(init, model_config(c));
-  grad_ = zeros_like(model_);
-  slots_ = parameter_slots(model_, grad_);
-  adamw_.weight_decay = c.weight_decay;
-}
-
-Seq2SeqStep Seq2SeqTrainer::step() {
-  std::vector<Seq2SeqExample> examples;
-  for (std::size_t i = 0; i < config_.batch; ++i)
-    examples.push_back(make_example(config_.task, batches_, Seq2SeqSplit::train));
-  const Seq2SeqBatch b = make_batch(examples);
-  zero_grad(grad_);
-  const TransformerTape tape =
-      forward(model_, b.source, b.target_input, &b.source_mask, &b.target_mask);
-  const CrossEntropySteps loss = cross_entropy(tape.logits, b.labels);
-  backward(model_, tape, cross_entropy_backward(loss, b.labels), grad_);
-  ++done_;
-  adamw_.lr = warmup_cosine(config_.lr, config_.steps, done_);
-  adamw_.step(slots_);
-  return {done_, loss.loss,
-          static_cast<double>(loss.correct) /
-              static_cast<double>(std::max<std::size_t>(1, loss.scored)),
-          adamw_.lr};
-}
-
 void check_decode_options(const DecodeOptions& o) {
   if (!(o.temperature > 0.0f) || !std::isfinite(o.temperature))
     throw Error(ErrorKind::bad_value, "generate",
-                fmt::format("--temperature {} is not a positive number: try 1 (0.5 sharpens, 2 "
+                fmt::format("{} is not a positive number: try 1 (0.5 sharpens, 2 "
                             "flattens)",
                             o.temperature))
         .about("temperature");
   if (!(o.top_p > 0.0f && o.top_p <= 1.0f))
-    throw Error(
-        ErrorKind::bad_value, "generate",
-        fmt::format("--top-p {} is outside (0, 1]: try 0.9, or 1 to keep every token", o.top_p))
-        .about("top-p");
+    throw Error(ErrorKind::bad_value, "generate",
+                fmt::format("{} is outside (0, 1]: try 0.9, or 1 to keep every token", o.top_p))
+        .about("top_p");
 }
 
 namespace {
@@ -502,108 +413,6 @@ Seq2SeqEvaluation evaluate(const Transformer& model, Seq2SeqTask task,
                      static_cast<double>(std::max<std::size_t>(1, loss.scored));
   (void)task;
   return e;
-}
-
-Metadata seq2seq_metadata(const Seq2SeqTrainConfig& c, const Seq2SeqEvaluation& e) {
-  const TransformerConfig m = model_config(c);
-  nlohmann::ordered_json model = {{"kind", "transformer"},
-                                  {"task", std::string(seq2seq_task_info(c.task).name)},
-                                  {"source_vocab", m.source_vocab},
-                                  {"target_vocab", m.target_vocab},
-                                  {"source_positions", m.source_positions},
-                                  {"target_positions", m.target_positions},
-                                  {"layers", c.layers},
-                                  {"d_model", c.d_model},
-                                  {"heads", c.heads},
-                                  {"d_ff", c.d_ff},
-                                  {"norm", c.norm == NormPlacement::pre ? "pre" : "post"}};
-  const TrainingRecord record{
-      c.steps,    c.batch,
-      c.lr,       c.weight_decay,
-      0.0f,       c.seed,
-      c.held_out, {{"exact_match", e.exact_match}, {"token_accuracy", e.token_accuracy}}};
-  return {{"attn_model", model.dump()}, {"attn_training", training_record_json(record)}};
-}
-
-bool is_seq2seq_checkpoint(const Metadata& metadata) {
-  const auto it = metadata.find("attn_model");
-  if (it == metadata.end()) return false;
-  const nlohmann::json m = nlohmann::json::parse(it->second, nullptr, false);
-  return m.is_object() && m.value("kind", std::string()) == "transformer";
-}
-
-Seq2SeqTrainConfig seq2seq_config_from_metadata(const Metadata& metadata, std::string_view name) {
-  const auto damaged = [&](const std::string& why) {
-    return Error(ErrorKind::bad_file, "checkpoint",
-                 fmt::format("'{}' is not an encoder-decoder checkpoint of attn train: {}; make "
-                             "one with `attn train --model transformer --save-checkpoint "
-                             "FILE.safetensors`",
-                             name, why))
-        .about("checkpoint");
-  };
-  const auto it = metadata.find("attn_model");
-  if (it == metadata.end()) throw damaged("its metadata has no attn_model");
-  const nlohmann::json m = nlohmann::json::parse(it->second, nullptr, false);
-  if (!m.is_object() || m.value("kind", std::string()) != "transformer")
-    throw damaged("it holds an encoder, not an encoder-decoder");
-  const auto size = [&](const char* key) -> std::size_t {
-    if (!m.contains(key) || !m[key].is_number_unsigned())
-      throw damaged(fmt::format("attn_model has no whole number \"{}\"", key));
-    return m[key].get<std::size_t>();
-  };
-  Seq2SeqTrainConfig c;
-  const auto task = seq2seq_task_named(m.value("task", std::string()));
-  if (!task) throw damaged("its task is not one attn knows");
-  c.task = *task;
-  c.layers = size("layers");
-  c.d_model = size("d_model");
-  c.heads = size("heads");
-  c.d_ff = size("d_ff");
-  c.norm = m.value("norm", std::string("pre")) == "post" ? NormPlacement::post : NormPlacement::pre;
-  try {
-    check_seq2seq_config(c);
-  } catch (const Error& e) {
-    throw damaged(e.detail());
-  }
-  const TransformerConfig expected = model_config(c);
-  if (size("source_vocab") != expected.source_vocab ||
-      size("target_vocab") != expected.target_vocab ||
-      size("source_positions") != expected.source_positions ||
-      size("target_positions") != expected.target_positions)
-    throw damaged("its vocabularies or positions do not fit its task");
-  return c;
-}
-
-StateDict transformer_state_dict(Transformer& model) {
-  StateDict out = collect_state_dict(model);
-  const auto pe = [](const Tensor2& table) {
-    return make_float32({1, table.shape(0), table.shape(1)},
-                        std::vector<float>(table.begin(), table.end()));
-  };
-  out["source_positional_encoding.pe"] = pe(model.source_pe);
-  out["target_positional_encoding.pe"] = pe(model.target_pe);
-  return out;
-}
-
-Transformer transformer_from_checkpoint(const Metadata& metadata, const StateDict& weights,
-                                        std::string_view name) {
-  const Seq2SeqTrainConfig c = seq2seq_config_from_metadata(metadata, name);
-  Rng rng(0);
-  Transformer model = init_transformer(rng, model_config(c));
-  StateDict parameters = weights;
-  for (const char* key : {"source_positional_encoding.pe", "target_positional_encoding.pe"}) {
-    const Tensor2& table =
-        std::string_view(key).starts_with("source") ? model.source_pe : model.target_pe;
-    const auto it = parameters.find(key);
-    if (it == parameters.end() || it->second.shape != Shape{1, table.shape(0), table.shape(1)})
-      throw Error(ErrorKind::bad_file, "checkpoint",
-                  fmt::format("'{}' has no {} of shape (1, {}, {}): save it again with attn train",
-                              name, key, table.shape(0), table.shape(1)))
-          .about("checkpoint");
-    parameters.erase(it);
-  }
-  load_state_dict(model, describe_transformer(model.config), parameters, name);
-  return model;
 }
 
 }  // namespace attn

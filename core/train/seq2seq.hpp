@@ -1,7 +1,7 @@
-// Sequence-to-sequence tasks for seed 001's encoder-decoder (core/transformer.hpp), its training
-// loop and its decoding. Every target sequence is framed as the decoder sees it: the input is
-// <s> y1 .. yn and the labels are y1 .. yn </s> (teacher forcing: one forward pass trains all
-// n + 1 next-token predictions at once, the causal mask hiding each position's future).
+// Sequence-to-sequence tasks for seed 001's encoder-decoder (core/transformer.hpp), and its
+// decoding; train/trainer.hpp trains it. Every target sequence is framed as the decoder sees it:
+// the input is <s> y1 .. yn and the labels are y1 .. yn </s> (teacher forcing: one forward pass
+// trains all n + 1 next-token predictions at once, the causal mask hiding each position's future).
 //
 //   reverse       source: 1 to 8 letters of a..h; target: the same letters backwards
 //   sort          source: 1 to 8 letters of a..h; target: the letters in alphabetical order
@@ -19,8 +19,6 @@
 #include <string_view>
 #include <vector>
 
-#include "io/weights.hpp"
-#include "train/optimizer.hpp"
 #include "transformer.hpp"
 
 namespace attn {
@@ -74,49 +72,6 @@ struct Seq2SeqBatch {
 };
 Seq2SeqBatch make_batch(const std::vector<Seq2SeqExample>& examples);
 
-// The config of a model for the task: its vocabularies and positions, the sizes given.
-TransformerConfig seq2seq_model_config(Seq2SeqTask task, std::size_t layers, std::size_t d_model,
-                                       std::size_t heads, std::size_t d_ff, NormPlacement norm);
-
-struct Seq2SeqTrainConfig {
-  Seq2SeqTask task = Seq2SeqTask::reverse;
-  std::size_t layers = 2, d_model = 32, heads = 2, d_ff = 64;
-  NormPlacement norm = NormPlacement::pre;
-  std::size_t steps = 4000, batch = 32;
-  float lr = 3e-3f, weight_decay = 0.01f;
-  std::uint64_t seed = 0;
-  std::size_t held_out = 512;
-};
-void check_seq2seq_config(const Seq2SeqTrainConfig& config);
-TransformerConfig model_config(const Seq2SeqTrainConfig& config);
-// The held-out set: config.held_out examples from the held-out split.
-std::vector<Seq2SeqExample> held_out_examples(const Seq2SeqTrainConfig& config);
-
-struct Seq2SeqStep {
-  std::size_t step = 0;
-  double loss = 0.0, accuracy = 0.0;  // the batch's next-token loss and accuracy, before the update
-  float lr = 0.0f;
-};
-
-// The loop one step at a time: seeded batches, forward, cross-entropy, backward, AdamW with the
-// warm-up and cosine decay of attn train (learning_rate).
-class Seq2SeqTrainer {
- public:
-  explicit Seq2SeqTrainer(const Seq2SeqTrainConfig& config);
-  Seq2SeqTrainer(const Seq2SeqTrainer&) = delete;
-  Seq2SeqTrainer& operator=(const Seq2SeqTrainer&) = delete;
-  Seq2SeqStep step();
-  const Transformer& model() const { return model_; }
-
- private:
-  Seq2SeqTrainConfig config_;
-  Transformer model_, grad_;
-  std::vector<ParameterSlot> slots_;
-  AdamW adamw_;
-  Rng batches_;
-  std::size_t done_ = 0;
-};
-
 // Sampling choices for decoding: greedy when `sample` is false; else softmax(logits /
 // temperature), restricted to the top_k most likely (0: all) and to the smallest set whose
 // probability reaches top_p (1: all), drawn from a seeded stream.
@@ -154,16 +109,5 @@ struct Seq2SeqEvaluation {
 };
 Seq2SeqEvaluation evaluate(const Transformer& model, Seq2SeqTask task,
                            const std::vector<Seq2SeqExample>& examples);
-
-// Checkpoint metadata: the model's config and the task, as attn train writes them, and back.
-Metadata seq2seq_metadata(const Seq2SeqTrainConfig& config, const Seq2SeqEvaluation& evaluation);
-Seq2SeqTrainConfig seq2seq_config_from_metadata(const Metadata& metadata, std::string_view name);
-// Whether a checkpoint's metadata describes an encoder-decoder.
-bool is_seq2seq_checkpoint(const Metadata& metadata);
-// The state_dict with the pe buffers ((1,P,D)), as PyTorch's model.state_dict() holds it.
-StateDict transformer_state_dict(Transformer& model);
-// A model from a checkpoint's metadata and weights (the pe buffers are checked, not read).
-Transformer transformer_from_checkpoint(const Metadata& metadata, const StateDict& weights,
-                                        std::string_view name);
 
 }  // namespace attn

@@ -1,4 +1,5 @@
-// Lesson 11, training. Legend: B batch, T tokens, D model width, H heads, C classes.
+// Lesson 11, training. Legend: B batch, T tokens (an encoder-decoder's target), S source tokens,
+// D model width, H heads, C classes, V the target vocabulary.
 #include "11-train/train_lesson.hpp"
 
 #include <algorithm>
@@ -7,9 +8,7 @@
 #include <fmt/format.h>
 
 #include "base/array.hpp"
-#include "base/budget.hpp"
 #include "softmax.hpp"
-#include "train/tasks.hpp"
 
 namespace attn::lessons {
 
@@ -17,12 +16,33 @@ namespace {
 constexpr std::size_t kShownSequences = 4;  // the data table
 constexpr std::size_t kLogRows = 10;        // the log table: about every tenth step
 constexpr std::size_t kMapLayers = 4, kMapHeads = 4;
+// A look at the training data, from a stream apart from the training batches'.
+constexpr std::uint64_t kShownStream = 0x5a3e1ULL;
 
-std::string spaced(const Ids& ids, std::size_t row, bool labels, const TrainConfig& c) {
+std::string joined(const std::vector<std::string>& tokens) {
+  std::string s;
+  for (const std::string& t : tokens) {
+    if (!s.empty()) s += ' ';
+    s += t;
+  }
+  return s;
+}
+
+std::vector<std::string> target_words(Seq2SeqTask task, const std::vector<std::int64_t>& ids) {
+  std::vector<std::string> out;
+  for (std::int64_t id : ids)
+    out.push_back(target_tokens(task).at(static_cast<std::size_t>(id)));
+  return out;
+}
+
+// ---- An encoder task: the book's encoder with a head on every token
+
+std::string spaced(const Ids& ids, std::size_t row, bool labels, Task task,
+                   const TaskSizes& sizes) {
   std::string s;
   for (std::size_t i = 0; i < ids.shape(1); ++i) {
     const std::int64_t v = ids(row, i);
-    const std::string text = labels ? label_text(c.task, c.sizes, v) : token_text(v);
+    const std::string text = labels ? label_text(task, sizes, v) : token_text(v);
     s += (i > 0 ? " " : "") + (text.empty() ? std::string("·") : text);
   }
   return s;
@@ -51,8 +71,215 @@ void attention_maps(LessonRun& run, const TokenClassifier& model, const Ids& exa
   }
 }
 
-}  // namespace
+// What lesson 11 shows of an encoder task around the training loop.
+class EncoderTaskView {
+ public:
+  EncoderTaskView(const TrainConfig& c) : c_(c), task_(std::get<Task>(c.task)) {}
 
+  void settings(LessonRun& run) const {
+    run.setting("task", std::string(task_info(task_).name));
+    run.setting("seed", std::to_string(c_.seed));
+    run.setting("T", std::to_string(c_.sizes.tokens));
+    run.setting("V", std::to_string(task_vocabulary(task_, c_.sizes)));
+  }
+
+  // The task and its data, a held-out sequence, and the untrained model's attention on it.
+  void before(LessonRun& run, const TrainedModel& initial) {
+    const TaskInfo& info = task_info(task_);
+    run.section("task");
+    run.prose(wrapped_prose(fmt::format("The task, `{}`: {}. A head that solves it shows {}.",
+                                        info.name, info.description, info.pattern)));
+    Rng stream(c_.seed ^ kShownStream);
+    const TaskBatch shown = make_task_batch(task_, c_.sizes, kShownSequences, stream);
+    Table data{fmt::format("Four sequences of the training data (T = {}, {} classes)",
+                           c_.sizes.tokens, classes()),
+               {"tokens", "labels"},
+               {}};
+    for (std::size_t s = 0; s < kShownSequences; ++s)
+      data.rows.push_back({spaced(shown.ids, s, false, task_, c_.sizes),
+                           spaced(shown.labels, s, true, task_, c_.sizes)});
+    run.table(std::move(data));
+    held_out_ = held_out_set(c_);
+    example_ = sequence(held_out_.ids, 0);
+    run.section("input");
+    run.step("input", "a held-out sequence's token ids, the example below", to_array(example_));
+    run.section("before");
+    attention_maps(run, std::get<TokenClassifier>(initial), example_, "before training");
+  }
+
+  std::string initial_loss_section() const { return "initial_loss"; }
+  std::pair<std::string, std::size_t> chance() const {
+    return {fmt::format("ln C = ln {}: every class equally likely", classes()), classes()};
+  }
+  std::pair<std::string_view, std::string_view> curves_what() const {
+    return {"cross-entropy, the mean over its labelled tokens", "its labelled tokens right"};
+  }
+
+  // The held-out accuracy; the trained model's attention and outputs on the example.
+  std::vector<HeldOutMeasure> after(LessonRun& run, const TrainedModel& trained) const {
+    const TokenClassifier& model = std::get<TokenClassifier>(trained);
+    run.section("held_out");
+    const Evaluation e = evaluate(model, held_out_);
+    Table accuracy{fmt::format("The held-out set: {} sequences training never saw", e.sequences),
+                   {"measure", "value"},
+                   {}};
+    accuracy.rows.push_back(
+        {task_ == Task::masked ? "'?' positions filled in right" : "tokens right",
+         fmt::format("{:.2f}%", 100.0 * e.token_accuracy)});
+    accuracy.rows.push_back(
+        {"sequences entirely right", fmt::format("{:.2f}%", 100.0 * e.sequence_accuracy)});
+    run.table(std::move(accuracy));
+    run.step("held_out_accuracy", "the fraction of held-out tokens and sequences right",
+             make_float32({2}, {static_cast<float>(e.token_accuracy),
+                                static_cast<float>(e.sequence_accuracy)}));
+
+    run.section("after");
+    attention_maps(run, model, example_, "after training");
+    const Tensor3 logits = forward(model.head, forward_tape(model.encoder, example_).output());
+    const std::vector<std::int64_t> labels(held_out_.labels.data(),
+                                           held_out_.labels.data() + c_.sizes.tokens);
+    Table outputs{"What the trained model outputs for the example",
+                  {"position", "token", "output", "expected"},
+                  {}};
+    for (std::size_t i = 0; i < c_.sizes.tokens; ++i) {
+      if (labels[i] == kIgnoredLabel) {
+        outputs.rows.push_back({fmt::format("{}", i), token_text(example_(0, i)), "", ""});
+        continue;
+      }
+      const float* z = logits.data() + i * classes();
+      const auto best = static_cast<std::int64_t>(std::max_element(z, z + classes()) - z);
+      const std::string got = label_text(task_, c_.sizes, best),
+                        expected = label_text(task_, c_.sizes, labels[i]);
+      outputs.rows.push_back({fmt::format("{}", i), token_text(example_(0, i)), got,
+                              expected + (got == expected ? "" : "  ✗")});
+    }
+    run.table(std::move(outputs));
+    run.section("output");
+    run.step("output",
+             fmt::format("softmax of the trained head's logits: each position's probability of "
+                         "each class (1, T, C = {})",
+                         classes()),
+             to_array(softmax(logits)));
+    return {{"token_accuracy", "held-out tokens right", e.token_accuracy},
+            {"sequence_accuracy", "held-out sequences right", e.sequence_accuracy}};
+  }
+
+  bool checks_lowered_loss() const { return true; }
+
+ private:
+  std::size_t classes() const { return task_classes(task_, c_.sizes); }
+  const TrainConfig& c_;
+  Task task_;
+  TaskBatch held_out_;
+  Ids example_;
+};
+
+// ---- A sequence-to-sequence task: seed 001's encoder-decoder
+
+class Seq2SeqTaskView {
+ public:
+  Seq2SeqTaskView(const TrainConfig& c)
+      : c_(c), task_(std::get<Seq2SeqTask>(c.task)), model_config_(transformer_config(c)) {}
+
+  void settings(LessonRun& run) const {
+    run.setting("model", "transformer");
+    run.setting("task", std::string(seq2seq_task_info(task_).name));
+    run.setting("seed", std::to_string(c_.seed));
+    run.setting("source V", std::to_string(model_config_.source_vocab));
+    run.setting("target V", std::to_string(model_config_.target_vocab));
+  }
+
+  // The task and its data, framed for teacher forcing.
+  void before(LessonRun& run, const TrainedModel&) {
+    const Seq2SeqTaskInfo& info = seq2seq_task_info(task_);
+    run.section("seq2seq_task");
+    run.prose(
+        wrapped_prose(fmt::format("The task, `{}`: the target is {}. A trained model's "
+                                  "cross-attention shows it: {}.",
+                                  info.name, info.description, info.pattern)));
+    Rng stream(c_.seed ^ kShownStream);
+    std::vector<Seq2SeqExample> shown;
+    for (std::size_t i = 0; i < kShownSequences; ++i)
+      shown.push_back(make_example(task_, stream, Seq2SeqSplit::train));
+    const Seq2SeqBatch framed = make_batch(shown);
+    Table data{"Four examples of the training data, as the decoder sees them",
+               {"source", "decoder input", "labels"},
+               {}};
+    for (std::size_t i = 0; i < kShownSequences; ++i) {
+      std::vector<std::string> in{"<s>"};
+      for (std::int64_t id : shown[i].target)
+        in.push_back(target_tokens(task_).at(static_cast<std::size_t>(id)));
+      std::vector<std::string> labels(in.begin() + 1, in.end());
+      labels.push_back("</s>");
+      data.rows.push_back({source_text(task_, shown[i].source), joined(in), joined(labels)});
+    }
+    run.table(std::move(data));
+    run.step("source", "the four sources' ids, padded with 0 (B,S)", to_array(framed.source));
+    run.step("target_input", "the decoder's inputs: <s> (1), then the target (B,T)",
+             to_array(framed.target_input));
+    run.step("labels", "the labels: the target, then </s> (2); -100 is padding, ignored (B,T)",
+             to_array(framed.labels));
+  }
+
+  std::string initial_loss_section() const { return "seq2seq_initial_loss"; }
+  std::pair<std::string, std::size_t> chance() const {
+    return {
+        fmt::format("ln V = ln {}: every target token equally likely", model_config_.target_vocab),
+        model_config_.target_vocab};
+  }
+  std::pair<std::string_view, std::string_view> curves_what() const {
+    return {"cross-entropy over its target tokens", "next tokens right, teacher-forced"};
+  }
+
+  // The held-out exact match and next-token accuracy; a held-out source decoded greedily, with
+  // the cross-attention that wrote it.
+  std::vector<HeldOutMeasure> after(LessonRun& run, const TrainedModel& trained) const {
+    const Transformer& model = std::get<Transformer>(trained);
+    run.section("seq2seq_held_out");
+    const std::vector<Seq2SeqExample> held_out = held_out_examples(c_);
+    const Seq2SeqEvaluation e = evaluate(model, task_, held_out);
+    Table accuracy{fmt::format("The held-out set: {} sources training never saw", e.examples),
+                   {"measure", "value"},
+                   {}};
+    accuracy.rows.push_back({"answers entirely right (greedy decoding)",
+                             fmt::format("{:.2f}%", 100.0 * e.exact_match)});
+    accuracy.rows.push_back(
+        {"next tokens right (teacher-forced)", fmt::format("{:.2f}%", 100.0 * e.token_accuracy)});
+    run.table(std::move(accuracy));
+    run.step("held_out_accuracy", "the fraction of held-out answers and tokens right",
+             make_float32(
+                 {2}, {static_cast<float>(e.exact_match), static_cast<float>(e.token_accuracy)}));
+
+    run.section("seq2seq_after");
+    const Seq2SeqExample& example = held_out.front();
+    const Decoded decoded = decode(model, example.source, DecodeOptions{});
+    Table outputs{"A held-out source decoded greedily", {"", "tokens"}, {}};
+    outputs.rows.push_back({"source", source_text(task_, example.source)});
+    outputs.rows.push_back({"decoded", joined(target_words(task_, decoded.tokens))});
+    std::vector<std::int64_t> expected = example.target;
+    expected.push_back(kEndId);
+    outputs.rows.push_back({"expected", joined(target_words(task_, expected)) +
+                                            (decoded.tokens == expected ? "" : "  ✗")});
+    run.table(std::move(outputs));
+    run.heatmaps(cross_attention_maps(
+        model, task_, example.source, decoded.tokens,
+        fmt::format("decoder layer {}, cross-attention (rows: tokens written, columns: source)",
+                    c_.layers - 1)));
+    return {{"exact_match", "held-out answers right (greedy)", e.exact_match},
+            {"token_accuracy", "held-out next tokens right", e.token_accuracy}};
+  }
+
+  bool checks_lowered_loss() const { return false; }
+
+ private:
+  const TrainConfig& c_;
+  Seq2SeqTask task_;
+  TransformerConfig model_config_;
+};
+
+// The curves of a training run (loss, accuracy in %, learning rate, one value a step), a table of
+// every tenth step, and the check that every loss is finite. `loss_what` and `accuracy_what` say
+// what the loss averages and what the accuracy counts.
 void training_curves(LessonRun& run, const std::vector<double>& losses,
                      const std::vector<double>& accuracies, const std::vector<double>& rates,
                      std::string_view loss_what, std::string_view accuracy_what) {
@@ -75,18 +302,24 @@ void training_curves(LessonRun& run, const std::vector<double>& losses,
             finite ? fmt::format("{} steps", steps) : "a loss is inf or nan: lower --lr");
 }
 
-TrainLessonResult run_train(const TrainLessonOptions& options) {
+// The mean loss of the first and the last tenth of the steps: training must have lowered it.
+void check_lowered_loss(LessonRun& run, const std::vector<double>& losses) {
+  const std::size_t steps = losses.size(), tenth = std::max<std::size_t>(1, steps / 10);
+  double first = 0.0, last = 0.0;
+  for (std::size_t i = 0; i < tenth; ++i)
+    first += losses[i] / static_cast<double>(tenth), last += losses[steps - 1 - i] / tenth;
+  run.check("training lowered the loss: the last tenth of the steps below the first", last < first,
+            fmt::format("mean loss {:.4f} over the first {} steps, {:.4f} over the last {}", first,
+                        tenth, last, tenth));
+}
+
+template <class View>
+TrainLessonResult run_with(View view, const TrainLessonOptions& options) {
   const TrainConfig& c = options.config;
-  check_train_config(c);
-  check_budget("train", plan_training(c));
-  const TaskInfo& info = task_info(c.task);
-  const std::size_t classes = task_classes(c.task, c.sizes);
-  TrainLessonResult result{LessonRun("train"), initial_model(c), {}};
+  Trainer trainer(c);
+  TrainLessonResult result{LessonRun("train"), trainer.model(), {}};
   LessonRun& run = result.run;
-  run.setting("task", std::string(info.name));
-  run.setting("seed", std::to_string(c.seed));
-  run.setting("T", std::to_string(c.sizes.tokens));
-  run.setting("V", std::to_string(task_vocabulary(c.task, c.sizes)));
+  view.settings(run);
   run.setting("layers", std::to_string(c.layers));
   run.setting("D", std::to_string(c.d_model));
   run.setting("H", std::to_string(c.heads));
@@ -98,103 +331,79 @@ TrainLessonResult run_train(const TrainLessonOptions& options) {
   if (c.dropout > 0.0f) run.setting("dropout", fmt::format("{:g}", c.dropout));
 
   run.section("intro");
-  run.section("task");
-  run.prose(wrapped_prose(fmt::format("The task, `{}`: {}. A head that solves it shows {}.",
-                                      info.name, info.description, info.pattern)));
-  Rng stream(c.seed ^ 0x5a3e1ULL);  // a look at the data, apart from the training stream
-  const TaskBatch shown = make_task_batch(c.task, c.sizes, kShownSequences, stream);
-  Table data{fmt::format("Four sequences of the training data (T = {}, {} classes)", c.sizes.tokens,
-                         classes),
-             {"tokens", "labels"},
-             {}};
-  for (std::size_t s = 0; s < kShownSequences; ++s)
-    data.rows.push_back({spaced(shown.ids, s, false, c), spaced(shown.labels, s, true, c)});
-  run.table(std::move(data));
-
-  const TaskBatch held_out = held_out_set(c);
-  const Ids example = sequence(held_out.ids, 0);
-  run.section("input");
-  run.step("input", "a held-out sequence's token ids, the example below", to_array(example));
-
-  run.section("before");
-  attention_maps(run, result.model, example, "before training");
+  view.before(run, trainer.model());
 
   std::vector<double> losses, accuracies, rates;
-  result.model = train(c, [&](const TrainStep& s) {
+  for (std::size_t step = 1; step <= c.steps; ++step) {
+    const TrainStep s = trainer.step();
     losses.push_back(s.loss);
     accuracies.push_back(100.0 * s.accuracy);
     rates.push_back(s.lr);
     if (options.on_step) options.on_step(s);
-  });
+  }
+  result.model = trainer.model();
 
-  run.section("initial_loss");
-  const double chance = std::log(static_cast<double>(classes));
+  run.section(view.initial_loss_section());
+  const auto [chance_what, choices] = view.chance();
   Table start{"The loss before the first update", {"", "value"}, {}};
   start.rows.push_back({"loss at step 1", fmt::format("{:.4f}", losses.front())});
-  start.rows.push_back({fmt::format("ln C = ln {}: every class equally likely", classes),
-                        fmt::format("{:.4f}", chance)});
+  start.rows.push_back(
+      {chance_what, fmt::format("{:.4f}", std::log(static_cast<double>(choices)))});
   run.table(std::move(start));
 
   run.section("training");
-  training_curves(run, losses, accuracies, rates,
-                  "cross-entropy, the mean over its labelled tokens", "its labelled tokens right");
-  const std::size_t tenth = std::max<std::size_t>(1, c.steps / 10);
-  double first = 0.0, last = 0.0;
-  for (std::size_t i = 0; i < tenth; ++i)
-    first += losses[i] / static_cast<double>(tenth), last += losses[c.steps - 1 - i] / tenth;
-  run.check("training lowered the loss: the last tenth of the steps below the first", last < first,
-            fmt::format("mean loss {:.4f} over the first {} steps, {:.4f} over the last {}", first,
-                        tenth, last, tenth));
+  const auto [loss_what, accuracy_what] = view.curves_what();
+  training_curves(run, losses, accuracies, rates, loss_what, accuracy_what);
+  if (view.checks_lowered_loss()) check_lowered_loss(run, losses);
 
-  run.section("held_out");
-  result.held_out = evaluate(result.model, held_out);
-  const Evaluation& e = result.held_out;
-  Table accuracy{fmt::format("The held-out set: {} sequences training never saw", e.sequences),
-                 {"measure", "value"},
-                 {}};
-  accuracy.rows.push_back(
-      {c.task == Task::masked ? "'?' positions filled in right" : "tokens right",
-       fmt::format("{:.2f}%", 100.0 * e.token_accuracy)});
-  accuracy.rows.push_back(
-      {"sequences entirely right", fmt::format("{:.2f}%", 100.0 * e.sequence_accuracy)});
-  run.table(std::move(accuracy));
-  run.step("held_out_accuracy", "the fraction of held-out tokens and sequences right",
-           make_float32({2}, {static_cast<float>(e.token_accuracy),
-                              static_cast<float>(e.sequence_accuracy)}));
-
-  run.section("after");
-  attention_maps(run, result.model, example, "after training");
-  const Tensor3 logits =
-      forward(result.model.head, forward_tape(result.model.encoder, example).output());
-  const std::vector<std::int64_t> labels(held_out.labels.data(),
-                                         held_out.labels.data() + c.sizes.tokens);
-  Table outputs{"What the trained model outputs for the example",
-                {"position", "token", "output", "expected"},
-                {}};
-  for (std::size_t i = 0; i < c.sizes.tokens; ++i) {
-    if (labels[i] == kIgnoredLabel) {
-      outputs.rows.push_back({fmt::format("{}", i), token_text(example(0, i)), "", ""});
-      continue;
-    }
-    const float* z = logits.data() + i * classes;
-    const auto best = static_cast<std::int64_t>(std::max_element(z, z + classes) - z);
-    const std::string got = label_text(c.task, c.sizes, best),
-                      expected = label_text(c.task, c.sizes, labels[i]);
-    outputs.rows.push_back({fmt::format("{}", i), token_text(example(0, i)), got,
-                            expected + (got == expected ? "" : "  ✗")});
-  }
-  run.table(std::move(outputs));
-  run.section("output");
-  run.step("output",
-           fmt::format("softmax of the trained head's logits: each position's probability of "
-                       "each class (1, T, C = {})",
-                       classes),
-           to_array(softmax(logits)));
+  result.held_out = view.after(run, result.model);
   run.parameters = 0;
-  visit_parameters(result.model, [&](const std::string&, float*, const Shape& shape) {
-    run.parameters += static_cast<std::int64_t>(element_count(shape));
-  });
+  std::visit(
+      [&](auto& model) {
+        visit_parameters(model, [&](const std::string&, float*, const Shape& shape) {
+          run.parameters += static_cast<std::int64_t>(element_count(shape));
+        });
+      },
+      result.model);
   return result;
+}
+
+}  // namespace
+
+Heatmaps cross_attention_maps(const Transformer& model, Seq2SeqTask task,
+                              const std::vector<std::int64_t>& source,
+                              const std::vector<std::int64_t>& decoded, const std::string& title) {
+  Ids s({1, source.size()});
+  std::copy(source.begin(), source.end(), s.begin());
+  // What the decoder read while writing decoded[i]: <s> and the tokens before it.
+  const std::size_t t = std::min(decoded.size(), model.config.target_positions);
+  Ids input({1, t});
+  input(0, 0) = kStartId;
+  for (std::size_t i = 1; i < t; ++i)
+    input(0, i) = decoded[i - 1];
+  const Array causal = target_causal_mask({t}, t);
+  const TransformerTape tape = forward(model, s, input, nullptr, &causal);
+  const Tensor4& weights = tape.decoder_layers.back().cross_attention.weights;  // (1,H,T,S)
+  std::vector<std::string> rows = target_words(task, {decoded.begin(), decoded.begin() + t}), cols;
+  for (std::int64_t id : source)
+    cols.push_back(source_tokens(task).at(static_cast<std::size_t>(id)));
+  Heatmaps maps{title, {}};
+  for (std::size_t h = 0; h < std::min<std::size_t>(weights.shape(1), kMapHeads); ++h)
+    maps.maps.push_back({fmt::format("head {}", h), head_matrix(weights, h), rows, cols});
+  return maps;
+}
+
+HeldOutResults held_out_results(const std::vector<HeldOutMeasure>& measures) {
+  HeldOutResults out;
+  for (const HeldOutMeasure& m : measures)
+    out.emplace_back(m.key, m.value);
+  return out;
+}
+
+TrainLessonResult run_train(const TrainLessonOptions& options) {
+  check_train_config(options.config);
+  if (is_seq2seq(options.config.task)) return run_with(Seq2SeqTaskView(options.config), options);
+  return run_with(EncoderTaskView(options.config), options);
 }
 
 }  // namespace attn::lessons

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "11-train/seq2seq_lesson.hpp"
+#include "11-train/train_lesson.hpp"
 #include "base/array.hpp"
 
 namespace attn::lessons {

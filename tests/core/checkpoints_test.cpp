@@ -10,7 +10,7 @@
 
 #include "fixtures.hpp"
 #include "train/seq2seq.hpp"
-#include "train/training.hpp"
+#include "train/trainer.hpp"
 
 namespace {
 
@@ -28,15 +28,8 @@ Loaded load(const std::string& name) {
   const attn::StateDict weights =
       attn::read_weights(checkpoint_path(name + ".safetensors"), &metadata);
   Loaded l{attn::train_config_from_metadata(metadata, name), {}};
-  attn::Rng rng(0);
-  l.model = attn::init_token_classifier(rng, attn::model_config(l.config), l.config.norm,
-                                        attn::task_classes(l.config.task, l.config.sizes));
-  attn::visit_parameters(l.model,
-                         [&](const std::string& key, float* data, const attn::Shape& shape) {
-                           REQUIRE(weights.at(key).shape == shape);
-                           const std::vector<float> v = attn::to_float_vector(weights.at(key));
-                           std::copy(v.begin(), v.end(), data);
-                         });
+  REQUIRE(std::holds_alternative<attn::Task>(l.config.task));
+  l.model = std::get<attn::TokenClassifier>(attn::model_from_checkpoint(l.config, weights, name));
   return l;
 }
 
@@ -52,7 +45,7 @@ TEST_CASE("every shipped checkpoint gets at least 99% of its held-out tokens rig
     const std::string name = entry["name"];
     INFO(name);
     Loaded l = load(name);
-    CHECK(std::string(attn::task_info(l.config.task).name) == name);
+    CHECK(std::string(attn::task_name(l.config.task)) == name);
     l.config.seed = entry["seed"];  // the held-out set's stream
     const attn::Evaluation e = attn::evaluate(l.model, attn::held_out_set(l.config));
     CHECK(e.token_accuracy >= 0.99);
@@ -64,7 +57,8 @@ TEST_CASE("the reverse checkpoint has a head on the anti-diagonal: query i looks
           "[checkpoints]") {
   const Loaded l = load("reverse");
   attn::Rng rng(7);
-  const attn::TaskBatch b = attn::make_task_batch(l.config.task, l.config.sizes, 16, rng);
+  const attn::TaskBatch b =
+      attn::make_task_batch(std::get<attn::Task>(l.config.task), l.config.sizes, 16, rng);
   const attn::EncoderTape tape = attn::forward_tape(l.model.encoder, b.ids);
   const attn::Tensor4& w = tape.layers.front().attention.weights;  // (B,H,T,T)
   const std::size_t heads = w.shape(1), t = w.shape(2);
@@ -96,19 +90,20 @@ TEST_CASE(
   attn::Metadata metadata;
   const std::string path = checkpoint_path("transformer-reverse.safetensors");
   const attn::StateDict weights = attn::read_weights(path, &metadata);
-  REQUIRE(attn::is_seq2seq_checkpoint(metadata));
-  attn::Seq2SeqTrainConfig config = attn::seq2seq_config_from_metadata(metadata, path);
-  const attn::Transformer model = attn::transformer_from_checkpoint(metadata, weights, path);
+  attn::TrainConfig config = attn::train_config_from_metadata(metadata, path);
+  REQUIRE(attn::is_seq2seq(config.task));
+  const attn::Seq2SeqTask task = std::get<attn::Seq2SeqTask>(config.task);
+  const attn::Transformer model =
+      std::get<attn::Transformer>(attn::model_from_checkpoint(config, weights, path));
   config.seed = (*entry)["seed"];
-  const attn::Seq2SeqEvaluation e =
-      attn::evaluate(model, config.task, attn::held_out_examples(config));
+  const attn::Seq2SeqEvaluation e = attn::evaluate(model, task, attn::held_out_examples(config));
   CHECK(e.exact_match >= 0.99);
   CHECK(e.exact_match == Approx((*entry)["held_out_exact_match"].get<double>()).margin(2e-3));
   // Under 2 MB, and the anti-diagonal: writing token i of n, the heads' mean weight is largest
   // on source position n-1-i or beside it (the last layer shares the work with the first).
   CHECK(std::filesystem::file_size(path) < 2'000'000);
-  const std::vector<std::int64_t> source = attn::parse_source(config.task, "abcdefgh");
-  std::vector<std::int64_t> target = attn::seq2seq_answer(config.task, source);
+  const std::vector<std::int64_t> source = attn::parse_source(task, "abcdefgh");
+  std::vector<std::int64_t> target = attn::seq2seq_answer(task, source);
   attn::Ids s({1, source.size()}), t({1, target.size()});
   std::copy(source.begin(), source.end(), s.begin());
   t(0, 0) = attn::kStartId;

@@ -9,6 +9,7 @@
 
 #include "base/error.hpp"
 #include "loss.hpp"
+#include "train/trainer.hpp"
 
 using attn::Seq2SeqTask;
 
@@ -101,19 +102,20 @@ TEST_CASE("sampling's options are checked", "[seq2seq][bad-input]") {
 
 TEST_CASE("a short training run lowers the loss, and the same seed gives the same model",
           "[seq2seq][train]") {
-  attn::Seq2SeqTrainConfig c;
+  attn::TrainConfig c;
   c.steps = 30;
   c.task = Seq2SeqTask::sort;
-  attn::Seq2SeqTrainer a(c), b(c);
+  attn::Trainer a(c), b(c);
   double first = 0.0, last = 0.0;
   for (std::size_t i = 0; i < c.steps; ++i) {
-    const attn::Seq2SeqStep s = a.step();
+    const attn::TrainStep s = a.step();
     b.step();
     if (i == 0) first = s.loss;
     last = s.loss;
   }
   CHECK(last < first);
-  attn::Transformer ma = a.model(), mb = b.model();
+  attn::Transformer ma = std::get<attn::Transformer>(a.model()),
+                    mb = std::get<attn::Transformer>(b.model());
   std::vector<float> va, vb;
   attn::visit_parameters(ma, [&](const std::string&, float* d, const attn::Shape& s) {
     va.insert(va.end(), d, d + attn::element_count(s));

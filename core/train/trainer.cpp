@@ -1,0 +1,384 @@
+#include "train/trainer.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "base/heads.hpp"
+#include "gradients.hpp"
+#include "loss.hpp"
+#include "state_dict.hpp"
+
+namespace attn {
+
+namespace {
+
+// The seeded streams of a run, each apart from the others (Rng(seed ^ stream)). The encoder's
+// initial weights come from the seed itself.
+constexpr std::uint64_t kEncoderHeldOutStream = 0x4e1d0ULL;
+constexpr std::uint64_t kEncoderBatchStream = 0xba7c4ULL;
+constexpr std::uint64_t kDropoutStream = 0xd2095ULL;
+constexpr std::uint64_t kSeq2SeqBatchStream = 0x9e3779b97f4a7c15ULL;
+constexpr std::uint64_t kSeq2SeqHeldOutStream = 0xd1b54a32d192ed03ULL;
+constexpr std::uint64_t kSeq2SeqInitStream = 0x94d049bb133111ebULL;
+
+Task encoder_task(const TrainConfig& c) {
+  return std::get<Task>(c.task);
+}
+Seq2SeqTask seq2seq_task(const TrainConfig& c) {
+  return std::get<Seq2SeqTask>(c.task);
+}
+
+std::string norm_word(NormPlacement norm) {
+  return norm == NormPlacement::pre ? "pre" : "post";
+}
+
+// One step's loss on a batch, and the gradient it adds into `grad`.
+struct BatchLoss {
+  double loss = 0.0;
+  std::size_t correct = 0, scored = 0;
+};
+
+BatchLoss batch_loss(const TrainConfig& c, const TokenClassifier& model, TokenClassifier& grad,
+                     Rng& batches, Rng& dropout) {
+  const TaskBatch b = make_task_batch(encoder_task(c), c.sizes, c.batch, batches);
+  const TokenClassifierTape tape = forward(model, b.ids, b.labels, nullptr, &dropout);
+  backward(model, tape, b.labels, grad);
+  return {tape.loss.loss, tape.loss.correct, tape.loss.scored};
+}
+
+BatchLoss batch_loss(const TrainConfig& c, const Transformer& model, Transformer& grad,
+                     Rng& batches, Rng&) {
+  std::vector<Seq2SeqExample> examples;
+  for (std::size_t i = 0; i < c.batch; ++i)
+    examples.push_back(make_example(seq2seq_task(c), batches, Seq2SeqSplit::train));
+  const Seq2SeqBatch b = make_batch(examples);
+  const TransformerTape tape =
+      forward(model, b.source, b.target_input, &b.source_mask, &b.target_mask);
+  const CrossEntropySteps loss = cross_entropy(tape.logits, b.labels);
+  backward(model, tape, cross_entropy_backward(loss, b.labels), grad);
+  return {loss.loss, loss.correct, loss.scored};
+}
+
+}  // namespace
+
+std::string_view task_name(const TrainTask& task) {
+  if (const auto* t = std::get_if<Seq2SeqTask>(&task)) return seq2seq_task_info(*t).name;
+  return task_info(std::get<Task>(task)).name;
+}
+
+bool is_seq2seq(const TrainTask& task) {
+  return std::holds_alternative<Seq2SeqTask>(task);
+}
+
+std::size_t default_steps(const TrainTask& task) {
+  return is_seq2seq(task) ? 4000 : 1000;
+}
+
+void check_train_config(const TrainConfig& c) {
+  const auto refuse = [](const char* subject, const std::string& message) {
+    throw Error(ErrorKind::bad_value, "train", message).about(subject);
+  };
+  for (const auto& [size, subject] :
+       {std::pair{c.layers, "layers"}, std::pair{c.d_model, "d_model"}, std::pair{c.heads, "heads"},
+        std::pair{c.d_ff, "d_ff"}, std::pair{c.steps, "steps"}, std::pair{c.batch, "batch"}})
+    if (size == 0) refuse(subject, fmt::format("<{}> is 0: give at least 1", subject));
+  head_size(c.d_model, c.heads, "train", fmt::format("give <heads> that divides {}", c.d_model));
+  if (!(c.lr > 0.0f) || !std::isfinite(c.lr))
+    refuse("lr",
+           fmt::format("{} is not a learning rate: give a positive number such as 0.003", c.lr));
+  if (!(c.dropout >= 0.0f && c.dropout < 1.0f))
+    refuse("dropout", fmt::format("{} is not a probability of dropping: give 0 (the default) to "
+                                  "below 1, such as 0.1",
+                                  c.dropout));
+  if (!(c.weight_decay >= 0.0f) || !std::isfinite(c.weight_decay))
+    refuse("weight_decay", "the weight decay must be 0 or more, such as 0.01");
+  if (is_seq2seq(c.task)) return;
+  const Task task = encoder_task(c);
+  if (task == Task::masked && c.sizes.vocab != kTextTokens)
+    refuse("vocab", fmt::format("the masked task's {} tokens are fixed (a to z, the space and the "
+                                "mask): leave the vocabulary out",
+                                kTextTokens));
+  if (task != Task::masked && (c.sizes.vocab < 2 || c.sizes.vocab > 26))
+    refuse("vocab",
+           fmt::format("{} tokens: the tasks' tokens are letters, give 2 to 26", c.sizes.vocab));
+  if (c.sizes.tokens < 2)
+    refuse("tokens", fmt::format("{} tokens per sequence: give at least 2", c.sizes.tokens));
+}
+
+MemoryPlan plan_training(const TrainConfig& c) {
+  const Task task = encoder_task(c);
+  const EncoderConfig e = encoder_config(c);
+  const std::size_t parameters =
+      static_cast<std::size_t>(encoder_size(e, true).parameters.value()) +
+      (c.d_model + 1) * task_classes(task, c.sizes);
+  MemoryPlan plan = {{"the weights, gradients and AdamW's moments", {4, parameters}, "  D/L"}};
+  for (std::size_t i = 0; i < c.layers; ++i)
+    append(plan, plan_encoder_layer_tape(e, c.batch, c.sizes.tokens));
+  append(plan, plan_embeddings(e, c.batch, c.sizes.tokens));
+  plan.push_back({"the logits and their gradient",
+                  {2, c.batch, c.sizes.tokens, task_classes(task, c.sizes)},
+                  " B T"});
+  plan.push_back({"the held-out set", {2, c.held_out, c.sizes.tokens}, "  T", 8});
+  if (c.dropout > 0.0f)
+    plan.push_back(
+        {"the dropout masks", {c.layers + 1, c.batch, c.sizes.tokens, c.d_model}, "L B T D"});
+  return plan;
+}
+
+EncoderConfig encoder_config(const TrainConfig& c) {
+  EncoderConfig e;
+  e.hidden_size = c.d_model;
+  e.num_attention_heads = c.heads;
+  e.intermediate_size = c.d_ff;
+  e.num_hidden_layers = c.layers;
+  e.vocab_size = task_vocabulary(encoder_task(c), c.sizes);
+  e.max_position_embeddings = c.sizes.tokens;
+  e.hidden_dropout_prob = c.dropout;
+  e.attention_probs_dropout_prob = 0.0;
+  return e;
+}
+
+TransformerConfig transformer_config(const TrainConfig& c) {
+  const Seq2SeqTask task = seq2seq_task(c);
+  TransformerConfig t;
+  t.source_vocab = source_tokens(task).size();
+  t.target_vocab = target_tokens(task).size();
+  t.source_positions = max_source_length(task);
+  t.target_positions = max_target_length(task) + 1;
+  t.d_model = c.d_model;
+  t.heads = c.heads;
+  t.d_ff = c.d_ff;
+  t.layers = c.layers;
+  t.placement = c.norm;
+  t.fill = MaskFill::seed;
+  return t;
+}
+
+float warmup_cosine(float peak, std::size_t steps, std::size_t step) {
+  const double warm = std::max(1.0, 0.05 * static_cast<double>(steps));
+  const double s = static_cast<double>(step);
+  if (s <= warm) return static_cast<float>(peak * s / warm);
+  const double progress = (s - warm) / std::max(1.0, static_cast<double>(steps) - warm);
+  return static_cast<float>(peak * (0.1 + 0.9 * 0.5 * (1.0 + std::cos(M_PI * progress))));
+}
+
+float learning_rate(const TrainConfig& c, std::size_t step) {
+  return warmup_cosine(c.lr, c.steps, step);
+}
+
+TrainedModel initial_model(const TrainConfig& c) {
+  if (is_seq2seq(c.task)) {
+    Rng init(c.seed ^ kSeq2SeqInitStream);
+    return init_transformer(init, transformer_config(c));
+  }
+  Rng init(c.seed);
+  return init_token_classifier(init, encoder_config(c), c.norm,
+                               task_classes(encoder_task(c), c.sizes));
+}
+
+Trainer::Trainer(const TrainConfig& c)
+    : config_(c),
+      batches_(c.seed ^ (is_seq2seq(c.task) ? kSeq2SeqBatchStream : kEncoderBatchStream)),
+      dropout_(c.seed ^ kDropoutStream) {  // draws nothing while the dropout is 0
+  check_train_config(c);
+  if (!is_seq2seq(c.task)) check_budget("train", plan_training(c));
+  model_ = initial_model(c);
+  grad_ = model_;
+  std::visit(
+      [&](auto& model) {
+        auto& grad = std::get<std::decay_t<decltype(model)>>(grad_);
+        zero_grad(grad);
+        slots_ = parameter_slots(model, grad);
+      },
+      model_);
+  adamw_.weight_decay = c.weight_decay;
+}
+
+TrainStep Trainer::step() {
+  const BatchLoss b = std::visit(
+      [&](auto& model) {
+        auto& grad = std::get<std::decay_t<decltype(model)>>(grad_);
+        zero_grad(grad);
+        return batch_loss(config_, model, grad, batches_, dropout_);
+      },
+      model_);
+  ++done_;
+  adamw_.lr = learning_rate(config_, done_);
+  adamw_.step(slots_);
+  return {done_, b.loss,
+          static_cast<double>(b.correct) / static_cast<double>(std::max<std::size_t>(1, b.scored)),
+          adamw_.lr};
+}
+
+TrainedModel train(const TrainConfig& c, const std::function<void(const TrainStep&)>& on_step) {
+  Trainer trainer(c);
+  for (std::size_t step = 1; step <= c.steps; ++step) {
+    const TrainStep s = trainer.step();
+    if (on_step) on_step(s);
+  }
+  return trainer.model();
+}
+
+TaskBatch held_out_set(const TrainConfig& c) {
+  Rng rng(c.seed ^ kEncoderHeldOutStream);
+  return make_task_batch(encoder_task(c), c.sizes, c.held_out, rng, TaskSplit::held_out);
+}
+
+std::vector<Seq2SeqExample> held_out_examples(const TrainConfig& c) {
+  Rng rng(c.seed ^ kSeq2SeqHeldOutStream);
+  std::vector<Seq2SeqExample> out;
+  for (std::size_t i = 0; i < c.held_out; ++i)
+    out.push_back(make_example(seq2seq_task(c), rng, Seq2SeqSplit::held_out));
+  return out;
+}
+
+std::string training_record_json(const TrainingRecord& r) {
+  nlohmann::ordered_json training = {{"steps", r.steps},
+                                     {"batch", r.batch},
+                                     {"lr", r.lr},
+                                     {"weight_decay", r.weight_decay},
+                                     {"dropout", r.dropout},
+                                     {"seed", r.seed},
+                                     {"held_out", r.held_out},
+                                     {"optimizer", "AdamW"},
+                                     {"schedule", "5% warm-up, cosine"}};
+  for (const auto& [name, value] : r.results)
+    training[name] = value;
+  return training.dump();
+}
+
+Metadata checkpoint_metadata(const TrainConfig& c, const HeldOutResults& held_out) {
+  nlohmann::ordered_json model;
+  if (is_seq2seq(c.task)) {
+    const TransformerConfig t = transformer_config(c);
+    model = {{"kind", "transformer"},
+             {"task", std::string(task_name(c.task))},
+             {"source_vocab", t.source_vocab},
+             {"target_vocab", t.target_vocab},
+             {"source_positions", t.source_positions},
+             {"target_positions", t.target_positions}};
+  } else {
+    model = {{"task", std::string(task_name(c.task))},
+             {"vocab", c.sizes.vocab},
+             {"tokens", c.sizes.tokens},
+             {"classes", task_classes(encoder_task(c), c.sizes)}};
+  }
+  model["layers"] = c.layers;
+  model["d_model"] = c.d_model;
+  model["heads"] = c.heads;
+  model["d_ff"] = c.d_ff;
+  model["norm"] = norm_word(c.norm);
+  const TrainingRecord record{c.steps,   c.batch, c.lr,       c.weight_decay,
+                              c.dropout, c.seed,  c.held_out, held_out};
+  return {{"attn_model", model.dump()}, {"attn_training", training_record_json(record)}};
+}
+
+TrainConfig train_config_from_metadata(const Metadata& metadata, std::string_view name) {
+  const auto damaged = [&](const std::string& why) {
+    return Error(ErrorKind::bad_file, "checkpoint",
+                 fmt::format("'{}' is not a checkpoint of attn train: {}", name, why))
+        .about("checkpoint");
+  };
+  const auto it = metadata.find("attn_model");
+  if (it == metadata.end()) throw damaged("its metadata has no attn_model");
+  const nlohmann::json m = nlohmann::json::parse(it->second, nullptr, false);
+  if (!m.is_object()) throw damaged("its attn_model is not a JSON object");
+  const auto size = [&](const char* key) -> std::size_t {
+    if (!m.contains(key) || !m[key].is_number_unsigned())
+      throw damaged(fmt::format("attn_model has no whole number \"{}\"", key));
+    return m[key].get<std::size_t>();
+  };
+  TrainConfig c;
+  const std::string task = m.value("task", std::string());
+  const bool seq2seq = m.value("kind", std::string()) == "transformer";
+  if (seq2seq) {
+    const auto known = seq2seq_task_named(task);
+    if (!known) throw damaged(fmt::format("its task '{}' is not one attn knows", task));
+    c.task = *known;
+  } else {
+    const auto known = task_named(task);
+    if (!known) throw damaged(fmt::format("its task '{}' is not one attn knows", task));
+    c.task = *known;
+    c.sizes = {size("vocab"), size("tokens")};
+  }
+  c.layers = size("layers");
+  c.d_model = size("d_model");
+  c.heads = size("heads");
+  c.d_ff = size("d_ff");
+  c.norm = m.value("norm", std::string("pre")) == "post" ? NormPlacement::post : NormPlacement::pre;
+  try {
+    check_train_config(c);
+  } catch (const Error& e) {
+    throw damaged(e.detail());
+  }
+  if (seq2seq) {
+    const TransformerConfig expected = transformer_config(c);
+    if (size("source_vocab") != expected.source_vocab ||
+        size("target_vocab") != expected.target_vocab ||
+        size("source_positions") != expected.source_positions ||
+        size("target_positions") != expected.target_positions)
+      throw damaged("its vocabularies or positions do not fit its task");
+  } else if (size("classes") != task_classes(encoder_task(c), c.sizes)) {
+    throw damaged("its classes do not fit its task");
+  }
+  return c;
+}
+
+namespace {
+constexpr const char* kSourcePe = "source_positional_encoding.pe";
+constexpr const char* kTargetPe = "target_positional_encoding.pe";
+
+Array pe_buffer(const Tensor2& table) {
+  return make_float32({1, table.shape(0), table.shape(1)},
+                      std::vector<float>(table.begin(), table.end()));
+}
+}  // namespace
+
+StateDict checkpoint_state_dict(TrainedModel& model) {
+  if (auto* t = std::get_if<Transformer>(&model)) {
+    StateDict out = collect_state_dict(*t);
+    out[kSourcePe] = pe_buffer(t->source_pe);
+    out[kTargetPe] = pe_buffer(t->target_pe);
+    return out;
+  }
+  return collect_state_dict(std::get<TokenClassifier>(model));
+}
+
+TrainedModel model_from_checkpoint(const TrainConfig& c, const StateDict& weights,
+                                   std::string_view name) {
+  TrainedModel model = initial_model(c);  // the shapes; every value is replaced below
+  if (auto* t = std::get_if<Transformer>(&model)) {
+    StateDict parameters = weights;
+    for (const char* key : {kSourcePe, kTargetPe}) {
+      const Tensor2& table = key == kSourcePe ? t->source_pe : t->target_pe;
+      const auto it = parameters.find(key);
+      if (it == parameters.end() || it->second.shape != Shape{1, table.shape(0), table.shape(1)})
+        throw Error(
+            ErrorKind::bad_file, "checkpoint",
+            fmt::format("'{}' has no {} of shape (1, {}, {}): save it again with attn train", name,
+                        key, table.shape(0), table.shape(1)))
+            .about("checkpoint");
+      parameters.erase(it);
+    }
+    load_state_dict(*t, describe_transformer(t->config), parameters, name);
+    return model;
+  }
+  visit_parameters(std::get<TokenClassifier>(model),
+                   [&](const std::string& key, float* data, const Shape& shape) {
+                     const auto it = weights.find(key);
+                     if (it == weights.end() || it->second.shape != shape)
+                       throw Error(ErrorKind::bad_file, "checkpoint",
+                                   fmt::format("'{}' has no {} of shape {}: it does not fit its "
+                                               "own metadata",
+                                               name, key, shape_string(shape)))
+                           .about("checkpoint");
+                     const std::vector<float> values = to_float_vector(it->second);
+                     std::copy(values.begin(), values.end(), data);
+                   });
+  return model;
+}
+
+}  // namespace attn
