@@ -32,7 +32,7 @@ void use_checkpoint(AttentionCliOptions& o, const CLI::App& app) {
       "attention");
   if (!a) {
     if (app.count("--head") > 0)
-      throw Error("attention",
+      throw Error(ErrorKind::bad_value, "attention",
                   "--head picks a trained model's head: add --checkpoint reverse "
                   "(or another checkpoint), or drop --head")
           .about("head");

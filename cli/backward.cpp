@@ -26,12 +26,13 @@ struct BackwardCliOptions {
 void refuse_model_options(const CLI::App& sub) {
   for (const char* name : {"--weights", "--grad-output"})
     if (sub.count(name) > 0)
-      throw Error("backward", fmt::format("{} is for `attn backward --model NAME`: add --model "
-                                          "(e.g. multi-head), or drop {}",
-                                          name, name))
+      throw Error(ErrorKind::bad_value, "backward",
+                  fmt::format("{} is for `attn backward --model NAME`: add --model "
+                              "(e.g. multi-head), or drop {}",
+                              name, name))
           .about(std::string(name).substr(2));
   if (any_model_option(sub))
-    throw Error("backward",
+    throw Error(ErrorKind::bad_value, "backward",
                 "the model's sizes and variants are for `attn backward --model NAME`: "
                 "add --model (e.g. multi-head), or drop them")
         .about("model");

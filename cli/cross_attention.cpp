@@ -28,7 +28,7 @@ void use_checkpoint(CrossAttentionCliOptions& o, const CLI::App& app) {
   if (o.checkpoint.empty()) {
     for (const char* name : {"--text", "--layer"})
       if (app.count(name) > 0)
-        throw Error("cross-attention",
+        throw Error(ErrorKind::bad_value, "cross-attention",
                     fmt::format("{} reads a trained encoder-decoder: add --checkpoint {}, or "
                                 "drop {}",
                                 name, kShippedSeq2Seq, name))
@@ -38,7 +38,7 @@ void use_checkpoint(CrossAttentionCliOptions& o, const CLI::App& app) {
   for (const char* name : {"--seed", "--batch", "--seq", "--d-model", "--input", "--heads",
                            "--source-seq", "--source-lengths", "--fill"})
     if (app.count(name) > 0)
-      throw Error("cross-attention",
+      throw Error(ErrorKind::bad_value, "cross-attention",
                   fmt::format("a checkpoint brings its own model, source and answer: drop {} "
                               "(the sizes and the inputs come from it)",
                               name))

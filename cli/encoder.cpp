@@ -88,7 +88,8 @@ std::vector<std::vector<std::int64_t>> read_ids_file(const std::string& path,
 // An option that the chosen mode does not use is refused, never ignored.
 void refuse_unused(const CLI::Option* option, bool used, std::string_view why) {
   if (option == nullptr || option->count() == 0 || used) return;
-  throw Error("encoder", std::string(why)).about(option->get_name().substr(2));
+  throw Error(ErrorKind::bad_value, "encoder", std::string(why))
+      .about(option->get_name().substr(2));
 }
 
 // --checkpoint: the model, its weights and its task from a checkpoint of attn train; --text is
@@ -142,7 +143,7 @@ void run(EncoderCliOptions& o, Context& context) {
                              o.no_embeddings || !o.ids.empty() || !o.ids_file.empty() ||
                              !o.vocab.empty();
     if (other_model)
-      throw Error("encoder",
+      throw Error(ErrorKind::bad_value, "encoder",
                   "a checkpoint brings its own model, weights and letters: drop --config, the "
                   "sizes, --weights, --ids, --ids-file, --vocab and --no-embeddings, and give "
                   "--text in the task's letters")
@@ -164,7 +165,9 @@ void run(EncoderCliOptions& o, Context& context) {
   l.embeddings = !o.no_embeddings;
 
   const int sources = !o.text.empty() + !o.ids.empty() + !o.ids_file.empty();
-  if (sources > 1) throw Error("encoder", "give one of --text, --ids and --ids-file").about("ids");
+  if (sources > 1)
+    throw Error(ErrorKind::bad_value, "encoder", "give one of --text, --ids and --ids-file")
+        .about("ids");
   const bool text_input = !o.no_embeddings && o.ids.empty() && o.ids_file.empty();
   refuse_unused(o.batch_option, o.no_embeddings,
                 "only --no-embeddings uses it (B of the random hidden states): drop it, or add "
@@ -180,7 +183,7 @@ void run(EncoderCliOptions& o, Context& context) {
   if (o.no_embeddings) {
     if (sources > 0) {
       throw Error(
-          "encoder",
+          ErrorKind::bad_value, "encoder",
           "without embeddings the input is hidden states: drop --text/--ids, or pass --input X.npy "
           "of shape (B, T, D)")
           .about("no_embeddings");
@@ -199,7 +202,7 @@ void run(EncoderCliOptions& o, Context& context) {
   } else {
     if (!o.input.empty()) {
       throw Error(
-          "encoder",
+          ErrorKind::bad_value, "encoder",
           "--input takes hidden states, which skip the embeddings: add --no-embeddings, or give "
           "tokens with --text or --ids")
           .about("input");
@@ -214,7 +217,7 @@ void run(EncoderCliOptions& o, Context& context) {
       const std::string text = o.text.empty() ? "time flies like an arrow" : o.text;
       if (std::size_t bad = 0; !is_valid_utf8(text, &bad)) {
         throw Error(
-            "encoder",
+            ErrorKind::bad_value, "encoder",
             fmt::format("the text is not valid UTF-8: byte {:#04x} at offset {} does not start a "
                         "UTF-8 character; pass UTF-8 text (a terminal with LANG=C.UTF-8 sends it)",
                         static_cast<unsigned char>(text[bad]), bad))
@@ -232,7 +235,7 @@ void run(EncoderCliOptions& o, Context& context) {
       const Encoding encoding = encode(text, vocab, o.add_special_tokens);
       if (encoding.ids.empty()) {
         throw Error(
-            "encoder",
+            ErrorKind::bad_value, "encoder",
             "the text has no tokens: it is only spaces and control characters; give some words, "
             "e.g. --text \"time flies like an arrow\"")
             .about("text");

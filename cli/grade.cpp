@@ -78,22 +78,23 @@ void add_grade_options(CLI::App& sub, GradeCliOptions& o) {
 void check_report_path(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
-    throw Error("grade", fmt::format("'{}' is a folder: give a file name, e.g. {}/results.json",
-                                     printable(path), printable(path)))
+    throw Error(ErrorKind::bad_file, "grade",
+                fmt::format("'{}' is a folder: give a file name, e.g. {}/results.json",
+                            printable(path), printable(path)))
         .about("output");
   }
   const fs::path parent =
       fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
   if (fs::exists(parent, ec) && !fs::is_directory(parent, ec)) {
     throw Error(
-        "grade",
+        ErrorKind::bad_file, "grade",
         fmt::format("cannot write '{}': '{}' is a file, not a directory; choose another path",
                     printable(path), printable(parent.string())))
         .about("output");
   }
   if (!fs::is_directory(parent, ec)) {
     throw Error(
-        "grade",
+        ErrorKind::bad_file, "grade",
         fmt::format(
             "cannot write '{}': the directory '{}' does not exist; create it first or choose "
             "another path",
@@ -101,8 +102,9 @@ void check_report_path(const std::string& path) {
         .about("output");
   }
   if (::access(parent.c_str(), W_OK) != 0) {
-    throw Error("grade", fmt::format("cannot write '{}': {}; choose a writable directory",
-                                     printable(path), std::strerror(errno)))
+    throw Error(ErrorKind::write_failed, "grade",
+                fmt::format("cannot write '{}': {}; choose a writable directory", printable(path),
+                            std::strerror(errno)))
         .about("output");
   }
 }
@@ -263,7 +265,9 @@ void setup(CLI::App& app, Context& context) {
     const std::vector<Exercise> all = find_exercises(tree);
     const Exercise& exercise = exercise_named(all, *h, "");
     const std::vector<std::string> hints = read_hints(exercise);
-    if (hints.empty()) throw Error("hint", fmt::format("{} has no hints.md", exercise.label()));
+    if (hints.empty())
+      throw Error(ErrorKind::bad_value, "hint",
+                  fmt::format("{} has no hints.md", exercise.label()));
     Progress progress = load_progress(tree);
     int& seen = progress.hints_seen[exercise.lesson];
     const int total = static_cast<int>(hints.size());
@@ -298,7 +302,7 @@ void setup(CLI::App& app, Context& context) {
   assignments->require_subcommand(0, 1);
   assignments->callback([assignments] {
     if (assignments->get_subcommands().empty()) {
-      throw Error("assignments",
+      throw Error(ErrorKind::bad_value, "assignments",
                   "give a subcommand: `attn assignments release --out DIR` writes the student "
                   "tree, `--grader DIR` the autograder");
     }

@@ -230,7 +230,7 @@ std::vector<std::int64_t> parse_ids(const std::string& text, std::size_t vocab_s
     const bool digits = !item.empty() && item.find_first_not_of("0123456789") == std::string::npos;
     if (!digits || (ec != std::errc() && ec != std::errc::result_out_of_range) ||
         ptr != item.data() + item.size()) {
-      throw Error("parse_ids",
+      throw Error(ErrorKind::bad_value, "parse_ids",
                   fmt::format("'{}' is not a list of ids: give whole numbers from 0 separated by "
                               "commas, e.g. --ids 2051,10029,2066",
                               printable(text)))
@@ -238,7 +238,7 @@ std::vector<std::int64_t> parse_ids(const std::string& text, std::size_t vocab_s
     }
     if (ec == std::errc::result_out_of_range || id >= vocab_size) {
       throw Error(
-          "parse_ids",
+          ErrorKind::bad_value, "parse_ids",
           fmt::format("the id {} is outside the vocabulary (0 to {}): use ids below vocab_size {}",
                       item, vocab_size - 1, vocab_size))
           .about("ids");
@@ -298,17 +298,19 @@ std::optional<lessons::TrainedAttention> checkpoint_attention(
   if (o.checkpoint.empty()) {
     for (const char* name : {"--text", "--layer"})
       if (app.count(name) > 0)
-        throw Error(command, fmt::format("{} reads a trained model's tokens: add --checkpoint "
-                                         "reverse (or another checkpoint), or drop {}",
-                                         name, name))
+        throw Error(ErrorKind::bad_value, command,
+                    fmt::format("{} reads a trained model's tokens: add --checkpoint "
+                                "reverse (or another checkpoint), or drop {}",
+                                name, name))
             .about(std::string(name).substr(2));
     return {};
   }
   for (const std::string& name : replaced)
     if (app.count(name) > 0)
-      throw Error(command, fmt::format("a checkpoint brings its own model, weights and input: "
-                                       "drop {} (the sizes, --input and --weights come from it)",
-                                       name))
+      throw Error(ErrorKind::bad_value, command,
+                  fmt::format("a checkpoint brings its own model, weights and input: "
+                              "drop {} (the sizes, --input and --weights come from it)",
+                              name))
           .about(name.substr(2));
   const TrainedCheckpoint c = load_encoder_checkpoint(o.checkpoint);
   return lessons::trained_attention(std::get<TokenClassifier>(c.model), c.config,

@@ -91,7 +91,8 @@ const lessons::ModelInfo& find_model(const std::string& name, std::string_view c
   const auto it = std::find_if(all.begin(), all.end(),
                                [&](const lessons::ModelInfo* m) { return m->name == name; });
   if (it == all.end()) {
-    throw Error(command, fmt::format("unknown model '{}': use {}", printable(name), model_names()))
+    throw Error(ErrorKind::bad_value, command,
+                fmt::format("unknown model '{}': use {}", printable(name), model_names()))
         .about("model");
   }
   return **it;
@@ -106,8 +107,9 @@ void refuse_other_options(const CLI::App& app, const lessons::ModelInfo& model,
     for (const auto& [other, spelt] : kModelOptions)
       if (std::find(model.takes.begin(), model.takes.end(), other) != model.takes.end())
         takes.emplace_back(spelt);
-    throw Error(command, fmt::format("`attn {} {}` does not take it: it takes {}", usage,
-                                     model.name, or_list(takes, "and")))
+    throw Error(ErrorKind::bad_value, command,
+                fmt::format("`attn {} {}` does not take it: it takes {}", usage, model.name,
+                            or_list(takes, "and")))
         .about(std::string(name));
   }
 }

@@ -57,7 +57,7 @@ void setup(CLI::App& app, Context& context) {
   sub->callback([o, sub, &context] {
     if (o->lesson.variant == "compare" && !o->cli.output.save_weights.empty()) {
       throw Error(
-          "multi_head",
+          ErrorKind::bad_value, "multi_head",
           "the compare view runs four models with different state_dicts: add --variant narrow, "
           "wide, book or fused")
           .about("save_weights");

@@ -270,7 +270,7 @@ std::vector<std::size_t> parse_size_list(const std::string& text, std::string_vi
     std::size_t value = 0;
     const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
     if (item.empty() || ec != std::errc() || ptr != item.data() + item.size() || value == 0) {
-      throw Error("parse_size_list",
+      throw Error(ErrorKind::bad_value, "parse_size_list",
                   fmt::format("'{}' is not a list of sizes: give whole numbers of at least 1 "
                               "separated by commas, e.g. {} 3,5",
                               printable(text), option))

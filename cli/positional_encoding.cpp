@@ -21,13 +21,13 @@ struct PositionalEncodingCliOptions {
 void run(PositionalEncodingCliOptions& o, Context& context) {
   if (o.lesson.kind == "sinusoidal" && !o.weights.empty()) {
     throw Error(
-        "positional_encoding",
+        ErrorKind::bad_value, "positional_encoding",
         "the sinusoidal table is computed, not learned, so there are no weights to load: add --kind learned")
         .about("weights");
   }
   if (o.lesson.kind == "sinusoidal" && !o.cli.output.save_weights.empty()) {
     throw Error(
-        "positional_encoding",
+        ErrorKind::bad_value, "positional_encoding",
         "the sinusoidal table is computed, not learned, so there are no weights to save: add --kind learned, "
         "or --save DIR to keep the table as pe.npy")
         .about("save_weights");

@@ -72,7 +72,7 @@ std::string json_document(const SummaryCliOptions& o, const lessons::ModelDescri
 int run_summary(SummaryCliOptions& o, const CLI::App& sub) {
   if (o.model.empty()) {
     throw Error(
-        "summary",
+        ErrorKind::bad_value, "summary",
         fmt::format("give a model, e.g. `attn summary multi-head`; the models: {}", model_names()))
         .about("model");
   }

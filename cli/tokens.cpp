@@ -22,7 +22,7 @@ struct TokensCliOptions {
 void run(TokensCliOptions& o, Context& context) {
   if (!o.weights.empty() && o.width_option->count() > 0) {
     throw Error(
-        "tokens",
+        ErrorKind::bad_value, "tokens",
         "--d-model and --weights exclude each other: the table in --weights sets D, so drop --d-model")
         .about("d_model");
   }

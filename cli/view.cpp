@@ -38,7 +38,7 @@ struct ViewCliOptions {
 };
 
 [[noreturn]] void refuse(std::string_view option, const std::string& message) {
-  throw Error("view", message).about(std::string(option));
+  throw Error(ErrorKind::bad_value, "view", message).about(std::string(option));
 }
 
 // The book's encoder (--config, default tiny) on --text (and --pair), random or --weights.

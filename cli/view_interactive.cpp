@@ -39,7 +39,7 @@ class RawTerminal {
  public:
   RawTerminal() {
     if (tcgetattr(STDIN_FILENO, &g_saved) != 0)
-      throw Error("view",
+      throw Error(ErrorKind::bad_value, "view",
                   "cannot read the terminal's settings: run it in a terminal, or drop "
                   "--interactive")
           .about("interactive");
@@ -145,7 +145,7 @@ std::string frame(const AttentionView& v, const InteractiveStart& at, int shown_
 int run_interactive(const AttentionView& view, const InteractiveStart& start,
                     render::ViewStyle style) {
   if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
-    throw Error("view",
+    throw Error(ErrorKind::bad_value, "view",
                 fmt::format("--interactive needs a terminal, and {} is not one: drop "
                             "--interactive to print the view, or --export FILE.html for a page "
                             "to explore",

@@ -16,7 +16,7 @@ AttentionSteps scaled_dot_product_attention(const Tensor3& queries, const Tensor
   if (keys.shape(0) != queries.shape(0) || keys.shape(2) != queries.shape(2) ||
       values.shape(0) != keys.shape(0) || values.shape(1) != keys.shape(1)) {
     throw Error(
-        "scaled_dot_product_attention",
+        ErrorKind::bad_size, "scaled_dot_product_attention",
         fmt::format(
             "queries {}, keys {} and values {} do not fit: expected (B,T,hs), (B,S,hs), (B,S,hv)",
             shape_string_of(queries), shape_string_of(keys), shape_string_of(values)));
@@ -30,7 +30,7 @@ AttentionSteps scaled_dot_product_attention(const Tensor3& queries, const Tensor
   s.scaled_scores = s.scores / std::sqrt(static_cast<float>(keys.shape(2)));
   if (mask != nullptr) {
     if (mask->shape() != s.scaled_scores.shape()) {
-      throw Error("scaled_dot_product_attention",
+      throw Error(ErrorKind::bad_size, "scaled_dot_product_attention",
                   fmt::format("mask {} does not fit scores {}", shape_string_of(*mask),
                               shape_string_of(s.scaled_scores)));
     }
@@ -44,7 +44,7 @@ AttentionSteps scaled_dot_product_attention(const Tensor3& queries, const Tensor
 AttentionGradients scaled_dot_product_attention_backward(const AttentionSteps& s,
                                                          const Tensor3& d_output) {
   if (d_output.shape() != s.output.shape()) {
-    throw Error("scaled_dot_product_attention_backward",
+    throw Error(ErrorKind::bad_size, "scaled_dot_product_attention_backward",
                 fmt::format("d_output {} does not fit the output {}", shape_string_of(d_output),
                             shape_string_of(s.output)));
   }
@@ -60,7 +60,7 @@ AttentionGradients attention_backward(const Tensor3& queries, const Tensor3& key
   Tensor3 d_masked = softmax_backward(weights, d_weights);
   if (keep != nullptr) {
     if (keep->shape() != d_masked.shape())
-      throw Error("attention_backward",
+      throw Error(ErrorKind::bad_size, "attention_backward",
                   fmt::format("keep {} does not fit the weights {}", shape_string_of(*keep),
                               shape_string_of(d_masked)));
     for (std::size_t i = 0; i < d_masked.size(); ++i)
@@ -355,8 +355,9 @@ Array target_causal_mask(const std::vector<std::size_t>& lengths, std::size_t to
 
 void apply_mask(const ScoreMask& mask, Tensor3& scores) {
   if (mask.keep.size() != scores.size())
-    throw Error("apply_mask", fmt::format("a mask {} for scores {}", shape_string_of(mask.keep),
-                                          shape_string_of(scores)));
+    throw Error(ErrorKind::bad_size, "apply_mask",
+                fmt::format("a mask {} for scores {}", shape_string_of(mask.keep),
+                            shape_string_of(scores)));
   const float fill = fill_value(mask.fill);
   for (std::size_t i = 0; i < scores.size(); ++i)
     if (mask.keep.data()[i] == 0.0f) scores.data()[i] = fill;

@@ -36,7 +36,7 @@ void fill(AttentionView& view, const std::vector<const MultiHeadSteps*>& steps) 
 
 void check_labels(const AttentionView& view) {
   if (view.rows.size() != view.weights.shape(2) || view.columns.size() != view.weights.shape(3))
-    throw Error("attention_view",
+    throw Error(ErrorKind::bad_size, "attention_view",
                 fmt::format("{} and {} token labels for a {} x {} view", view.rows.size(),
                             view.columns.size(), view.weights.shape(2), view.weights.shape(3)));
 }
@@ -46,7 +46,8 @@ void check_labels(const AttentionView& view) {
 AttentionView encoder_view(const Encoder& encoder, const Ids& ids, std::vector<std::string> tokens,
                            std::string model) {
   if (ids.shape(0) != 1 || encoder.layers.empty())
-    throw Error("encoder_view", "a view shows one sequence through at least one layer");
+    throw Error(ErrorKind::bad_value, "encoder_view",
+                "a view shows one sequence through at least one layer");
   const EncoderTape tape = forward_tape(encoder, ids);
   AttentionView view;
   view.model = std::move(model);
@@ -65,7 +66,7 @@ AttentionView transformer_view(const Transformer& model, const Ids& source, cons
                                ViewPart part, std::vector<std::string> source_tokens,
                                std::vector<std::string> target_tokens, std::string name) {
   if (source.shape(0) != 1 || target.shape(0) != 1)
-    throw Error("transformer_view", "a view shows one source and one target");
+    throw Error(ErrorKind::bad_value, "transformer_view", "a view shows one source and one target");
   const Array causal = target_causal_mask({target.shape(1)}, target.shape(1));
   const TransformerTape tape = forward(model, source, target, nullptr, &causal);
   AttentionView view;

@@ -35,14 +35,14 @@ MemoryPlan plan_dot_product_attention_float64(std::size_t batch, std::size_t tok
 
 Tensor3 permute_tokens(const Tensor3& x, const std::vector<std::size_t>& order) {
   if (order.size() != x.shape(1)) {
-    throw Error("permute_tokens",
+    throw Error(ErrorKind::bad_size, "permute_tokens",
                 fmt::format("order has {} entries for x {}", order.size(), shape_string_of(x)));
   }
   Tensor3 out(x.shape());
   for (std::size_t b = 0; b < x.shape(0); ++b)
     for (std::size_t i = 0; i < x.shape(1); ++i) {
       if (order[i] >= x.shape(1)) {
-        throw Error("permute_tokens",
+        throw Error(ErrorKind::bad_size, "permute_tokens",
                     fmt::format("order[{}] = {} is past T = {}", i, order[i], x.shape(1)));
       }
       for (std::size_t d = 0; d < x.shape(2); ++d)

@@ -14,7 +14,8 @@ Tensor3 dropout_scale(Rng& rng, const Shape& shape, float p) {
                 fmt::format("p = {} is not a probability of dropping in [0, 1)", p))
         .about("dropout");
   }
-  if (shape.size() != 3) throw Error("dropout", "the scale is for a (B,T,D) tensor");
+  if (shape.size() != 3)
+    throw Error(ErrorKind::bad_size, "dropout", "the scale is for a (B,T,D) tensor");
   Tensor3 scale = xt::ones<float>({shape[0], shape[1], shape[2]});
   if (p == 0.0f) return scale;
   const float kept = 1.0f / (1.0f - p);  // torch: input * mask / (1 - p), mask ~ Bernoulli(1 - p)
@@ -25,8 +26,9 @@ Tensor3 dropout_scale(Rng& rng, const Shape& shape, float p) {
 
 DropoutSteps dropout(const Tensor3& x, Tensor3 scale) {
   if (scale.shape() != x.shape()) {
-    throw Error("dropout", fmt::format("the scale {} does not fit x {}", shape_string_of(scale),
-                                       shape_string_of(x)));
+    throw Error(
+        ErrorKind::bad_size, "dropout",
+        fmt::format("the scale {} does not fit x {}", shape_string_of(scale), shape_string_of(x)));
   }
   DropoutSteps s{std::move(scale), Tensor3(x.shape())};
   for (std::size_t i = 0; i < x.size(); ++i)
@@ -40,7 +42,7 @@ DropoutSteps dropout(Rng& rng, const Tensor3& x, float p) {
 
 Tensor3 dropout_backward(const DropoutSteps& steps, const Tensor3& d_output) {
   if (d_output.shape() != steps.scale.shape()) {
-    throw Error("dropout_backward",
+    throw Error(ErrorKind::bad_size, "dropout_backward",
                 fmt::format("dY {} does not fit the steps' {}", shape_string_of(d_output),
                             shape_string_of(steps.scale)));
   }

@@ -37,7 +37,7 @@ Tensor3 forward(const Embedding& layer, const Ids& ids) {
   const std::size_t rows = layer.weight.shape(0), width = layer.weight.shape(1);
   std::size_t position = 0;
   if (const auto bad = first_id_out_of_range(ids, rows, &position)) {
-    throw Error("embedding",
+    throw Error(ErrorKind::bad_value, "embedding",
                 fmt::format("id {} (sequence {}, token {}) is outside the table's {} rows: ids "
                             "must be 0..{}",
                             *bad, position / ids.shape(1), position % ids.shape(1), rows,
@@ -76,13 +76,13 @@ void backward(const Embedding& layer, const Ids& ids, const Tensor3& d_output, E
   const std::size_t rows = layer.weight.shape(0), width = layer.weight.shape(1);
   if (d_output.shape(0) != ids.shape(0) || d_output.shape(1) != ids.shape(1) ||
       d_output.shape(2) != width || grad.weight.shape() != layer.weight.shape()) {
-    throw Error("embedding_backward",
+    throw Error(ErrorKind::bad_size, "embedding_backward",
                 fmt::format("d_output {} or the gradient does not fit ids {} and weight {}",
                             shape_string_of(d_output), shape_string_of(ids),
                             shape_string_of(layer.weight)));
   }
   if (std::size_t at = 0; first_id_out_of_range(ids, rows, &at))
-    throw Error("embedding_backward",
+    throw Error(ErrorKind::bad_value, "embedding_backward",
                 fmt::format("id {} is outside 0..{}", ids.data()[at], rows - 1));
   for (std::size_t i = 0; i < ids.size(); ++i) {
     const auto row = static_cast<std::size_t>(ids.data()[i]);

@@ -225,7 +225,7 @@ EmbeddingsSteps forward(const Embeddings& e, const Ids& ids, Rng* dropout) {
                     positions = e.position_embeddings.weight.shape(0);
   if (tokens > positions) {
     throw Error(
-        "Embeddings",
+        ErrorKind::bad_size, "Embeddings",
         fmt::format("{} tokens but only {} positions (max_position_embeddings): use at most {} "
                     "tokens",
                     tokens, positions, positions));
@@ -384,7 +384,8 @@ std::vector<LayerInfo> trace_encoder(const EncoderConfig& config, bool with_embe
 EncoderTape forward_tape(const Encoder& encoder, const Ids& ids, const Tensor3* mask,
                          Rng* dropout) {
   if (!encoder.with_embeddings)
-    throw Error("encoder", "this encoder has no embeddings: give it hidden states, not ids");
+    throw Error(ErrorKind::bad_value, "encoder",
+                "this encoder has no embeddings: give it hidden states, not ids");
   EncoderTape tape;
   tape.ids = ids;
   tape.embeddings = forward(encoder.embeddings, ids, dropout);
@@ -396,7 +397,7 @@ EncoderTape forward_tape(const Encoder& encoder, const Ids& ids, const Tensor3* 
 EncoderTape forward_tape(const Encoder& encoder, const Tensor3& x, const Tensor3* mask,
                          Rng* dropout) {
   if (encoder.layers.empty())
-    throw Error("encoder", "an encoder without layers has nothing to run");
+    throw Error(ErrorKind::bad_value, "encoder", "an encoder without layers has nothing to run");
   EncoderTape tape;
   for (const EncoderLayer& layer : encoder.layers)
     tape.layers.push_back(

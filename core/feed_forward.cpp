@@ -71,7 +71,7 @@ FeedForward init_feed_forward(Rng& rng, FeedForwardVariant variant, std::size_t 
 Module describe_feed_forward(FeedForwardVariant variant, std::size_t d_model, std::size_t d_ff,
                              std::string name) {
   if (d_model == 0 || d_ff == 0) {
-    throw Error("feed_forward",
+    throw Error(ErrorKind::bad_size, "feed_forward",
                 fmt::format("D = {} and F = {}: both sizes must be at least 1", d_model, d_ff));
   }
   switch (variant) {
@@ -130,7 +130,7 @@ void scale_by(Tensor3& t, const Tensor3& scale) {
 FeedForwardSteps forward_scaled(const FeedForward& layer, const Tensor3& x, Tensor3 scale) {
   const std::size_t d_model = layer.linear_1.weight.shape(1);
   if (x.shape(2) != d_model) {
-    throw Error("feed_forward",
+    throw Error(ErrorKind::bad_size, "feed_forward",
                 fmt::format("x {} does not fit a block of width D = {}: the last axis must be {}",
                             shape_string_of(x), d_model, d_model));
   }
@@ -178,7 +178,7 @@ FeedForwardSteps forward(const FeedForward& layer, const Tensor3& x, const Tenso
   const Shape expected = dropout_shape(layer, x);
   if (dropout_scale.shape(0) != expected[0] || dropout_scale.shape(1) != expected[1] ||
       dropout_scale.shape(2) != expected[2]) {
-    throw Error("feed_forward",
+    throw Error(ErrorKind::bad_size, "feed_forward",
                 fmt::format("the dropout scale {} does not fit {}", shape_string_of(dropout_scale),
                             shape_string(expected)));
   }
@@ -187,8 +187,9 @@ FeedForwardSteps forward(const FeedForward& layer, const Tensor3& x, const Tenso
 
 Tensor3 gelu_backward(const Tensor3& x, const Tensor3& d_output, GeluApproximation approximate) {
   if (x.shape() != d_output.shape())
-    throw Error("gelu_backward", fmt::format("x {} and d_output {} differ in shape",
-                                             shape_string_of(x), shape_string_of(d_output)));
+    throw Error(ErrorKind::bad_size, "gelu_backward",
+                fmt::format("x {} and d_output {} differ in shape", shape_string_of(x),
+                            shape_string_of(d_output)));
   Tensor3 d_x(x.shape());
   if (approximate == GeluApproximation::none) {
     gelu_erf_backward(x.data(), d_output.data(), d_x.data(), x.size());
@@ -207,8 +208,9 @@ Tensor3 gelu_backward(const Tensor3& x, const Tensor3& d_output, GeluApproximati
 
 Tensor3 relu_backward(const Tensor3& x, const Tensor3& d_output) {
   if (x.shape() != d_output.shape())
-    throw Error("relu_backward", fmt::format("x {} and d_output {} differ in shape",
-                                             shape_string_of(x), shape_string_of(d_output)));
+    throw Error(ErrorKind::bad_size, "relu_backward",
+                fmt::format("x {} and d_output {} differ in shape", shape_string_of(x),
+                            shape_string_of(d_output)));
   Tensor3 d_x(x.shape());
   for (std::size_t i = 0; i < x.size(); ++i)
     d_x.data()[i] = x.data()[i] > 0.0f ? d_output.data()[i] : 0.0f;
@@ -285,8 +287,9 @@ Linear compose_linears(const Linear& first, const Linear& second) {
   const std::size_t in = first.weight.shape(1), mid = first.weight.shape(0),
                     out = second.weight.shape(0);
   if (second.weight.shape(1) != mid) {
-    throw Error("compose_linears", fmt::format("Linear({}, {}) cannot follow Linear({}, {})",
-                                               second.weight.shape(1), out, in, mid));
+    throw Error(ErrorKind::bad_size, "compose_linears",
+                fmt::format("Linear({}, {}) cannot follow Linear({}, {})", second.weight.shape(1),
+                            out, in, mid));
   }
   Linear composed;
   composed.weight = Tensor2({out, in});

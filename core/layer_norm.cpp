@@ -11,9 +11,10 @@ namespace attn {
 namespace {
 void check_width(std::string_view function, const Tensor3& x, std::size_t width) {
   if (x.shape(2) != width || width == 0) {
-    throw Error(function, fmt::format("input {} does not end in D={}: the norm was made for "
-                                      "tokens of width {}",
-                                      shape_string_of(x), width, width));
+    throw Error(ErrorKind::bad_size, function,
+                fmt::format("input {} does not end in D={}: the norm was made for "
+                            "tokens of width {}",
+                            shape_string_of(x), width, width));
   }
 }
 
@@ -24,7 +25,8 @@ Tensor3 per_token(const Tensor3& x) {
 
 void check_eps(float eps, std::string_view function) {
   if (!(eps > 0.0f) || !std::isfinite(eps)) {
-    throw Error(function, fmt::format("eps={} must be a positive, finite float32", eps));
+    throw Error(ErrorKind::bad_value, function,
+                fmt::format("eps={} must be a positive, finite float32", eps));
   }
 }
 
@@ -86,8 +88,9 @@ Tensor3 backward(const LayerNorm& norm, const Tensor3& x, const LayerNormSteps& 
   check_width("layer_norm_backward", x, width);
   check_width("layer_norm_backward", d_output, width);
   if (d_output.shape() != x.shape() || grad.weight.size() != width || grad.bias.size() != width)
-    throw Error("layer_norm_backward", fmt::format("d_output {} or the gradient does not fit x {}",
-                                                   shape_string_of(d_output), shape_string_of(x)));
+    throw Error(ErrorKind::bad_size, "layer_norm_backward",
+                fmt::format("d_output {} or the gradient does not fit x {}",
+                            shape_string_of(d_output), shape_string_of(x)));
   Tensor3 d_x(x.shape());
   std::vector<double> d_weight(width, 0.0), d_bias(width, 0.0), normalised(width), g(width);
   for (std::size_t r = 0; r < x.shape(0) * x.shape(1); ++r) {
@@ -173,7 +176,7 @@ LayerNormalizationSteps forward(const LayerNormalization& norm, const Tensor3& x
   check_width("layer_normalization", x, width);
   check_eps(norm.eps, "layer_normalization");
   if (norm.gamma.size() != 1 || norm.beta.size() != 1) {
-    throw Error("layer_normalization",
+    throw Error(ErrorKind::bad_size, "layer_normalization",
                 fmt::format("gamma {} and beta {} must both be (1,)", shape_string_of(norm.gamma),
                             shape_string_of(norm.beta)));
   }
@@ -210,7 +213,7 @@ Tensor3 backward(const LayerNormalization& norm, const Tensor3& x,
                  LayerNormalization& grad) {
   const std::size_t width = x.shape(2);
   if (d_output.shape() != x.shape() || grad.gamma.size() != 1 || grad.beta.size() != 1)
-    throw Error("layer_normalization_backward",
+    throw Error(ErrorKind::bad_size, "layer_normalization_backward",
                 fmt::format("d_output {} or the gradient does not fit x {}",
                             shape_string_of(d_output), shape_string_of(x)));
   const double gamma = norm.gamma(0), eps = norm.eps;

@@ -30,7 +30,7 @@ Tensor3 backward(const Linear& layer, const Tensor3& x, const Tensor3& d_output,
       d_output.shape(2) != out || grad.weight.shape() != layer.weight.shape() ||
       (layer.has_bias && grad.bias.shape() != layer.bias.shape())) {
     throw Error(
-        "linear_backward",
+        ErrorKind::bad_size, "linear_backward",
         fmt::format("x {} and d_output {} do not fit weight {}, or the gradient's shapes "
                     "differ from the layer's",
                     shape_string_of(x), shape_string_of(d_output), shape_string_of(layer.weight)));

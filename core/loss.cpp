@@ -8,14 +8,16 @@ namespace attn {
 namespace {
 void check_labels(const Tensor3& logits, const Ids& labels) {
   if (labels.shape(0) != logits.shape(0) || labels.shape(1) != logits.shape(1))
-    throw Error("cross_entropy", fmt::format("labels {} do not fit logits {}: one per token",
-                                             shape_string_of(labels), shape_string_of(logits)));
+    throw Error(ErrorKind::bad_size, "cross_entropy",
+                fmt::format("labels {} do not fit logits {}: one per token",
+                            shape_string_of(labels), shape_string_of(logits)));
   const std::size_t classes = logits.shape(2);
   for (std::size_t i = 0; i < labels.size(); ++i)
     if (labels.data()[i] != kIgnoredLabel &&
         (labels.data()[i] < 0 || static_cast<std::size_t>(labels.data()[i]) >= classes))
-      throw Error("cross_entropy", fmt::format("label {} is outside the {} classes 0..{}",
-                                               labels.data()[i], classes, classes - 1));
+      throw Error(ErrorKind::bad_value, "cross_entropy",
+                  fmt::format("label {} is outside the {} classes 0..{}", labels.data()[i], classes,
+                              classes - 1));
 }
 
 std::size_t scored_tokens(const Ids& labels) {

@@ -10,8 +10,9 @@ std::size_t check_shapes(const char* function, const Tensor3& a, const Tensor3& 
                          bool transposed) {
   const std::size_t inner_b = transposed ? b.shape(2) : b.shape(1);
   if (a.shape(0) != b.shape(0) || a.shape(2) != inner_b) {
-    throw Error(function, fmt::format("shapes do not match: {} @ {}{}", shape_string_of(a),
-                                      shape_string_of(b), transposed ? "^T" : ""));
+    throw Error(ErrorKind::bad_size, function,
+                fmt::format("shapes do not match: {} @ {}{}", shape_string_of(a),
+                            shape_string_of(b), transposed ? "^T" : ""));
   }
   return transposed ? b.shape(1) : b.shape(2);
 }
@@ -80,8 +81,9 @@ Tensor3 batched_matmul_transposed(const Tensor3& a, const Tensor3& b) {
 }
 Tensor3 batched_matmul_transposed_a(const Tensor3& a, const Tensor3& b) {
   if (a.shape(0) != b.shape(0) || a.shape(1) != b.shape(1)) {
-    throw Error("batched_matmul_transposed_a", fmt::format("shapes do not match: {}^T @ {}",
-                                                           shape_string_of(a), shape_string_of(b)));
+    throw Error(
+        ErrorKind::bad_size, "batched_matmul_transposed_a",
+        fmt::format("shapes do not match: {}^T @ {}", shape_string_of(a), shape_string_of(b)));
   }
   const std::size_t batch = a.shape(0), inner = a.shape(1), rows = a.shape(2), cols = b.shape(2);
   Tensor3 c = xt::zeros<float>({batch, rows, cols});
@@ -105,7 +107,7 @@ std::size_t check_linear(const char* function, const Tensor3& x, const Tensor2& 
                          const Tensor1* bias) {
   if (x.shape(2) != weight.shape(1) || (bias != nullptr && bias->shape(0) != weight.shape(0))) {
     throw Error(
-        function,
+        ErrorKind::bad_size, function,
         fmt::format("x {} does not fit weight {}{}: expected x (B, T, {})", shape_string_of(x),
                     shape_string_of(weight),
                     bias != nullptr ? fmt::format(" and bias {}", shape_string_of(*bias)) : "",

@@ -61,7 +61,8 @@ std::vector<StateDictEntry> state_dict_entries(const Module& module) {
 const Module& child(const Module& module, const std::string& name) {
   for (const Module& c : module.children)
     if (c.name == name) return c;
-  throw Error("child", fmt::format("{} has no child '{}'", module.class_name, name));
+  throw Error(ErrorKind::bad_value, "child",
+              fmt::format("{} has no child '{}'", module.class_name, name));
 }
 
 }  // namespace attn

@@ -82,20 +82,23 @@ GradRoles roles(FusedMultiHead& m) {
 
 void check_input(std::size_t d_model, const Tensor3& x, const Tensor3* mask) {
   if (x.shape(2) != d_model) {
-    throw Error("multi_head", fmt::format("x {} does not fit a layer of width D = {}",
-                                          shape_string_of(x), d_model));
+    throw Error(
+        ErrorKind::bad_size, "multi_head",
+        fmt::format("x {} does not fit a layer of width D = {}", shape_string_of(x), d_model));
   }
   if (mask != nullptr && (mask->shape(0) != x.shape(0) || mask->shape(1) != x.shape(1) ||
                           mask->shape(2) != x.shape(1))) {
-    throw Error("multi_head", fmt::format("mask {} does not fit x {}: expected ({}, {}, {})",
-                                          shape_string_of(*mask), shape_string_of(x), x.shape(0),
-                                          x.shape(1), x.shape(1)));
+    throw Error(
+        ErrorKind::bad_size, "multi_head",
+        fmt::format("mask {} does not fit x {}: expected ({}, {}, {})", shape_string_of(*mask),
+                    shape_string_of(x), x.shape(0), x.shape(1), x.shape(1)));
   }
 }
 
 void check_grad(std::size_t heads, std::size_t grad_heads) {
   if (heads != grad_heads)
-    throw Error("multi_head_backward", "the gradient is not a layer of the same form and sizes");
+    throw Error(ErrorKind::bad_size, "multi_head_backward",
+                "the gradient is not a layer of the same form and sizes");
 }
 }  // namespace
 
@@ -121,7 +124,7 @@ std::optional<MultiHeadVariant> multi_head_variant(std::string_view name) {
 
 std::size_t head_size(MultiHeadVariant variant, std::size_t d_model, std::size_t heads) {
   if (d_model == 0 || heads == 0) {
-    throw Error("multi_head",
+    throw Error(ErrorKind::bad_size, "multi_head",
                 fmt::format("d_model={} and heads={} must both be at least 1", d_model, heads));
   }
   if (variant == MultiHeadVariant::wide) return d_model;
@@ -361,7 +364,8 @@ MultiHeadSteps forward(const FusedMultiHead& m, const Tensor3& x, const Tensor3*
 
 MultiHeadSteps forward(const BookMultiHead& m, const Tensor3& x, const Tensor3* mask) {
   check_input(m.output_linear.weight.shape(0), x, mask);
-  if (m.heads.empty()) throw Error("multi_head", "the book's layer has no heads");
+  if (m.heads.empty())
+    throw Error(ErrorKind::bad_value, "multi_head", "the book's layer has no heads");
   // Each head is its own module on the whole input; torch.cat puts their outputs side by side.
   const std::size_t heads = m.heads.size();
   std::vector<AttentionSteps> per_head;
@@ -490,7 +494,8 @@ MultiHeadSteps forward(const MultiHeadAttention& layer, const Tensor3& x, const 
 Tensor3 backward(const MultiHeadAttention& layer, const Tensor3& x, const MultiHeadSteps& steps,
                  const Tensor3& d_output, MultiHeadAttention& grad) {
   if (grad.index() != layer.index())
-    throw Error("multi_head_backward", "the gradient is not a layer of the same form and sizes");
+    throw Error(ErrorKind::bad_size, "multi_head_backward",
+                "the gradient is not a layer of the same form and sizes");
   return std::visit(
       [&](const auto& m) {
         using Form = std::decay_t<decltype(m)>;

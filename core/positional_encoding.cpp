@@ -14,7 +14,7 @@ namespace attn {
 
 SinusoidalTable sinusoidal_table(std::size_t positions, std::size_t width) {
   if (positions == 0 || width == 0) {
-    throw Error("sinusoidal_table",
+    throw Error(ErrorKind::bad_size, "sinusoidal_table",
                 fmt::format("positions={} and width={} must both be at least 1", positions, width));
   }
   const std::size_t frequencies = (width + 1) / 2;
@@ -80,8 +80,9 @@ std::vector<LayerInfo> trace_position_embedding(std::size_t positions, std::size
 
 Tensor2 first_positions(const Tensor2& table, std::size_t tokens) {
   if (tokens > table.shape(0)) {
-    throw Error("first_positions", fmt::format("{} tokens but the table {} has only {} positions",
-                                               tokens, shape_string_of(table), table.shape(0)));
+    throw Error(ErrorKind::bad_size, "first_positions",
+                fmt::format("{} tokens but the table {} has only {} positions", tokens,
+                            shape_string_of(table), table.shape(0)));
   }
   Tensor2 out({tokens, table.shape(1)});  // (T,D)
   std::copy(table.data(), table.data() + out.size(), out.data());
@@ -90,7 +91,7 @@ Tensor2 first_positions(const Tensor2& table, std::size_t tokens) {
 
 Tensor3 add_positions(const Tensor3& x, const Tensor2& pe) {
   if (pe.shape(0) != x.shape(1) || pe.shape(1) != x.shape(2)) {
-    throw Error("add_positions",
+    throw Error(ErrorKind::bad_size, "add_positions",
                 fmt::format("x {} and pe {} do not fit: expected pe (T, D) = ({}, {})",
                             shape_string_of(x), shape_string_of(pe), x.shape(1), x.shape(2)));
   }

@@ -54,7 +54,7 @@ Tensor4 softmax(const Tensor4& scores) {
 
 Tensor3 softmax_backward(const Tensor3& weights, const Tensor3& d_weights) {
   if (weights.shape() != d_weights.shape()) {
-    throw Error("softmax_backward",
+    throw Error(ErrorKind::bad_size, "softmax_backward",
                 fmt::format("weights {} and their gradient {} differ in shape",
                             shape_string_of(weights), shape_string_of(d_weights)));
   }
@@ -110,9 +110,10 @@ Tensor2 causal_mask(std::size_t tokens) {
 
 Tensor3 apply_mask(const Tensor3& scores, const Tensor2& mask) {
   if (mask.shape(0) != scores.shape(1) || mask.shape(1) != scores.shape(2)) {
-    throw Error("apply_mask", fmt::format("mask {} does not fit scores {}: expected ({}, {})",
-                                          shape_string_of(mask), shape_string_of(scores),
-                                          scores.shape(1), scores.shape(2)));
+    throw Error(
+        ErrorKind::bad_size, "apply_mask",
+        fmt::format("mask {} does not fit scores {}: expected ({}, {})", shape_string_of(mask),
+                    shape_string_of(scores), scores.shape(1), scores.shape(2)));
   }
   Tensor3 out = scores;
   for (std::size_t b = 0; b < scores.shape(0); ++b)

@@ -61,7 +61,7 @@ void copy_parameter_in(const StateDict& weights, const std::string& key, float* 
                        const Shape& shape) {
   const Array& a = weights.at(key);
   if (a.shape != shape || a.dtype != Dtype::float32) {
-    throw Error("load_state_dict",
+    throw Error(ErrorKind::bad_size, "load_state_dict",
                 fmt::format("{} is {} {}, expected float32 {}", key, dtype_name(a.dtype),
                             shape_string(a.shape), shape_string(shape)));
   }

@@ -403,27 +403,32 @@ void check_options(const std::vector<LayerInfo>& layers, const SummaryOptions& o
     std::vector<std::string_view> valid;
     for (const Column& column : kColumns)
       if (!v0_1 || column.in_v0_1) valid.push_back(column.name);
-    throw Error(kFunction,
+    throw Error(ErrorKind::bad_value, kFunction,
                 fmt::format("unknown column \"{}\"{}; valid columns: {}", printable(name),
                             v0_1 ? " for torchinfo 0.1.0" : "", fmt::join(valid, ", ")))
         .about("col_names");
   }
   if (options.col_width < 1)
-    throw Error(kFunction, fmt::format("col_width={} must be at least 1", options.col_width))
+    throw Error(ErrorKind::bad_value, kFunction,
+                fmt::format("col_width={} must be at least 1", options.col_width))
         .about("col_width");
   if (options.depth < 0)
-    throw Error(kFunction, fmt::format("depth={} must be 0 or more", options.depth)).about("depth");
+    throw Error(ErrorKind::bad_value, kFunction,
+                fmt::format("depth={} must be 0 or more", options.depth))
+        .about("depth");
   if (options.verbose < 0 || options.verbose > 2)
-    throw Error(kFunction, fmt::format("verbose={} must be 0 (quiet), 1 (table) or 2 (also "
-                                       "parameters)",
-                                       options.verbose))
+    throw Error(ErrorKind::bad_value, kFunction,
+                fmt::format("verbose={} must be 0 (quiet), 1 (table) or 2 (also "
+                            "parameters)",
+                            options.verbose))
         .about("verbose");
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const int previous = i == 0 ? -1 : layers[i - 1].depth;
     if (layers[i].depth < 0 || layers[i].depth > previous + 1 || (i > 0 && layers[i].depth == 0))
-      throw Error(kFunction, fmt::format("layer {} ({}) has depth {} after depth {}: the rows "
-                                         "must be one tree, the model first at depth 0",
-                                         i, layers[i].class_name, layers[i].depth, previous));
+      throw Error(ErrorKind::bad_value, kFunction,
+                  fmt::format("layer {} ({}) has depth {} after depth {}: the rows "
+                              "must be one tree, the model first at depth 0",
+                              i, layers[i].class_name, layers[i].depth, previous));
   }
 }
 

@@ -34,7 +34,7 @@ struct SummaryOptions {
 
 // What a summary (attn summary, or mult-adds from a trace) holds for each row beside the module
 // tree: the trace's LayerInfo, the row's line of the table, its JSON object and state_dict keys
-// (attn summary --format json of 100,000 book heads holds about 2.2 KB a row).
+// (a JSON summary of 100,000 book heads holds about 2.2 KB a row).
 inline constexpr std::size_t kSummaryRowBytes = 2560;
 // A summary of a model of `size` as a memory plan: its tree twice (the caller's and the trace's)
 // and a row for each module; `axes` names the sizes the rows grow with ("H", "L/H").

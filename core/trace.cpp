@@ -50,7 +50,8 @@ void Trace::container(const Module& module) {
 }
 
 Shape linear_output(Shape input, std::size_t out) {
-  if (input.empty()) throw Error("linear_output", "a Linear needs an input of rank 1 or more");
+  if (input.empty())
+    throw Error(ErrorKind::bad_size, "linear_output", "a Linear needs an input of rank 1 or more");
   input.back() = out;
   return input;
 }

@@ -150,7 +150,7 @@ std::vector<Exercise> find_exercises(const fs::path& tree) {
     if (fs::exists(exercise.tests(), ec)) exercises.push_back(exercise);
   }
   if (exercises.empty()) {
-    throw Error("assignments",
+    throw Error(ErrorKind::bad_value, "assignments",
                 fmt::format("{} holds no exercises (lessons/NN-name/<name>_exercise_test.cpp)",
                             tree.string()));
   }
@@ -174,11 +174,12 @@ const Exercise& exercise_named(const std::vector<Exercise>& exercises, const std
   for (const lessons::LessonInfo& info : lessons::catalog())
     is_lesson = is_lesson || info.name == name;
   if (is_lesson) {
-    throw Error("exercise_named",
+    throw Error(ErrorKind::bad_value, "exercise_named",
                 fmt::format("lesson '{}' has no exercise: the exercises are {}", name, names))
         .about(what);
   }
-  throw Error("exercise_named", fmt::format("unknown lesson '{}': choose one of {}", name, names))
+  throw Error(ErrorKind::bad_value, "exercise_named",
+              fmt::format("unknown lesson '{}': choose one of {}", name, names))
       .about(what);
 }
 
@@ -206,16 +207,17 @@ std::vector<TestCaseInfo> parse_test_cases(const fs::path& tests) {
       text.append(1, ' ').append(trimmed(lines[next]));
     }
     if (!std::regex_match(text, m, test_case)) {
-      throw Error("assignments", fmt::format("{}:{}: write each TEST_CASE as TEST_CASE(\"name\", "
-                                             "\"[lesson][points=N]\")",
-                                             file, number));
+      throw Error(ErrorKind::bad_value, "assignments",
+                  fmt::format("{}:{}: write each TEST_CASE as TEST_CASE(\"name\", "
+                              "\"[lesson][points=N]\")",
+                              file, number));
     }
     TestCaseInfo info;
     info.name = m[1];
     info.line = number;
     if (info.name.find_first_of(",[]\\*~\"") != std::string::npos || info.name.empty()) {
       throw Error(
-          "assignments",
+          ErrorKind::bad_value, "assignments",
           fmt::format("{}:{}: test name '{}' must not be empty or contain , [ ] \\ * ~ or quotes "
                       "(Catch2 could not select it)",
                       file, number, info.name));
@@ -238,26 +240,27 @@ std::vector<TestCaseInfo> parse_test_cases(const fs::path& tests) {
       }
     }
     if (!has_points) {
-      throw Error("assignments", fmt::format("{}:{}: test '{}' needs a [points=N] tag with N >= 0",
-                                             file, number, info.name));
+      throw Error(ErrorKind::bad_value, "assignments",
+                  fmt::format("{}:{}: test '{}' needs a [points=N] tag with N >= 0", file, number,
+                              info.name));
     }
     if (info.hidden != in_hidden) {
       throw Error(
-          "assignments",
+          ErrorKind::bad_value, "assignments",
           fmt::format("{}:{}: test '{}' is {} the hidden block: tag [.hidden] exactly the tests "
                       "between // BEGIN HIDDEN TESTS and // END HIDDEN TESTS",
                       file, number, info.name, in_hidden ? "inside" : "outside"));
     }
     for (const TestCaseInfo& other : cases) {
       if (other.name == info.name) {
-        throw Error("assignments",
+        throw Error(ErrorKind::bad_value, "assignments",
                     fmt::format("{}:{}: test name '{}' is used twice", file, number, info.name));
       }
     }
     cases.push_back(info);
   }
   if (in_hidden)
-    throw Error("assignments",
+    throw Error(ErrorKind::bad_value, "assignments",
                 fmt::format("{}: // BEGIN HIDDEN TESTS has no // END HIDDEN TESTS", file));
   return cases;
 }
@@ -272,14 +275,14 @@ std::string strip_solutions(const std::string& text, const std::string& file) {
     if (line == "// BEGIN SOLUTION") {
       if (inside)
         throw Error(
-            "assignments",
+            ErrorKind::bad_value, "assignments",
             fmt::format("{}:{}: BEGIN SOLUTION inside another solution block", file, i + 1));
       inside = true;
       begin = i;
       const std::string function = enclosing_function(lines, i);
       if (function.empty()) {
         throw Error(
-            "assignments",
+            ErrorKind::bad_value, "assignments",
             fmt::format("{}:{}: no function signature above this solution block", file, i + 1));
       }
       const std::string indent = lines[i].substr(0, lines[i].find('/'));
@@ -289,7 +292,7 @@ std::string strip_solutions(const std::string& text, const std::string& file) {
     }
     if (line == "// END SOLUTION") {
       if (!inside)
-        throw Error("assignments",
+        throw Error(ErrorKind::bad_value, "assignments",
                     fmt::format("{}:{}: END SOLUTION without BEGIN SOLUTION", file, i + 1));
       inside = false;
       continue;
@@ -297,7 +300,7 @@ std::string strip_solutions(const std::string& text, const std::string& file) {
     if (!inside) out.push_back(lines[i]);
   }
   if (inside)
-    throw Error("assignments",
+    throw Error(ErrorKind::bad_value, "assignments",
                 fmt::format("{}:{}: BEGIN SOLUTION has no END SOLUTION", file, begin + 1));
   return join_lines(out);
 }
@@ -310,13 +313,14 @@ std::string strip_hidden_tests(const std::string& text, const std::string& file)
     const std::string line = trimmed(lines[i]);
     if (line == "// BEGIN HIDDEN TESTS") {
       if (inside)
-        throw Error("assignments", fmt::format("{}:{}: nested BEGIN HIDDEN TESTS", file, i + 1));
+        throw Error(ErrorKind::bad_value, "assignments",
+                    fmt::format("{}:{}: nested BEGIN HIDDEN TESTS", file, i + 1));
       inside = true;
       continue;
     }
     if (line == "// END HIDDEN TESTS") {
       if (!inside)
-        throw Error("assignments",
+        throw Error(ErrorKind::bad_value, "assignments",
                     fmt::format("{}:{}: END HIDDEN TESTS without BEGIN", file, i + 1));
       inside = false;
       continue;
@@ -324,7 +328,8 @@ std::string strip_hidden_tests(const std::string& text, const std::string& file)
     if (!inside) out.push_back(lines[i]);
   }
   if (inside)
-    throw Error("assignments", fmt::format("{}: BEGIN HIDDEN TESTS has no END HIDDEN TESTS", file));
+    throw Error(ErrorKind::bad_value, "assignments",
+                fmt::format("{}: BEGIN HIDDEN TESTS has no END HIDDEN TESTS", file));
   while (!out.empty() && trimmed(out.back()).empty())
     out.pop_back();
   return join_lines(out);
@@ -417,7 +422,7 @@ ReleaseSummary release_tree(const fs::path& tree, const fs::path& out, bool keep
   for (const auto& [path, text] : files) {
     if (text.find("BEGIN SOLUTION") != std::string::npos ||
         text.find("END SOLUTION") != std::string::npos) {
-      throw Error("assignments",
+      throw Error(ErrorKind::bad_value, "assignments",
                   fmt::format("{} would still hold a solution marker", path.string()));
     }
   }
@@ -563,18 +568,18 @@ void save_progress(const fs::path& tree, const Progress& progress) {
   // link followed) renamed over progress.json: the tree's owner cannot point it elsewhere.
   const fs::path tree_path = tree;
   const int top = open(tree_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (top < 0) throw Error("progress", "the tree cannot be opened");
+  if (top < 0) throw Error(ErrorKind::bad_file, "progress", "the tree cannot be opened");
   mkdirat(top, ".attn", 0755);
   const int dir = openat(top, ".attn", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   close(top);
-  if (dir < 0) throw Error("progress", ".attn is not a folder");
+  if (dir < 0) throw Error(ErrorKind::bad_file, "progress", ".attn is not a folder");
   const std::string temporary = fmt::format(".progress-{}.json", ::getpid());
   unlinkat(dir, temporary.c_str(), 0);
   const int fd =
       openat(dir, temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) {
     close(dir);
-    throw Error("progress", "cannot write .attn");
+    throw Error(ErrorKind::write_failed, "progress", "cannot write .attn");
   }
   const std::string text = json.dump(2) + "\n";
   const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
@@ -582,7 +587,7 @@ void save_progress(const fs::path& tree, const Progress& progress) {
   if (!written || renameat(dir, temporary.c_str(), dir, "progress.json") != 0) {
     unlinkat(dir, temporary.c_str(), 0);
     close(dir);
-    throw Error("progress", "cannot write .attn/progress.json");
+    throw Error(ErrorKind::write_failed, "progress", "cannot write .attn/progress.json");
   }
   close(dir);
 }

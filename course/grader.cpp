@@ -67,7 +67,7 @@ class WorkDir {
         (base != nullptr && *base != '\0' ? std::string(base) : std::string("/tmp")) +
         "/attn-grade-XXXXXX";
     if (mkdtemp(pattern.data()) == nullptr) {
-      throw Error("grade",
+      throw Error(ErrorKind::write_failed, "grade",
                   fmt::format("cannot make a folder for grading in {}: {}; set "
                               "ATTN_GRADE_TMPDIR to a writable folder",
                               fs::path(pattern).parent_path().string(), std::strerror(errno)));
@@ -142,22 +142,24 @@ std::string read_student_source(const Exercise& exercise) {
     dir = next;
   }
   if (dir < 0) {
-    throw Error("grade", fmt::format("lessons/{} cannot be opened ({}): it must be a folder, "
-                                     "not a link",
-                                     exercise.folder.filename().string(), std::strerror(errno)));
+    throw Error(ErrorKind::bad_file, "grade",
+                fmt::format("lessons/{} cannot be opened ({}): it must be a folder, "
+                            "not a link",
+                            exercise.folder.filename().string(), std::strerror(errno)));
   }
   struct stat link {};
   if (fstatat(dir, file.c_str(), &link, AT_SYMLINK_NOFOLLOW) != 0) {
     close(dir);
-    throw Error("grade", fmt::format("{} is missing: restore it (the released tree has it) and "
-                                     "fill in the TODOs",
-                                     file));
+    throw Error(ErrorKind::bad_file, "grade",
+                fmt::format("{} is missing: restore it (the released tree has it) and "
+                            "fill in the TODOs",
+                            file));
   }
   const int fd = openat(dir, file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   close(dir);
   std::optional<std::string> text = read_regular_file(fd, kMaxSource);
   if (!text) {
-    throw Error("grade",
+    throw Error(ErrorKind::bad_file, "grade",
                 fmt::format("{} must be a regular file of at most 1 MiB, not a link", file));
   }
   return *text;
@@ -617,9 +619,10 @@ std::vector<TestCaseInfo> instructor_tests(const Exercise& exercise) {
   const fs::path tests = instructor_folder(exercise) / exercise.tests().filename();
   std::error_code ec;
   if (!fs::is_regular_file(tests, ec)) {
-    throw Error("grade", fmt::format("this attn's course has no lesson {}: grade a tree released "
-                                     "by this attn (`attn assignments release`)",
-                                     exercise.folder.filename().string()));
+    throw Error(ErrorKind::bad_value, "grade",
+                fmt::format("this attn's course has no lesson {}: grade a tree released "
+                            "by this attn (`attn assignments release`)",
+                            exercise.folder.filename().string()));
   }
   return parse_test_cases(tests);
 }

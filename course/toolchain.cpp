@@ -33,16 +33,18 @@ Toolchain load() {
     }
   }
   if (root.empty()) {
-    throw Error("course", fmt::format("the course files are missing: no share/attn/toolchain.json "
-                                      "beside {} or above it; rebuild attn, or install it with "
-                                      "`cmake --install build --prefix DIR`",
-                                      dir.string()));
+    throw Error(ErrorKind::bad_file, "course",
+                fmt::format("the course files are missing: no share/attn/toolchain.json "
+                            "beside {} or above it; rebuild attn, or install it with "
+                            "`cmake --install build --prefix DIR`",
+                            dir.string()));
   }
   std::ifstream in(root / "toolchain.json");
   const nlohmann::json json = nlohmann::json::parse(in, nullptr, false);
   if (!json.is_object() || !json.contains("compiler")) {
-    throw Error("course", fmt::format("{} is damaged: rebuild or reinstall attn",
-                                      (root / "toolchain.json").string()));
+    throw Error(ErrorKind::bad_file, "course",
+                fmt::format("{} is damaged: rebuild or reinstall attn",
+                            (root / "toolchain.json").string()));
   }
   Toolchain t;
   t.root = root;

@@ -171,7 +171,7 @@ const std::vector<LessonInfo>& catalog() {
 const LessonInfo& lesson_info(std::string_view name) {
   for (const LessonInfo& lesson : catalog())
     if (lesson.name == name) return lesson;
-  throw Error("lesson_info", fmt::format("no lesson '{}'", name));
+  throw Error(ErrorKind::internal, "lesson_info", fmt::format("no lesson '{}'", name));
 }
 
 }  // namespace attn::lessons

@@ -20,7 +20,8 @@ void LessonRun::section(std::string_view name) {
       return;
     }
   }
-  throw Error("LessonRun::section", fmt::format("lesson {} has no section '{}'", lesson_, name));
+  throw Error(ErrorKind::internal, "LessonRun::section",
+              fmt::format("lesson {} has no section '{}'", lesson_, name));
 }
 
 void LessonRun::prose(std::string text) {
@@ -135,7 +136,7 @@ Tensor3 lesson_input(const LessonOptions& options, std::string_view axes, Sizes3
   }
   const Array& input = *options.input;
   if (input.rank() != 3) {
-    throw Error(ErrorKind::bad_value, "lesson",
+    throw Error(ErrorKind::bad_size, "lesson",
                 fmt::format("the array has shape {}, but this lesson takes rank 3 {}: {}",
                             shape_string(input.shape), axes,
                             input.rank() == 2
@@ -155,7 +156,7 @@ Tensor3 lesson_input(const LessonOptions& options, std::string_view axes, Sizes3
   for (std::size_t s : input.shape)
     if (s == 0) {
       throw Error(
-          ErrorKind::bad_value, "lesson",
+          ErrorKind::bad_size, "lesson",
           fmt::format(
               "the array has shape {} with an empty axis: every size in {} must be at least 1",
               shape_string(input.shape), axes))

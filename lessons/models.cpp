@@ -15,7 +15,7 @@ Shape hidden_states(const ModelRequest& r, std::size_t width) {
 
 Error unknown_variant(std::string_view model, const std::string& variant,
                       std::string_view choices) {
-  return Error("describe",
+  return Error(ErrorKind::bad_value, "describe",
                fmt::format("'{}' is not a variant of {}: use {}", variant, model, choices))
       .about("variant");
 }

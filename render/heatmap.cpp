@@ -220,10 +220,11 @@ float largest_magnitude(const float* values, std::size_t count) {
 
 Scale make_scale(const float* values, std::size_t count, const HeatmapOptions& options) {
   if ((options.low && std::isnan(*options.low)) || (options.high && std::isnan(*options.high)))
-    throw Error("render_heatmap", "the colour scale's low or high is NaN");
+    throw Error(ErrorKind::bad_value, "render_heatmap", "the colour scale's low or high is NaN");
   if (options.low && options.high && *options.low > *options.high)
-    throw Error("render_heatmap", fmt::format("low={} is above high={}: pass low <= high",
-                                              *options.low, *options.high));
+    throw Error(
+        ErrorKind::bad_value, "render_heatmap",
+        fmt::format("low={} is above high={}: pass low <= high", *options.low, *options.high));
   if (options.scale == HeatmapScale::diverging) {
     const float m = options.high ? std::fabs(*options.high) : largest_magnitude(values, count);
     return {-m, m};
@@ -260,8 +261,9 @@ CellKind kind_of(float v) {
 std::vector<std::vector<Glyph>> make_labels(const std::vector<std::string>& labels,
                                             std::size_t count, bool ascii, const char* which) {
   if (!labels.empty() && labels.size() != count)
-    throw Error("render_heatmap", fmt::format("{} {} labels for {} {}s: pass one per {} or none",
-                                              labels.size(), which, count, which, which));
+    throw Error(ErrorKind::bad_size, "render_heatmap",
+                fmt::format("{} {} labels for {} {}s: pass one per {} or none", labels.size(),
+                            which, count, which, which));
   std::vector<std::vector<Glyph>> out;
   out.reserve(count);
   for (std::size_t i = 0; i < count; ++i)
@@ -565,9 +567,11 @@ std::string render_heatmap(const float* values, std::size_t rows, std::size_t co
                            const std::vector<std::string>& col_labels,
                            const HeatmapOptions& options) {
   if (values == nullptr && rows * cols > 0)
-    throw Error("render_heatmap", fmt::format("values is null for a ({}, {}) matrix", rows, cols));
+    throw Error(ErrorKind::bad_value, "render_heatmap",
+                fmt::format("values is null for a ({}, {}) matrix", rows, cols));
   if (options.digits < 0 || options.digits > 6)
-    throw Error("render_heatmap", fmt::format("digits={} is outside 0..6", options.digits));
+    throw Error(ErrorKind::bad_value, "render_heatmap",
+                fmt::format("digits={} is outside 0..6", options.digits));
   return Renderer(values, rows, cols, row_labels, col_labels, options).render();
 }
 

@@ -16,7 +16,8 @@ constexpr std::array<const char*, 9> kBlocks = {" ", "▁", "▂", "▃", "▄",
 
 std::string render_curve(const std::vector<double>& values, const CurveOptions& o) {
   if (o.width == 0 || o.height == 0)
-    throw Error("render_curve", "the curve needs a width and a height of at least 1");
+    throw Error(ErrorKind::bad_size, "render_curve",
+                "the curve needs a width and a height of at least 1");
   std::string out = o.title.empty() ? std::string() : o.title + "\n";
   // The mean of each column's values.
   const std::size_t n = values.size(), columns = std::min(o.width, n);

@@ -210,7 +210,7 @@ void check_export_path(const std::string& path) {
 
 std::string view_html(const AttentionView& v, const ExportRequest& r) {
   if (r.kind != "head" && r.kind != "model" && r.kind != "neuron")
-    throw Error("view_html",
+    throw Error(ErrorKind::bad_value, "view_html",
                 fmt::format("'{}' is not a view: use head, model or neuron", printable(r.kind)));
   if (r.kind != "model") check_range("layer", r.layer, v.layers, "layer");
   if (r.kind == "head")

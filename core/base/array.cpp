@@ -54,8 +54,9 @@ std::size_t element_count(const Shape& shape) {
   std::size_t n = 1;
   for (std::size_t s : shape) {
     if (s != 0 && n > std::numeric_limits<std::size_t>::max() / s) {
-      throw Error("element_count", fmt::format("shape {} has more elements than fit in memory",
-                                               shape_string(shape)));
+      throw Error(
+          ErrorKind::bad_size, "element_count",
+          fmt::format("shape {} has more elements than fit in memory", shape_string(shape)));
     }
     n *= s;
   }
@@ -77,8 +78,9 @@ T load(const std::vector<unsigned char>& bytes, std::size_t i) {
 template <class T>
 Array make(Dtype dtype, Shape shape, const std::vector<T>& values) {
   if (element_count(shape) != values.size()) {
-    throw Error("make_array", fmt::format("shape {} needs {} values, got {}", shape_string(shape),
-                                          element_count(shape), values.size()));
+    throw Error(ErrorKind::bad_size, "make_array",
+                fmt::format("shape {} needs {} values, got {}", shape_string(shape),
+                            element_count(shape), values.size()));
   }
   Array a{dtype, std::move(shape), std::vector<unsigned char>(values.size() * sizeof(T))};
   if (!values.empty()) std::memcpy(a.bytes.data(), values.data(), a.bytes.size());

@@ -92,7 +92,7 @@ void set_memory_limit(std::size_t bytes, std::string source) {
 
 std::size_t parse_memory_size(std::string_view text, std::string_view what) {
   const auto bad = [&] {
-    return Error(what,
+    return Error(ErrorKind::bad_value, what,
                  fmt::format("'{}' is not a memory size: give bytes with a unit, e.g. 512M or 2G",
                              printable(text)));
   };
@@ -121,8 +121,9 @@ std::size_t parse_memory_size(std::string_view text, std::string_view what) {
   }
   const double bytes = value * scale;
   if (!(bytes >= 1.0)) {
-    throw Error(what, fmt::format("'{}' is no memory at all: give a positive size, e.g. 512M or 2G",
-                                  printable(text)));
+    throw Error(ErrorKind::bad_value, what,
+                fmt::format("'{}' is no memory at all: give a positive size, e.g. 512M or 2G",
+                            printable(text)));
   }
   if (bytes >= 1.8e19) return kMax;
   return static_cast<std::size_t>(bytes);

@@ -1,8 +1,9 @@
 // The memory limit: before a command allocates its tensors it adds up what they need and
 // refuses, with the estimate and the limit, when that is more than the limit.
 //
-// The limit is --max-memory when given, else the ATTN_MAX_MEMORY environment variable, else half
-// of the memory this process may use (the machine's RAM, or its cgroup's limit when lower).
+// The limit is the caller's (set_memory_limit: the command line's) when given, else the
+// ATTN_MAX_MEMORY environment variable, else half of the memory this process may use (the
+// machine's RAM, or its cgroup's limit when lower).
 #pragma once
 
 #include <cstddef>
@@ -65,11 +66,11 @@ void set_output_cost(OutputCost cost);
 // largest size_t.
 std::size_t planned_bytes(const MemoryPlan& plan);
 
-// The current limit in bytes, and where it comes from ("--max-memory", "ATTN_MAX_MEMORY", or
-// "half this machine's memory").
+// The current limit in bytes, and where it comes from (the source set_memory_limit was given,
+// "ATTN_MAX_MEMORY", or "half this machine's memory").
 std::size_t memory_limit();
 std::string memory_limit_source();
-// "set by --max-memory", or "half this machine's memory; --max-memory sets it".
+// "set by <source>", or "half this machine's memory; <max_memory> sets it".
 std::string memory_limit_origin();
 void set_memory_limit(std::size_t bytes, std::string source);
 std::size_t default_memory_limit();

@@ -55,9 +55,6 @@ Error::Error(ErrorKind kind, std::string_view function, std::string_view message
       function_(function),
       detail_(message) {}
 
-Error::Error(std::string_view function, std::string_view message)
-    : Error(ErrorKind::bad_value, function, message) {}
-
 Error& Error::about(std::string subject) & {
   subject_ = std::move(subject);
   return *this;

@@ -32,9 +32,8 @@ std::string printable(std::string_view text, std::size_t limit = 200);
 
 class Error : public std::runtime_error {
  public:
+  // Every error says its kind: shapes and sizes that do not fit are bad_size.
   Error(ErrorKind kind, std::string_view function, std::string_view message);
-  // A bad_value.
-  Error(std::string_view function, std::string_view message);
 
   ErrorKind kind() const noexcept { return kind_; }
   const std::string& function() const noexcept { return function_; }

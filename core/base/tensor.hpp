@@ -84,15 +84,16 @@ Array to_array(const xt::xtensor<float, N>& tensor) {
   return a;
 }
 
-// A float32 array of rank N as a tensor. `what` names the array in the error, e.g. "--input".
+// A float32 array of rank N as a tensor. `what` names the array in the error, e.g. "the input".
 template <std::size_t N>
 xt::xtensor<float, N> to_tensor(const Array& array, std::string_view what) {
   if (array.rank() != N) {
-    throw Error("to_tensor", fmt::format("{} has shape {} (rank {}), expected rank {}", what,
-                                         shape_string(array.shape), array.rank(), N));
+    throw Error(ErrorKind::bad_size, "to_tensor",
+                fmt::format("{} has shape {} (rank {}), expected rank {}", what,
+                            shape_string(array.shape), array.rank(), N));
   }
   if (array.dtype != Dtype::float32) {
-    throw Error("to_tensor",
+    throw Error(ErrorKind::bad_value, "to_tensor",
                 fmt::format("{} has dtype {}, expected float32", what, dtype_name(array.dtype)));
   }
   std::array<std::size_t, N> shape;

@@ -90,7 +90,7 @@ std::vector<float> flat(const Tensor1& t) {
 
 void check_linear(const Linear& l, std::size_t out, std::size_t in, const char* name) {
   if (l.weight.shape(0) != out || l.weight.shape(1) != in || !l.has_bias || l.bias.size() != out) {
-    throw Error("pack",
+    throw Error(ErrorKind::bad_size, "pack",
                 fmt::format("{} has weight {} and {} bias: expected ({}, {}) with a bias of {}",
                             name, shape_string_of(l.weight),
                             l.has_bias ? shape_string_of(l.bias) : "no", out, in, out));
@@ -103,7 +103,7 @@ PackedEncoderLayer pack(const EncoderLayer& layer) {
   const BookMultiHead& m = layer.attention;
   const FeedForward& ff = layer.feed_forward;
   if (ff.variant != FeedForwardVariant::book) {
-    throw Error("pack",
+    throw Error(ErrorKind::bad_value, "pack",
                 fmt::format("the fast path runs the book's layer: feed-forward is {}, not book",
                             variant_name(ff.variant)));
   }
@@ -135,7 +135,7 @@ PackedEncoderLayer pack(const EncoderLayer& layer) {
   check_linear(ff.linear_2, d, f, "linear_2");
   for (const LayerNorm* norm : {&layer.layer_norm_1, &layer.layer_norm_2}) {
     if (norm->weight.size() != d || norm->bias.size() != d) {
-      throw Error("pack",
+      throw Error(ErrorKind::bad_size, "pack",
                   fmt::format("a LayerNorm has weight {} and bias {}: expected ({})",
                               shape_string_of(norm->weight), shape_string_of(norm->bias), d));
     }
@@ -185,7 +185,8 @@ Workspace make_workspace(const PackedEncoderLayer& layer, std::size_t tokens, Fa
 Workspace make_workspace(const PackedEncoderLayer& layer, std::size_t batch, std::size_t tokens,
                          FastKernels kernels) {
   if (kernels == FastKernels::avx2 && !cpu_has_avx2()) {
-    throw Error("make_workspace", "this CPU has no AVX2 and FMA: use the scalar kernels");
+    throw Error(ErrorKind::bad_value, "make_workspace",
+                "this CPU has no AVX2 and FMA: use the scalar kernels");
   }
   Workspace w;
   w.capacity = batch * tokens;
@@ -216,7 +217,7 @@ void forward_fast(const PackedEncoderLayer& layer, const float* x, std::size_t b
                   std::size_t tokens, Workspace& w, float* out) {
   if (tokens == 0 || batch == 0 || tokens > w.sequence || batch > w.capacity / tokens) {
     throw Error(
-        "forward_fast",
+        ErrorKind::bad_size, "forward_fast",
         fmt::format("{} tokens for a workspace of {}: make_workspace(layer, tokens) first",
                     batch == 1 ? fmt::format("{}", tokens) : fmt::format("{} x {}", batch, tokens),
                     w.capacity));
@@ -225,10 +226,11 @@ void forward_fast(const PackedEncoderLayer& layer, const float* x, std::size_t b
   const std::size_t rows = batch * t;
   if (w.qkv.size() < rows * 3 * d || w.context.size() < rows * d || w.residual.size() < rows * d ||
       w.normed.size() < rows * d || w.hidden.size() < rows * f || w.scores.size() < t * t) {
-    throw Error("forward_fast", fmt::format("the workspace was made for a narrower layer than D = "
-                                            "{}, F = {}: make_workspace(layer, batch, tokens) "
-                                            "for this layer",
-                                            d, f));
+    throw Error(ErrorKind::bad_size, "forward_fast",
+                fmt::format("the workspace was made for a narrower layer than D = "
+                            "{}, F = {}: make_workspace(layer, batch, tokens) "
+                            "for this layer",
+                            d, f));
   }
   const FastKernels k = w.kernels;
   const bool pre = layer.placement == NormPlacement::pre;
@@ -293,7 +295,7 @@ void forward_fast(const PackedEncoderLayer& layer, const float* x, std::size_t b
 
 Tensor2 forward_fast(const PackedEncoderLayer& layer, const Tensor2& x, Workspace& workspace) {
   if (x.shape(1) != layer.d_model) {
-    throw Error("forward_fast",
+    throw Error(ErrorKind::bad_size, "forward_fast",
                 fmt::format("x {} does not fit a layer of width D = {}: expected (T, {})",
                             shape_string_of(x), layer.d_model, layer.d_model));
   }
@@ -311,10 +313,11 @@ void pack_embeddings(const Embeddings& e, PackedEncoder& p) {
   const Tensor2& positions = e.position_embeddings.weight;
   const std::size_t d = tokens.shape(1);
   if (positions.shape(1) != d || e.layer_norm.weight.size() != d || e.layer_norm.bias.size() != d) {
-    throw Error("pack", fmt::format("embeddings of {} and {} with a LayerNorm of {}: expected one "
-                                    "width",
-                                    shape_string_of(tokens), shape_string_of(positions),
-                                    shape_string_of(e.layer_norm.weight)));
+    throw Error(ErrorKind::bad_size, "pack",
+                fmt::format("embeddings of {} and {} with a LayerNorm of {}: expected one "
+                            "width",
+                            shape_string_of(tokens), shape_string_of(positions),
+                            shape_string_of(e.layer_norm.weight)));
   }
   check_eps(e.layer_norm.eps, "pack");
   p.vocab = tokens.shape(0);
@@ -329,7 +332,7 @@ void pack_embeddings(const Embeddings& e, PackedEncoder& p) {
 
 void check_layer_width(const PackedEncoder& p, const PackedEncoderLayer& layer) {
   if (layer.d_model != p.d_model) {
-    throw Error("pack",
+    throw Error(ErrorKind::bad_size, "pack",
                 fmt::format("a layer of width {} after embeddings of width {}: expected one "
                             "width",
                             layer.d_model, p.d_model));
@@ -339,7 +342,8 @@ void check_layer_width(const PackedEncoder& p, const PackedEncoderLayer& layer) 
 
 PackedEncoder pack(const Encoder& encoder) {
   if (!encoder.with_embeddings) {
-    throw Error("pack", "the fast encoder starts from ids: expected an encoder with embeddings");
+    throw Error(ErrorKind::bad_value, "pack",
+                "the fast encoder starts from ids: expected an encoder with embeddings");
   }
   PackedEncoder p;
   pack_embeddings(encoder.embeddings, p);
@@ -392,14 +396,14 @@ void forward_fast(const PackedEncoder& encoder, const std::int64_t* ids, std::si
                   std::size_t tokens, EncoderWorkspace& w, float* out) {
   const std::size_t d = encoder.d_model, rows = batch * tokens;
   if (tokens > encoder.positions) {
-    throw Error("forward_fast",
+    throw Error(ErrorKind::bad_size, "forward_fast",
                 fmt::format("{} tokens but only {} positions (max_position_embeddings): use at "
                             "most {} tokens",
                             tokens, encoder.positions, encoder.positions));
   }
   if (tokens == 0 || batch == 0 || tokens > w.layer.sequence || rows > w.layer.capacity ||
       w.stream.size() < rows * d) {
-    throw Error("forward_fast",
+    throw Error(ErrorKind::bad_size, "forward_fast",
                 fmt::format("{} x {} tokens for a workspace of {}: make_workspace(encoder, batch, "
                             "tokens) first",
                             batch, tokens, w.layer.capacity));
@@ -408,9 +412,10 @@ void forward_fast(const PackedEncoder& encoder, const std::int64_t* ids, std::si
   for (std::size_t r = 0; r < rows; ++r) {
     const std::int64_t id = ids[r];
     if (id < 0 || static_cast<std::uint64_t>(id) >= encoder.vocab) {
-      throw Error("forward_fast", fmt::format("id {} at position {} is outside the vocabulary of "
-                                              "{}: expected 0 to {}",
-                                              id, r, encoder.vocab, encoder.vocab - 1));
+      throw Error(ErrorKind::bad_value, "forward_fast",
+                  fmt::format("id {} at position {} is outside the vocabulary of "
+                              "{}: expected 0 to {}",
+                              id, r, encoder.vocab, encoder.vocab - 1));
     }
     const float* token = encoder.token_embeddings.data() + static_cast<std::size_t>(id) * d;
     const float* position = encoder.position_embeddings.data() + (r % tokens) * d;

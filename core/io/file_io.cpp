@@ -201,14 +201,16 @@ void write_file_atomic(const std::string& path, std::string_view contents) {
   const std::string temp = fmt::format("{}.tmp{}", path, static_cast<long>(getpid()));
   std::FILE* file = std::fopen(temp.c_str(), "wb");
   if (file == nullptr) {
-    throw Error("write_file", fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
+    throw Error(ErrorKind::write_failed, "write_file",
+                fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
   }
   const bool written = std::fwrite(contents.data(), 1, contents.size(), file) == contents.size();
   const bool closed = std::fclose(file) == 0;
   if (!written || !closed || std::rename(temp.c_str(), path.c_str()) != 0) {
     const int saved = errno;
     std::remove(temp.c_str());
-    throw Error("write_file", fmt::format("cannot write '{}': {}", path, std::strerror(saved)));
+    throw Error(ErrorKind::write_failed, "write_file",
+                fmt::format("cannot write '{}': {}", path, std::strerror(saved)));
   }
 }
 

@@ -13,7 +13,7 @@ namespace attn {
 // "'w.safetensors' is 2 GiB, more than <limit>: <fix>".
 struct SizeCap {
   std::uint64_t bytes = 0;
-  std::string limit;  // "the memory limit of 100 MiB (set by --max-memory)"
+  std::string limit;  // "the memory limit of 100 MiB (set by ATTN_MAX_MEMORY)"
   std::string fix;    // "pass a smaller array"
 };
 

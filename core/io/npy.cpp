@@ -645,7 +645,7 @@ std::vector<unsigned char> serialize_npy(const Array& array) {
   if (count > std::numeric_limits<std::size_t>::max() / size ||
       array.bytes.size() != count * size) {
     throw Error(
-        "serialize_npy",
+        ErrorKind::bad_size, "serialize_npy",
         fmt::format("array of shape {} {} has {} bytes of data, expected {} per element",
                     shape_string(array.shape), dtype_name(array.dtype), array.bytes.size(), size));
   }

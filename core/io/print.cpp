@@ -257,7 +257,7 @@ void get_summarized_data(const View& self, const PrintOptions& options,
   }
   if (n > 2 * edgeitems) {
     if (edgeitems == 0) {
-      throw Error("format_torch",
+      throw Error(ErrorKind::bad_value, "format_torch",
                   "edgeitems=0 cannot summarise a tensor of rank 2 or more (torch: \"stack "
                   "expects a non-empty TensorList\")");
     }
@@ -340,14 +340,15 @@ std::string torch_dtype_name(Dtype dtype) {
 // _str_intern: "tensor(" + contents + suffixes + ")".
 std::string format_torch(const Array& array, const PrintOptions& options) {
   if (options.precision < 0) {
-    throw Error("format_torch",
+    throw Error(ErrorKind::bad_value, "format_torch",
                 fmt::format("precision must be 0 or more, got {}", options.precision));
   }
   const std::size_t numel = array.size();
   if (array.bytes.size() != numel * dtype_size(array.dtype)) {
-    throw Error("format_torch", fmt::format("a {} array of shape {} needs {} bytes, got {}",
-                                            dtype_name(array.dtype), shape_string(array.shape),
-                                            numel * dtype_size(array.dtype), array.bytes.size()));
+    throw Error(ErrorKind::bad_size, "format_torch",
+                fmt::format("a {} array of shape {} needs {} bytes, got {}",
+                            dtype_name(array.dtype), shape_string(array.shape),
+                            numel * dtype_size(array.dtype), array.bytes.size()));
   }
 
   const std::string prefix = "tensor(";

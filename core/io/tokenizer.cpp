@@ -38,9 +38,10 @@ std::u32string decode(std::string_view text, const char* function) {
     const auto n = utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(text.data() + i),
                                     static_cast<utf8proc_ssize_t>(text.size() - i), &cp);
     if (n <= 0 || cp < 0) {
-      throw Error(function, fmt::format("the text is not valid UTF-8: byte {} (offset {}) does not "
-                                        "start a UTF-8 character",
-                                        byte_hex(static_cast<unsigned char>(text[i])), i));
+      throw Error(ErrorKind::bad_value, function,
+                  fmt::format("the text is not valid UTF-8: byte {} (offset {}) does not "
+                              "start a UTF-8 character",
+                              byte_hex(static_cast<unsigned char>(text[i])), i));
     }
     out.push_back(static_cast<char32_t>(cp));
     i += static_cast<std::size_t>(n);
@@ -163,7 +164,7 @@ std::u32string strip_accents(const std::u32string& word) {
     n = utf8proc_decompose(bytes, length, buffer.data(), n, options);
   }
   if (n < 0) {
-    throw Error("strip_accents",
+    throw Error(ErrorKind::bad_value, "strip_accents",
                 fmt::format("utf8proc cannot decompose the word: {}", utf8proc_errmsg(n)));
   }
   std::u32string out;
@@ -278,7 +279,7 @@ std::optional<std::int64_t> Vocabulary::find(std::string_view token) const {
 
 Vocabulary parse_vocabulary(std::string_view text, std::string_view source) {
   if (text.empty()) {
-    throw Error("parse_vocabulary",
+    throw Error(ErrorKind::bad_file, "parse_vocabulary",
                 fmt::format("'{}' is empty: a vocab.txt has one token per line, e.g. Hugging "
                             "Face's bert-base-uncased/vocab.txt",
                             source));
@@ -291,14 +292,14 @@ Vocabulary parse_vocabulary(std::string_view text, std::string_view source) {
     return line;
   };
   if (const std::size_t nul = text.find('\0'); nul != std::string_view::npos) {
-    throw Error("parse_vocabulary",
+    throw Error(ErrorKind::bad_file, "parse_vocabulary",
                 fmt::format("'{}' has a NUL byte at offset {} (line {}): it is a binary file, not "
                             "a vocab.txt (UTF-8 text, one token per line)",
                             source, nul, line_of(nul)));
   }
   if (std::size_t bad = 0; !is_valid_utf8(text, &bad)) {
     throw Error(
-        "parse_vocabulary",
+        ErrorKind::bad_file, "parse_vocabulary",
         fmt::format("'{}' is not UTF-8 text: byte {} at offset {} (line {}) does not start "
                     "a UTF-8 character; a vocab.txt is UTF-8, one token per line",
                     source, byte_hex(static_cast<unsigned char>(text[bad])), bad, line_of(bad)));
@@ -310,7 +311,7 @@ Vocabulary parse_vocabulary(std::string_view text, std::string_view source) {
     if (!inserted) {
       const std::string shown = token.empty() ? "the empty token (a blank line)"
                                               : fmt::format("the token '{}'", printable(token));
-      throw Error("parse_vocabulary",
+      throw Error(ErrorKind::bad_file, "parse_vocabulary",
                   fmt::format("'{}' lists {} twice, on lines {} and {}: each token must appear "
                               "once (Hugging Face would keep id {} and lose id {})",
                               source, shown, it->second + 1, id + 1, id, it->second));
@@ -327,7 +328,7 @@ Vocabulary parse_vocabulary(std::string_view text, std::string_view source) {
   }
   if (start < text.size()) add(std::string(text.substr(start)));
   if (!vocab.find(kUnknownToken)) {
-    throw Error("parse_vocabulary",
+    throw Error(ErrorKind::bad_file, "parse_vocabulary",
                 fmt::format("'{}' has no [UNK] line ({} tokens): WordPiece needs it for words it "
                             "cannot spell; add a line [UNK] (bert-base-uncased has it on line "
                             "101, id 100)",
@@ -453,7 +454,9 @@ std::vector<std::string> wordpiece_tokenize(std::string_view word, const Vocabul
 
 Encoding encode(std::string_view text, const Vocabulary& vocab, bool add_special_tokens) {
   const auto unknown = vocab.find(kUnknownToken);
-  if (!unknown) throw Error("encode", "the vocabulary has no [UNK]: add a line [UNK] to it");
+  if (!unknown)
+    throw Error(ErrorKind::bad_value, "encode",
+                "the vocabulary has no [UNK]: add a line [UNK] to it");
   Encoding e;
   e.basic = basic_tokenize(text);
   auto add = [&](std::string token, std::int64_t word) {
@@ -466,9 +469,10 @@ Encoding encode(std::string_view text, const Vocabulary& vocab, bool add_special
   if (add_special_tokens) {
     for (std::string_view token : {kClassifierToken, kSeparatorToken}) {
       if (!vocab.find(token)) {
-        throw Error("encode", fmt::format("the vocabulary has no {} token, which "
-                                          "add_special_tokens puts around the text",
-                                          token));
+        throw Error(ErrorKind::bad_value, "encode",
+                    fmt::format("the vocabulary has no {} token, which "
+                                "add_special_tokens puts around the text",
+                                token));
       }
     }
     add(std::string(kClassifierToken), -1);

@@ -78,9 +78,10 @@ std::size_t checked_bytes(const Array& array, std::string_view function, std::st
   const std::size_t size = dtype_size(array.dtype);
   if (count > std::numeric_limits<std::size_t>::max() / size ||
       array.bytes.size() != count * size) {
-    throw Error(function, fmt::format("'{}' has {} bytes, but a {} array of shape {} needs {}",
-                                      printable(key), array.bytes.size(), dtype_name(array.dtype),
-                                      shape_string(array.shape), count * size));
+    throw Error(ErrorKind::bad_size, function,
+                fmt::format("'{}' has {} bytes, but a {} array of shape {} needs {}",
+                            printable(key), array.bytes.size(), dtype_name(array.dtype),
+                            shape_string(array.shape), count * size));
   }
   return array.bytes.size();
 }
@@ -547,7 +548,8 @@ std::vector<unsigned char> inflate_member(Bytes compressed, std::uint64_t size,
   std::vector<unsigned char> out(size);
   z_stream stream{};
   if (inflateInit2(&stream, -MAX_WBITS) != Z_OK) {
-    throw Error("parse_npz", "zlib could not start inflating (out of memory?)");
+    throw Error(ErrorKind::too_large, "parse_npz",
+                "zlib could not start inflating (out of memory?)");
   }
   constexpr std::size_t kChunk = std::size_t{1} << 30;  // avail_in and avail_out are 32-bit
   std::size_t in_used = 0, out_used = 0;
@@ -712,11 +714,11 @@ std::vector<unsigned char> serialize_safetensors(const StateDict& tensors,
   std::vector<const StateDict::value_type*> order;
   for (const auto& item : tensors) {
     if (utf8_error(item.first) != std::string_view::npos) {
-      throw Error("serialize_safetensors",
+      throw Error(ErrorKind::bad_value, "serialize_safetensors",
                   fmt::format("the name '{}' is not valid UTF-8", printable(item.first)));
     }
     if (item.first == "__metadata__") {
-      throw Error("serialize_safetensors",
+      throw Error(ErrorKind::bad_value, "serialize_safetensors",
                   "a tensor cannot be named '__metadata__': the format reserves that key");
     }
     checked_bytes(item.second, "serialize_safetensors", item.first);
@@ -730,7 +732,7 @@ std::vector<unsigned char> serialize_safetensors(const StateDict& tensors,
   header["__metadata__"] = {{"format", "pt"}};
   for (const auto& [key, value] : metadata) {
     if (utf8_error(key) != std::string_view::npos || utf8_error(value) != std::string_view::npos)
-      throw Error("serialize_safetensors",
+      throw Error(ErrorKind::bad_value, "serialize_safetensors",
                   fmt::format("metadata '{}' is not valid UTF-8", printable(key)));
     header["__metadata__"][key] = value;
   }
@@ -856,15 +858,17 @@ std::vector<unsigned char> serialize_npz(const StateDict& tensors) {
   // field (zipfile's force_zip64), a plain central directory and end record.
   std::vector<unsigned char> out, central;
   const auto too_large = [](std::string_view why) {
-    throw Error("serialize_npz", fmt::format("{}, more than attn's .npz writer handles; write "
-                                             ".safetensors instead",
-                                             why));
+    throw Error(ErrorKind::bad_value, "serialize_npz",
+                fmt::format("{}, more than attn's .npz writer handles; write "
+                            ".safetensors instead",
+                            why));
   };
   if (tensors.size() >= 0xffff) too_large(fmt::format("{} arrays", tensors.size()));
   for (const auto& [key, array] : tensors) {
     const std::string file = key + ".npy";
     if (utf8_error(file) != std::string_view::npos) {
-      throw Error("serialize_npz", fmt::format("the name '{}' is not valid UTF-8", printable(key)));
+      throw Error(ErrorKind::bad_value, "serialize_npz",
+                  fmt::format("the name '{}' is not valid UTF-8", printable(key)));
     }
     if (file.size() > 0xffff) too_large(fmt::format("a {}-byte name", file.size()));
     checked_bytes(array, "serialize_npz", key);
@@ -928,11 +932,11 @@ void write_weights(const std::string& path, const StateDict& tensors, const Meta
   if (ext == ".safetensors")
     return write_file_atomic(path, serialize_safetensors(tensors, metadata));
   if (!metadata.empty())
-    throw Error("write_weights",
+    throw Error(ErrorKind::bad_value, "write_weights",
                 fmt::format("{}: only .safetensors keeps metadata; name the file *.safetensors",
                             printable(path, 200)));
   if (ext == ".npz") return write_file_atomic(path, serialize_npz(tensors));
-  throw Error("write_weights",
+  throw Error(ErrorKind::bad_value, "write_weights",
               fmt::format("{}: cannot tell the format from the extension '{}'; name the file "
                           "*.safetensors or *.npz",
                           printable(path, 200), printable(ext)));

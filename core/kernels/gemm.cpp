@@ -55,9 +55,10 @@ void check_int_sizes(std::size_t m, std::size_t n, std::size_t k, std::size_t ld
                      std::size_t ldc) {
   constexpr auto kMaxInt = static_cast<std::size_t>(std::numeric_limits<int>::max());
   if (std::max({m, n, k, lda, ldb, ldc}) > kMaxInt) {
-    throw Error("sgemm", fmt::format("m={} n={} k={} (lda={} ldb={} ldc={}) exceed the BLAS's int "
-                                     "sizes",
-                                     m, n, k, lda, ldb, ldc));
+    throw Error(ErrorKind::bad_size, "sgemm",
+                fmt::format("m={} n={} k={} (lda={} ldb={} ldc={}) exceed the BLAS's int "
+                            "sizes",
+                            m, n, k, lda, ldb, ldc));
   }
 }
 
@@ -83,12 +84,14 @@ void run_onednn([[maybe_unused]] bool transpose_a, [[maybe_unused]] bool transpo
       dnnl_sgemm(transpose_a ? 'T' : 'N', transpose_b ? 'T' : 'N', dim(m), dim(n), dim(k), alpha, a,
                  dim(lda), b, dim(ldb), beta, c, dim(ldc));
   if (status != dnnl_success) {
-    throw Error("sgemm", fmt::format("oneDNN's sgemm failed (status {}) on m={} n={} k={}: run "
-                                     "with ATTN_GEMM=openblas",
-                                     static_cast<int>(status), m, n, k));
+    throw Error(ErrorKind::bad_value, "sgemm",
+                fmt::format("oneDNN's sgemm failed (status {}) on m={} n={} k={}: run "
+                            "with ATTN_GEMM=openblas",
+                            static_cast<int>(status), m, n, k));
   }
 #else
-  throw Error("sgemm", "this build has no oneDNN: run with ATTN_GEMM=openblas");
+  throw Error(ErrorKind::bad_value, "sgemm",
+              "this build has no oneDNN: run with ATTN_GEMM=openblas");
 #endif
 }
 
@@ -240,19 +243,20 @@ GemmChoice parse_gemm_choice(std::string_view word, std::string_view source) {
   if (word == "openblas") return GemmChoice::openblas;
   if (word == "onednn") {
     if (!gemm_library_available(GemmLibrary::onednn)) {
-      throw Error("gemm", fmt::format("{} asks for onednn, but this build has no oneDNN: use "
-                                      "openblas or auto (./setup.sh installs libdnnl-dev)",
-                                      source));
+      throw Error(ErrorKind::bad_value, "gemm",
+                  fmt::format("{} asks for onednn, but this build has no oneDNN: use "
+                              "openblas or auto (./setup.sh installs libdnnl-dev)",
+                              source));
     }
     return GemmChoice::onednn;
   }
-  throw Error("gemm",
+  throw Error(ErrorKind::bad_value, "gemm",
               fmt::format("{} is '{}': expected auto, measure, openblas or onednn", source, word));
 }
 
 void set_gemm_choice(GemmChoice choice) {
   if (choice == GemmChoice::onednn && !gemm_library_available(GemmLibrary::onednn)) {
-    throw Error("gemm", "this build has no oneDNN: use openblas or auto");
+    throw Error(ErrorKind::bad_value, "gemm", "this build has no oneDNN: use openblas or auto");
   }
   State& s = state();
   s.forced = choice;
@@ -307,7 +311,8 @@ void sgemm(bool transpose_a, bool transpose_b, std::size_t m, std::size_t n, std
 
 void set_threads(int threads) {
   if (threads < 1 || threads > 256) {
-    throw Error("set_threads", fmt::format("{} threads: expected 1 to 256", threads));
+    throw Error(ErrorKind::bad_value, "set_threads",
+                fmt::format("{} threads: expected 1 to 256", threads));
   }
   state().threads = threads;
   apply_threads();

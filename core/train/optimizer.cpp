@@ -12,10 +12,12 @@ void prepare(std::vector<std::vector<float>>& state, const std::vector<Parameter
     for (const ParameterSlot& s : slots)
       state.emplace_back(s.count, 0.0f);
   }
-  if (state.size() != slots.size()) throw Error(who, "the parameters changed between steps");
+  if (state.size() != slots.size())
+    throw Error(ErrorKind::bad_size, who, "the parameters changed between steps");
   for (std::size_t i = 0; i < slots.size(); ++i)
     if (state[i].size() != slots[i].count)
-      throw Error(who, fmt::format("{} changed size between steps", slots[i].key));
+      throw Error(ErrorKind::bad_size, who,
+                  fmt::format("{} changed size between steps", slots[i].key));
 }
 }  // namespace
 

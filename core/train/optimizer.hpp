@@ -55,13 +55,15 @@ std::vector<ParameterSlot> parameter_slots(Layer& model, Layer& grad) {
   std::size_t i = 0;
   visit_parameters(grad, [&](const std::string& key, float* data, const Shape& shape) {
     if (i >= slots.size() || slots[i].key != key || slots[i].count != element_count(shape))
-      throw Error("parameter_slots", fmt::format("the gradient's {} does not match the model's "
-                                                 "parameters",
-                                                 key));
+      throw Error(ErrorKind::bad_size, "parameter_slots",
+                  fmt::format("the gradient's {} does not match the model's "
+                              "parameters",
+                              key));
     slots[i++].grad = data;
   });
   if (i != slots.size())
-    throw Error("parameter_slots", "the gradient has fewer parameters than the model");
+    throw Error(ErrorKind::bad_size, "parameter_slots",
+                "the gradient has fewer parameters than the model");
   return slots;
 }
 

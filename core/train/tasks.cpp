@@ -34,7 +34,7 @@ std::optional<Task> task_named(std::string_view name) {
 const TaskInfo& task_info(Task task) {
   for (const TaskInfo& info : task_list())
     if (info.task == task) return info;
-  throw Error("task_info", "unknown task");
+  throw Error(ErrorKind::bad_value, "task_info", "unknown task");
 }
 
 std::size_t task_classes(Task task, const TaskSizes& sizes) {
@@ -75,7 +75,7 @@ const std::vector<std::int64_t>& task_text(TaskSplit split) {
       return ids;
     };
     if (last == std::string_view::npos)
-      throw Error("task_text", "the masked task's text has one paragraph");
+      throw Error(ErrorKind::internal, "task_text", "the masked task's text has one paragraph");
     return std::array<std::vector<std::int64_t>, 2>{normalise(raw.substr(0, last)),
                                                     normalise(raw.substr(last))};
   }();

@@ -34,7 +34,7 @@ struct TaskInfo {
   std::string_view pattern;      // what a head that solves it does
 };
 
-// Every task, in the order `attn train --help` lists them.
+// Every task, in the order the help lists them.
 const std::vector<TaskInfo>& task_list();
 std::optional<Task> task_named(std::string_view name);
 const TaskInfo& task_info(Task task);

@@ -126,7 +126,7 @@ struct TrainingRecord {
   HeldOutResults results;
 };
 std::string training_record_json(const TrainingRecord& record);
-// What `attn train --save-checkpoint` writes beside the weights: everything needed to rebuild the
+// What a checkpoint holds beside the weights: everything needed to rebuild the
 // model and read its tokens ("attn_model"), and the run ("attn_training").
 Metadata checkpoint_metadata(const TrainConfig& config, const HeldOutResults& held_out);
 // The model and task a checkpoint's metadata describes; throws attn::Error(bad_file) about

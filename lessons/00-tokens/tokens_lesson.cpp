@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 
@@ -19,6 +20,9 @@
 namespace attn::lessons {
 
 namespace {
+// Seeded streams apart from the others: Rng(seed ^ stream).
+constexpr std::uint64_t kTableStream =
+    0x70ce45ULL;  // the embedding table, apart from any other draw
 
 // Past this many numbers the table is shown by its first rows only (BERT-base's has 23 million).
 constexpr std::size_t kLargestShownTable = std::size_t{1} << 20;
@@ -186,7 +190,7 @@ LessonRun run_tokens(const TokensLessonOptions& options) {
     table.weight = Tensor2({rows, width});
     load_state_dict(table, model, *options.weights, options.weights_name);
   } else {
-    Rng rng(options.seed ^ 0x70ce45ULL);
+    Rng rng(options.seed ^ kTableStream);
     table = init_embedding(rng, rows, width);
   }
   const Tensor3 lookup = forward(table, ids);  // (1,T) -> (1,T,D)

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include <fmt/format.h>
 
@@ -13,13 +14,17 @@
 namespace attn::lessons {
 
 namespace {
+// Seeded streams apart from the others: Rng(seed ^ stream).
+constexpr std::uint64_t kOrderStream =
+    0x5eed0f0e11e5ULL;  // the permutation of the equivariance check
+
 // A shuffled token order drawn from the seed (Fisher-Yates); never the identity when T > 1.
 std::vector<std::size_t> shuffled_order(std::uint64_t seed, std::size_t tokens) {
   std::vector<std::size_t> order(tokens);
   for (std::size_t i = 0; i < tokens; ++i)
     order[i] = i;
   if (tokens < 2) return order;
-  Rng rng(seed ^ 0x5eed0f0e11e5ULL);
+  Rng rng(seed ^ kOrderStream);
   do {
     for (std::size_t i = tokens - 1; i > 0; --i) {
       std::swap(order[i],

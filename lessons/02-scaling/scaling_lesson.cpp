@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include <fmt/format.h>
 
@@ -15,6 +16,10 @@
 namespace attn::lessons {
 
 namespace {
+// Seeded streams apart from the others: Rng(seed ^ stream).
+constexpr std::uint64_t kMeasureStream =
+    0x5ca11e5ULL;  // the measurements' random vectors, apart from the input's
+
 constexpr std::size_t kSpreadSamples = 2000;  // q·k pairs per width
 constexpr std::size_t kPeakRows = 500;        // queries per width
 constexpr std::size_t kSelfTokens = 64;       // tokens per sequence, at most, of the self table
@@ -78,7 +83,7 @@ LessonRun run_scaling(const LessonOptions& options) {
   run.section("intro");
 
   // The measurements use their own stream so that the input does not depend on them.
-  Rng rng(options.seed ^ 0x5ca11e5ULL);
+  Rng rng(options.seed ^ kMeasureStream);
   Table spread{
       fmt::format("Spread of q·k for q, k with N(0, 1) entries ({} pairs per row)", kSpreadSamples),
       {"D", "mean q·k", "Var(q·k)", "D", "Var(q·k / √D)"},

@@ -133,7 +133,7 @@ LessonRun run_softmax_lesson(const SoftmaxLessonOptions& options) {
   check_budget("softmax", plan);
   if (options.causal && tokens != keys) {
     throw Error(
-        ErrorKind::bad_value, "softmax_lesson",
+        ErrorKind::bad_size, "softmax_lesson",
         fmt::format(
             "a causal mask needs square scores (B, T, T); the input has shape ({}, {}, {}): "
             "pass scores with as many keys as queries, or drop <mask> causal",

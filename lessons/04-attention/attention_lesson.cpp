@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include <fmt/format.h>
 
@@ -16,6 +17,10 @@
 namespace attn::lessons {
 
 namespace {
+// Seeded streams apart from the others: Rng(seed ^ stream).
+constexpr std::uint64_t kWeightsStream =
+    0xa77e4710ULL;  // the head's weights, apart from the input's draws
+
 struct SelfPreference {
   float asymmetry = 0.0f;  // max |s_ij - s_ji|
   double self_weight = 0.0;
@@ -136,7 +141,7 @@ LessonRun run_attention(const AttentionLessonOptions& options) {
   }
 
   // The weights: from --weights, else PyTorch-style random initialisation from the seed.
-  Rng rng(options.common.seed ^ 0xa77e4710ULL);
+  Rng rng(options.common.seed ^ kWeightsStream);
   SelfAttention self_attention;
   AttentionHead attention_head;
   if (head) {

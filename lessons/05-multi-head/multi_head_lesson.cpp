@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include <fmt/format.h>
 
@@ -19,6 +20,11 @@
 namespace attn::lessons {
 
 namespace {
+// Seeded streams apart from the others: Rng(seed ^ stream).
+constexpr std::uint64_t kVariantStream =
+    0x3a17ULL;  // each variant's weights (with the variant's own offset), apart from the input's
+constexpr std::uint64_t kRedrawStream = 0x5eed001ULL;  // the redrawn W_V of seed 001's bug
+
 constexpr std::size_t kHeatmapHeads = 8;  // heads drawn as heatmaps
 
 MultiHeadVariant parse_variant(const std::string& name) {
@@ -69,7 +75,7 @@ void check_rows_sum_to_one(LessonRun& run, const Tensor4& weights) {
 // `--variant NAME` (and every section below) use the same layer.
 MultiHeadAttention seeded_layer(std::uint64_t seed, MultiHeadVariant v, std::size_t width,
                                 std::size_t heads) {
-  Rng rng(seed ^ 0x3a17ULL ^ ((static_cast<std::uint64_t>(v) + 1) * 0x9e3779b97f4a7c15ULL));
+  Rng rng(seed ^ kVariantStream ^ ((static_cast<std::uint64_t>(v) + 1) * 0x9e3779b97f4a7c15ULL));
   return init_multi_head(rng, v, width, heads);
 }
 
@@ -295,7 +301,7 @@ void run_compare(LessonRun& run, const MultiHeadLessonOptions& o, const Tensor3&
   run.check("seed 001's `@ key` computes something else than `@ value`", bug > 1e-4f,
             fmt::format("max |right - wrong| = {:.3g}", bug));
   // Redraw W_V: the right output moves, the wrong one does not move at all.
-  Rng redraw(o.common.seed ^ 0x5eed001ULL);
+  Rng redraw(o.common.seed ^ kRedrawStream);
   for (float& w : fused.W_V.weight)
     w = static_cast<float>(redraw.normal());
   const float right_moved = max_difference(forward(fused, x, mask).output, right);

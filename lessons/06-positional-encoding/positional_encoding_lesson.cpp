@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include <fmt/format.h>
 
@@ -17,6 +18,11 @@
 namespace attn::lessons {
 
 namespace {
+// Seeded streams apart from the others: Rng(seed ^ stream).
+constexpr std::uint64_t kProjectionStream =
+    0x0ff5e7ULL;  // the random projections of the offsets table
+constexpr std::uint64_t kTableStream =
+    0x9051710eULL;  // the learned table's initial values, apart from the input's
 
 // The heatmap shows at most this many positions (rows) and dimensions (columns); past that,
 // evenly spaced ones (dimensions in sin/cos pairs, so both kinds of column stay in the picture).
@@ -130,7 +136,7 @@ Rows project(const Tensor2& pe, std::size_t tokens, std::size_t n, const std::ve
 Table projected_offsets(const Tensor2& pe, std::size_t tokens, std::uint64_t seed, double& identity,
                         double& random, double& rotating) {
   const std::size_t n = pe.shape(1) - pe.shape(1) % 2;
-  Rng rng(seed ^ 0x0ff5e7ULL);
+  Rng rng(seed ^ kProjectionStream);
   std::vector<double> eye(n * n, 0.0), wq(n * n), wk(n * n), r(n * n, 0.0);
   for (std::size_t a = 0; a < n; ++a)
     eye[a * n + a] = 1.0;
@@ -194,7 +200,7 @@ LessonRun run_positional_encoding(const PositionalEncodingLessonOptions& options
                                  ? fmt::format("the input has T={} tokens, more", tokens)
                                  : fmt::format("<seq> {} is more", tokens);
     throw Error(
-        ErrorKind::bad_value, "positional_encoding_lesson",
+        ErrorKind::bad_size, "positional_encoding_lesson",
         options.weights && !options.max_positions
             ? fmt::format("{} than the {} rows of the table in <weights>: use a table of at "
                           "least {} rows, or fewer tokens",
@@ -243,7 +249,7 @@ LessonRun run_positional_encoding(const PositionalEncodingLessonOptions& options
   Tensor2 pe;  // (T,D): what gets added
   if (learned) {
     // The table: from --weights, else nn.Embedding's N(0, 1) initialisation drawn from the seed.
-    Rng rng(options.common.seed ^ 0x9051710eULL);
+    Rng rng(options.common.seed ^ kTableStream);
     const Module model = describe_position_embedding(positions, width);
     PositionEmbedding embedding = init_position_embedding(rng, positions, width);
     if (options.weights) load_state_dict(embedding, model, *options.weights, options.weights_name);

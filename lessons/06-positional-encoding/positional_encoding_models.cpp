@@ -35,7 +35,7 @@ ModelDescription positional_encoding_model(const ModelRequest& r) {
     return {describe_sinusoidal_encoding(), trace_sinusoidal_encoding(x), {{x, kFloat32}}};
   }
   if (kind != "learned") {
-    throw Error("describe",
+    throw Error(ErrorKind::bad_value, "describe",
                 fmt::format("'{}' is not a kind of encoding: use sinusoidal or learned", kind))
         .about("kind");
   }
@@ -52,7 +52,7 @@ LessonRun positional_encoding_gradients(const ModelRequest& r, const GradientReq
   Rng rng(g.seed);
   if (kind == "learned") {  // the book's nn.Embedding(P, D) on position_ids = arange(T)[None]
     if (g.input)
-      throw Error("backward",
+      throw Error(ErrorKind::bad_value, "backward",
                   "the learned table reads the positions 0..T-1 itself: drop --input "
                   "and give --seq T")
           .about("input");
@@ -70,7 +70,7 @@ LessonRun positional_encoding_gradients(const ModelRequest& r, const GradientReq
                            std::move(layer), ids, g, rng);
   }
   if (kind != "sinusoidal")
-    throw Error("describe",
+    throw Error(ErrorKind::bad_value, "describe",
                 fmt::format("'{}' is not a kind of encoding: use sinusoidal or learned", kind))
         .about("kind");
   // Seed 001's x + pe[:, :T]: no parameters, and dL/dx = G.

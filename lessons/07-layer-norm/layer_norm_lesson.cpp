@@ -3,6 +3,7 @@
 
 #include <cfloat>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include <fmt/format.h>
@@ -16,6 +17,11 @@
 namespace attn::lessons {
 
 namespace {
+// Seeded streams apart from the others: Rng(seed ^ stream).
+constexpr std::uint64_t kWidthsStream = 0x1a7e2c0dULL;  // the rows of the unbiased/biased table
+constexpr std::uint64_t kPlacementStream =
+    0x9e3779b97f4a7c15ULL;  // the sublayer of the pre-LN/post-LN comparison
+
 constexpr std::size_t kCompareTokens = 64;  // random tokens per width in the seed 001 table
 
 // The state_dict as a table: key, shape, count.
@@ -144,7 +150,7 @@ Table compare_widths(std::uint64_t seed) {
       {"D", "√(D/(D-1)): unbiased / biased std", "max |seed 001 - nn.LayerNorm|",
        "largest possible"},
       {}};
-  Rng rng(seed ^ 0x1a7e2c0dULL);
+  Rng rng(seed ^ kWidthsStream);
   for (std::size_t width : {2, 6, 12, 64, 768}) {
     const Tensor3 x = randn(rng, 1, kCompareTokens, width);  // (1,64,D)
     const double diff = max_difference(forward(init_layer_normalization(), x).output,
@@ -328,7 +334,7 @@ LessonRun run_layer_norm(const LayerNormLessonOptions& options) {
 
   // Pre-LN against post-LN: the same random Linear(D, D) as each block's sublayer.
   run.section("placement");
-  Rng rng(options.common.seed ^ 0x9e3779b97f4a7c15ULL);
+  Rng rng(options.common.seed ^ kPlacementStream);
   const LayerNorm block_norm = init_layer_norm(width);  // nn.LayerNorm(D) at its defaults
   Tensor3 pre = x, post = x;
   Table table{fmt::format("residual stream: ‖x‖ per token (mean over the {} tokens), √D = {:.3f}",

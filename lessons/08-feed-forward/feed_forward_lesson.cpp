@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include <fmt/format.h>
 
@@ -18,6 +19,10 @@
 namespace attn::lessons {
 
 namespace {
+// Seeded streams apart from the others: Rng(seed ^ stream).
+constexpr std::uint64_t kWeightsStream =
+    0xfeedf0dULL;  // the block's weights, apart from the input's draws
+
 constexpr FeedForwardVariant kVariants[] = {FeedForwardVariant::book, FeedForwardVariant::relu,
                                             FeedForwardVariant::gelu_last};
 // min over x of GELU: -0.169971 at x = -0.7518 (tanh form: -0.170041 at x = -0.7525).
@@ -85,7 +90,7 @@ std::optional<std::size_t> weights_d_ff(const StateDict& weights, const std::str
   if (shape.size() != 2) return std::nullopt;
   if (shape[1] != width) {
     throw Error(
-        ErrorKind::bad_value, "feed_forward_lesson",
+        ErrorKind::bad_size, "feed_forward_lesson",
         fmt::format("'{}' is for D = {} ({} is (F, D) = {}), but the input has D = {}: {} {}",
                     source, shape[1], key, shape_string(shape), width,
                     from_input ? "give an <input> of width" : "add <d_model>", shape[1]))
@@ -367,7 +372,7 @@ LessonRun run_feed_forward(const FeedForwardLessonOptions& options) {
   if (options.weights) run.setting("weights", options.weights_name);
 
   // The weights: from --weights, else PyTorch-style random initialisation from the seed.
-  Rng rng(options.common.seed ^ 0xfeedf0dULL);
+  Rng rng(options.common.seed ^ kWeightsStream);
   FeedForward layer = init_feed_forward(rng, variant, width, d_ff, approximate);
   const Module model = describe_feed_forward(variant, width, d_ff);
   if (options.weights) load_state_dict(layer, model, *options.weights, options.weights_name);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include <fmt/format.h>
 
@@ -18,6 +19,10 @@
 namespace attn::lessons {
 
 namespace {
+// Seeded streams apart from the others: Rng(seed ^ stream).
+constexpr std::uint64_t kWeightsStream =
+    0xe4c0deULL;  // the encoder's weights, apart from the input's draws
+
 // Attention heatmaps for at most this many layers and heads per layer.
 constexpr std::size_t kMapLayers = 12, kMapHeads = 12;
 
@@ -119,7 +124,7 @@ LessonRun run_encoder(const EncoderLessonOptions& o) {
   std::size_t batch = 0, tokens = 0;
   if (o.embeddings) {
     if (o.ids.empty() || o.ids.front().empty())
-      throw Error("encoder", "no tokens to encode: give <text> or <ids>");
+      throw Error(ErrorKind::bad_value, "encoder", "no tokens to encode: give <text> or <ids>");
     batch = o.ids.size();
     tokens = o.ids.front().size();
     for (const auto& row : o.ids) {
@@ -141,7 +146,7 @@ LessonRun run_encoder(const EncoderLessonOptions& o) {
     batch = s.batch, tokens = s.seq;
     if (o.common.input && s.d_model != d) {
       throw Error(
-          ErrorKind::bad_value, "encoder_lesson",
+          ErrorKind::bad_size, "encoder_lesson",
           fmt::format("the hidden states have width {}, the encoder {}: pass <d_model> {} or a "
                       "config with hidden_size {}",
                       s.d_model, d, s.d_model, s.d_model))
@@ -150,7 +155,7 @@ LessonRun run_encoder(const EncoderLessonOptions& o) {
   }
   if (tokens > c.max_position_embeddings) {
     throw Error(
-        ErrorKind::bad_value, "encoder_lesson",
+        ErrorKind::bad_size, "encoder_lesson",
         fmt::format(
             "{} tokens but the position table has {} (max_position_embeddings): use at most {} "
             "tokens",
@@ -160,7 +165,7 @@ LessonRun run_encoder(const EncoderLessonOptions& o) {
   check_budget("encoder", plan_encoder_lesson(o, batch, tokens));
   const Module model = describe_encoder(c, o.embeddings);
 
-  Rng rng(o.common.seed ^ 0xe4c0deULL);
+  Rng rng(o.common.seed ^ kWeightsStream);
   Encoder encoder = init_encoder(rng, c, o.placement, o.embeddings);
   if (o.weights) {
     check_state_dict(model, *o.weights, o.weights_name);

@@ -38,7 +38,8 @@ ModelDescription encoder_model(const ModelRequest& r) {
   const EncoderConfig c = encoder_config(r);
   const NormPlacement norm = r.norm == "post" ? NormPlacement::post : NormPlacement::pre;
   if (!r.norm.empty() && r.norm != "pre" && r.norm != "post") {
-    throw Error("describe", fmt::format("'{}' is not a placement: use pre or post", r.norm))
+    throw Error(ErrorKind::bad_value, "describe",
+                fmt::format("'{}' is not a placement: use pre or post", r.norm))
         .about("norm");
   }
   const Shape input = r.embeddings ? Shape{r.batch, r.seq} : Shape{r.batch, r.seq, c.hidden_size};
@@ -64,7 +65,8 @@ LessonRun encoder_gradients(const ModelRequest& r, const GradientRequest& g) {
   const EncoderConfig c = encoder_config(r);
   const NormPlacement norm = r.norm == "post" ? NormPlacement::post : NormPlacement::pre;
   if (!r.norm.empty() && r.norm != "pre" && r.norm != "post")
-    throw Error("describe", fmt::format("'{}' is not a placement: use pre or post", r.norm))
+    throw Error(ErrorKind::bad_value, "describe",
+                fmt::format("'{}' is not a placement: use pre or post", r.norm))
         .about("norm");
   Rng rng(g.seed);
   Encoder layer = init_encoder(rng, c, norm, r.embeddings);

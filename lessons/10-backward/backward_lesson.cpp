@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 
 #include <fmt/format.h>
@@ -20,6 +21,14 @@
 namespace attn::lessons {
 
 namespace {
+// Seeded streams apart from the others: Rng(seed ^ stream).
+constexpr std::uint64_t kHeadStream =
+    0xbac4ULL;  // the head's weights and the inputs of its gradient check
+constexpr std::uint64_t kStackStream =
+    0x57acULL;  // the stack's weights, the same for pre-LN and post-LN
+constexpr std::uint64_t kBlocksStream =
+    0x5c1bULL;  // the residual blocks' weights, the same with and without the skip
+
 constexpr std::size_t kStackLayers = 12;    // the placement and residual stacks
 constexpr std::size_t kStackWidth = 32;     // their D
 constexpr std::size_t kStackTokens = 8;     // their T (batch 2)
@@ -100,7 +109,7 @@ LessonRun run_backward(const LessonOptions& options) {
 
   LessonRun run("backward");
   record_settings(run, options, {{"batch", batch}, {"seq", tokens}, {"d-model", width}});
-  Rng rng(options.seed ^ 0xbac4ULL);
+  Rng rng(options.seed ^ kHeadStream);
   AttentionHead head = init_attention_head(rng, width, hs);
   const AttentionSteps s = forward(head, x, nullptr);
   const Tensor3 g = normal(rng, batch, tokens, hs);  // dL/dY
@@ -226,7 +235,7 @@ LessonRun run_backward(const LessonOptions& options) {
   const Tensor3 stack_x = normal(rng, 2, kStackTokens, kStackWidth);
   const Tensor3 stack_g = normal(rng, 2, kStackTokens, kStackWidth);
   const auto layer_gradients = [&](NormPlacement placement) {
-    Rng weights(options.seed ^ 0x57acULL);
+    Rng weights(options.seed ^ kStackStream);
     Encoder encoder = init_encoder(weights, config, placement, false);
     Encoder grads = zeros_like(encoder);
     const EncoderTape tape = forward_tape(encoder, stack_x);
@@ -274,7 +283,7 @@ LessonRun run_backward(const LessonOptions& options) {
 
   // Residual connections: 12 blocks x + f(x) against f(x) alone.
   const auto block_gradients = [&](bool skip) {
-    Rng weights(options.seed ^ 0x5c1bULL);
+    Rng weights(options.seed ^ kBlocksStream);
     std::vector<Block> blocks;
     for (std::size_t i = 0; i < kStackLayers; ++i)
       blocks.push_back(

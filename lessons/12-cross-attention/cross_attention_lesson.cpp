@@ -3,6 +3,7 @@
 #include "12-cross-attention/cross_attention_lesson.hpp"
 
 #include <cmath>
+#include <cstdint>
 
 #include <fmt/format.h>
 
@@ -13,6 +14,9 @@
 namespace attn::lessons {
 
 namespace {
+// Seeded streams apart from the others: Rng(seed ^ stream).
+constexpr std::uint64_t kMemoryStream =
+    0x6d656d6f7279ULL;  // the encoder's memory, apart from x's draws
 
 // What the lesson runs on: random inputs of the given sizes, or a trained model's.
 struct CrossInputs {
@@ -48,7 +52,7 @@ CrossInputs random_inputs(const CrossAttentionLessonOptions& o) {
                               in.sources, in.sources))
           .about("source-lengths");
   in.x = lesson_input(o.common, "(B, T, D)", {in.batch, in.seq, in.d});
-  Rng rng(o.common.seed ^ 0x6d656d6f7279ULL);  // the memory's stream, apart from x's
+  Rng rng(o.common.seed ^ kMemoryStream);  // the memory's stream, apart from x's
   in.memory = randn(rng, in.batch, in.sources, in.d);
   Rng weights(o.common.seed);
   in.layer =

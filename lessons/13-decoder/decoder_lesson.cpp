@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include <fmt/format.h>
 
@@ -14,6 +15,12 @@
 namespace attn::lessons {
 
 namespace {
+// Seeded streams apart from the others: Rng(seed ^ stream).
+constexpr std::uint64_t kMemoryStream =
+    0x6d656d6f7279ULL;                                // the encoder's memory, apart from x's draws
+constexpr std::uint64_t kRandStream = 0x72616e64ULL;  // the uniform draws of seed 001's rand mask
+constexpr std::uint64_t kDropoutStream =
+    0x64726f70ULL;  // the dropout masks of the two nn.Dropout rates
 
 Heatmaps head_maps(const Tensor4& weights, std::string title, std::size_t rows, std::size_t cols,
                    std::string_view col_prefix) {
@@ -87,7 +94,7 @@ LessonRun run_decoder(const DecoderLessonOptions& o) {
   const LayerNormalization final_norm = init_layer_normalization();
   const Linear projection = init_linear(weights, d, o.vocab, true);
   const Tensor3 x = lesson_input(o.common, "(B, T, D)", {b, t, d});
-  Rng rng(o.common.seed ^ 0x6d656d6f7279ULL);
+  Rng rng(o.common.seed ^ kMemoryStream);
   const Tensor3 memory = randn(rng, b, s, d);
 
   run.section("intro");
@@ -149,7 +156,7 @@ LessonRun run_decoder(const DecoderLessonOptions& o) {
 
   run.section("bugs");
   run.section("rand_mask");
-  Rng draws(o.common.seed ^ 0x72616e64ULL);
+  Rng draws(o.common.seed ^ kRandStream);
   std::vector<float> uniform(t * t);
   for (float& u : uniform)
     u = static_cast<float>(draws.uniform());
@@ -179,7 +186,7 @@ LessonRun run_decoder(const DecoderLessonOptions& o) {
   for (const auto& [what, p] : {std::pair<const char*, float>{"nn.Dropout() (the seed)", 0.5f},
                                 {"nn.Dropout(dropout) (fixed)", 0.1f}}) {
     seeded.dropout = p;
-    Rng masks(o.common.seed ^ 0x64726f70ULL);
+    Rng masks(o.common.seed ^ kDropoutStream);
     const FeedForwardSteps steps = forward(seeded, tape.residual[2].norm.output, masks);
     dropout.rows.push_back({what, fmt::format("{:g}", p),
                             fmt::format("{:.0f}%", 100.0 * fraction_zero(steps.dropout_scale))});

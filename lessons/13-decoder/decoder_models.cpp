@@ -21,7 +21,8 @@ TransformerConfig seed001_config(const ModelRequest& r) {
   c.source_vocab = c.target_vocab = or_default(r.vocab_size, lesson.vocab);
   c.source_positions = c.target_positions = or_default(r.max_positions, r.seq);
   if (!r.norm.empty() && r.norm != "pre" && r.norm != "post")
-    throw Error("describe", fmt::format("'{}' is not a placement: use pre or post", r.norm))
+    throw Error(ErrorKind::bad_value, "describe",
+                fmt::format("'{}' is not a placement: use pre or post", r.norm))
         .about("norm");
   c.placement = r.norm == "post" ? NormPlacement::post : NormPlacement::pre;
   try {
