@@ -1,0 +1,280 @@
+#include "fast/bench.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <string_view>
+
+#include "base/random.hpp"
+#include "encoder.hpp"
+
+namespace attn {
+
+namespace {
+
+constexpr std::size_t kReferenceRuns = 3;
+
+std::size_t index_of(GemmLibrary library) {
+  return static_cast<std::size_t>(library);
+}
+
+template <class F>
+double time_ms(F&& f) {
+  const auto start = std::chrono::steady_clock::now();
+  f();
+  const auto stop = std::chrono::steady_clock::now();
+  return std::chrono::duration<double, std::milli>(stop - start).count();
+}
+
+// One GEMM shape with buffers of its own (same shapes, strides and per-head offsets).
+struct GemmBuffers {
+  TimedGemm timed;
+  std::size_t a_step = 0, b_step = 0, c_step = 0;  // added per repeated call (per head)
+  std::vector<float> a, b, c;
+
+  void run(GemmLibrary library) {
+    const GemmCall& g = timed.call;
+    for (std::size_t i = 0; i < g.count; ++i) {
+      sgemm_on(library, g.transpose_a, g.transpose_b, g.m, g.n, g.k, g.alpha, a.data() + i * a_step,
+               g.lda, b.data() + i * b_step, g.ldb, g.beta, c.data() + i * c_step, g.ldc);
+    }
+  }
+};
+
+GemmBuffers make_buffers(const GemmCall& g, std::size_t head_size, Rng& rng) {
+  GemmBuffers t;
+  t.timed.call = g;
+  // Per head: Q Kᵀ reads hs-wide column blocks of the fused buffer; P V reads one and writes one.
+  if (g.count > 1) {
+    const bool scores = std::string_view(g.name) == "scores";
+    t.a_step = scores ? head_size : 0;
+    t.b_step = head_size;
+    t.c_step = scores ? 0 : head_size;
+  }
+  auto fill = [&](std::vector<float>& v, std::size_t rows, std::size_t cols, std::size_t ld,
+                  std::size_t step) {
+    v.resize((rows - 1) * ld + cols + (g.count - 1) * step);
+    for (float& x : v)
+      x = 0.1f * static_cast<float>(rng.normal());
+  };
+  fill(t.a, g.transpose_a ? g.k : g.m, g.transpose_a ? g.m : g.k, g.lda, t.a_step);
+  fill(t.b, g.transpose_b ? g.n : g.k, g.transpose_b ? g.k : g.n, g.ldb, t.b_step);
+  fill(t.c, g.m, g.n, g.ldc, t.c_step);
+  return t;
+}
+
+Bounds bounds_of(const std::vector<GemmBuffers>& gemms) {
+  Bounds b;
+  for (GemmLibrary library : bench_libraries()) {
+    for (const GemmBuffers& g : gemms)
+      b.ms[index_of(library)] += median(g.timed.ms[index_of(library)]);
+    if (b.ms[index_of(library)] < b.ms[index_of(b.fastest)]) b.fastest = library;
+  }
+  return b;
+}
+
+// Times `timed` (may be empty) `repeat` times after `warmup`, each round followed by the calls on
+// the library that runs the large products, so that a slow patch of the machine hits both; then
+// every other library alone with the pool lent to it, so that two pools never run side by side.
+// Returns the times of `timed`.
+std::vector<double> time_rounds(const std::function<void()>& timed, std::vector<GemmBuffers>& gemms,
+                                std::size_t warmup, std::size_t repeat) {
+  const GemmLibrary active = gemm_selection().large;
+  auto round = [&](GemmLibrary library, std::vector<double>* times) {
+    if (times != nullptr && timed) times->push_back(time_ms(timed));
+    for (GemmBuffers& g : gemms) {
+      const double ms = time_ms([&] { g.run(library); });
+      if (times != nullptr) g.timed.ms[index_of(library)].push_back(ms);
+    }
+  };
+  std::vector<double> timed_ms;
+  for (std::size_t i = 0; i < warmup; ++i) {
+    if (timed) timed();
+    round(active, nullptr);
+  }
+  for (std::size_t i = 0; i < repeat; ++i)
+    round(active, &timed_ms);
+  for (GemmLibrary library : bench_libraries()) {
+    if (library == active) continue;
+    lend_pool(library);
+    for (std::size_t i = 0; i < warmup; ++i)
+      round(library, nullptr);
+    std::vector<double> unused;
+    for (std::size_t i = 0; i < repeat; ++i)
+      round(library, &unused);
+    return_pool();
+  }
+  return timed_ms;
+}
+
+std::vector<TimedGemm> timed_of(const std::vector<GemmBuffers>& gemms) {
+  std::vector<TimedGemm> out;
+  for (const GemmBuffers& g : gemms)
+    out.push_back(g.timed);
+  return out;
+}
+
+// Resident memory, from the kernel: a field of /proc/self/status in bytes (0 when unreadable).
+std::size_t status_bytes(const char* field) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  const std::string prefix = std::string(field) + ":";
+  while (std::getline(status, line)) {
+    if (line.rfind(prefix, 0) == 0) return std::stoull(line.substr(prefix.size())) * 1024;
+  }
+  return 0;
+}
+
+// Resets the peak resident memory (VmHWM) to the current, where /proc/self/clear_refs allows.
+bool reset_peak_memory() {
+  std::ofstream clear("/proc/self/clear_refs");
+  clear << "5";
+  clear.flush();
+  return static_cast<bool>(clear);
+}
+
+std::size_t layer_weights(const EncoderConfig& c) {
+  const std::size_t d = c.hidden_size, f = c.intermediate_size;
+  return 4 * d * d + 2 * d * f + 9 * d + f;
+}
+
+}  // namespace
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  if (n == 0) return 0.0;
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::vector<GemmLibrary> bench_libraries() {
+  std::vector<GemmLibrary> out = {GemmLibrary::openblas};
+  if (gemm_library_available(GemmLibrary::onednn)) out.push_back(GemmLibrary::onednn);
+  return out;
+}
+
+MemoryPlan plan_layer_bench(const BenchRequest& r) {
+  const std::size_t t = r.tokens, d = r.config.hidden_size, f = r.config.intermediate_size,
+                    h = r.config.num_attention_heads;
+  const std::size_t weights = 4 * d * d + 2 * d * f;
+  return {{"the layer's weights, plain and packed", {2, weights}},
+          {"the sgemm bound's buffers", {2, t * (3 * d + t + 2 * d + f)}},
+          {"the reference's intermediates", {t, 16 * d + 2 * f + 3 * h * t}}};
+}
+
+LayerBench bench_layer(const BenchRequest& r) {
+  const std::size_t t = r.tokens, d = r.config.hidden_size;
+  Rng rng(0);
+  const EncoderLayer layer = init_encoder_layer(rng, r.config, r.norm);
+  const Tensor3 x = randn(rng, 1, t, d);
+  const PackedEncoderLayer packed = pack(layer);
+  Workspace workspace = make_workspace(packed, t);
+  std::vector<float> out(t * d);
+  auto fast = [&] { forward_fast(packed, x.data(), t, workspace, out.data()); };
+
+  LayerBench b;
+  b.kernels = workspace.kernels;
+  // The readable reference, a few times (its first run also warms the weights into cache).
+  Tensor3 reference;
+  for (std::size_t i = 0; i < kReferenceRuns; ++i)
+    b.reference_ms.push_back(time_ms([&] { reference = forward(layer, x).output; }));
+  fast();
+  for (std::size_t i = 0; i < out.size(); ++i)
+    b.max_abs_diff =
+        std::max(b.max_abs_diff, static_cast<double>(std::abs(out[i] - reference.data()[i])));
+
+  std::vector<GemmBuffers> gemms;
+  for (const GemmCall& g : gemm_calls(packed, t)) {
+    gemms.push_back(make_buffers(g, packed.head_size, rng));
+    b.flops += g.flops();
+  }
+  b.layer_ms = time_rounds(fast, gemms, r.warmup, r.repeat);
+  b.bounds = bounds_of(gemms);
+  b.gemms = timed_of(gemms);
+  return b;
+}
+
+MemoryPlan plan_model_bench(const BenchRequest& r) {
+  const EncoderConfig& c = r.config;
+  const std::size_t rows = r.batch * r.tokens, d = c.hidden_size, f = c.intermediate_size;
+  return {{"the model's weights", {c.num_hidden_layers, layer_weights(c)}, "L D/F"},
+          {"the embeddings' tables", {c.vocab_size + c.max_position_embeddings, d}},
+          {"one layer being packed", {2, layer_weights(c)}, "D/F"},
+          {"one layer's activations", {rows, 7 * d + f}, "B T D/F"},
+          {"the attention scores, one buffer per thread",
+           {static_cast<std::size_t>(r.threads), r.tokens, r.tokens},
+           "N T T"},
+          {"the ids", {r.batch, r.tokens}, "B T", 8}};
+}
+
+ModelBench bench_model(const BenchRequest& r) {
+  const EncoderConfig& c = r.config;
+  const std::size_t rows = r.batch * r.tokens;
+  gemm_selection();  // chosen before the model is built and timed
+  ModelBench b;
+  b.baseline_bytes = status_bytes("VmRSS");
+  Rng rng(0);
+  const PackedEncoder encoder = init_packed_encoder(rng, c, r.norm);
+  std::vector<std::int64_t> ids(rows);
+  for (std::int64_t& id : ids)
+    id = static_cast<std::int64_t>(rng.next_u64() % c.vocab_size);
+  b.peak_reset = reset_peak_memory();
+  EncoderWorkspace workspace = make_workspace(encoder, r.batch, r.tokens);
+  std::vector<float> out(rows * c.hidden_size);
+  auto fast = [&] { forward_fast(encoder, ids.data(), r.batch, r.tokens, workspace, out.data()); };
+  for (std::size_t i = 0; i < r.warmup; ++i)
+    fast();
+  for (std::size_t i = 0; i < r.repeat; ++i)
+    b.model_ms.push_back(time_ms(fast));
+  b.peak_bytes = status_bytes("VmHWM");
+  b.kernels = workspace.layer.kernels;
+
+  // The bound: one layer's GEMM calls on each library, times the layers.
+  std::vector<GemmBuffers> gemms;
+  double layer_flops = 0.0;
+  if (!encoder.layers.empty()) {
+    const PackedEncoderLayer& first = encoder.layers.front();
+    for (const GemmCall& g : gemm_calls(first, r.tokens, r.batch)) {
+      gemms.push_back(make_buffers(g, first.head_size, rng));
+      layer_flops += g.flops();
+    }
+  }
+  time_rounds({}, gemms, 1, std::max<std::size_t>(1, std::min<std::size_t>(r.repeat, 5)));
+  b.bounds = bounds_of(gemms);
+  for (double& ms : b.bounds.ms)
+    ms *= static_cast<double>(c.num_hidden_layers);
+  b.flops = layer_flops * static_cast<double>(c.num_hidden_layers);
+  b.weights_bytes = packed_bytes(encoder);
+  b.activations_bytes = workspace_bytes(workspace.layer) +
+                        sizeof(float) * (workspace.stream.size() + out.size()) +
+                        sizeof(std::int64_t) * ids.size();
+  const std::size_t used = b.peak_bytes > b.baseline_bytes ? b.peak_bytes - b.baseline_bytes : 0;
+  b.memory_ratio =
+      static_cast<double>(used) / static_cast<double>(b.weights_bytes + b.activations_bytes);
+  return b;
+}
+
+TrainBench bench_train(const BenchRequest& r) {
+  gemm_selection();  // chosen before the first step, so that no step pays for it
+  TrainConfig bert;  // reverse on 8 letters: the task only feeds the model its tokens and labels
+  bert.layers = 1;
+  bert.d_model = 768;
+  bert.heads = 12;
+  bert.d_ff = 3072;
+  bert.sizes.tokens = r.tokens;
+  bert.batch = r.batch;
+  TrainBench b{{{"attn train's default", TrainConfig{}, {}}, {"a BERT-base layer", bert, {}}}};
+  for (TrainBench::Run& run : b.runs) {
+    run.config.steps = r.warmup + r.repeat;  // the schedule's length; it only sets the lr
+    Trainer trainer(run.config);
+    for (std::size_t i = 0; i < r.warmup; ++i)
+      trainer.step();
+    for (std::size_t i = 0; i < r.repeat; ++i)
+      run.ms.push_back(time_ms([&] { trainer.step(); }));
+  }
+  return b;
+}
+
+}  // namespace attn

@@ -1,0 +1,90 @@
+// The measurements of `attn bench`: the packed encoder (one layer, or the whole encoder from ids)
+// and training steps, each timed beside the "sgemm bound" of every GEMM library this build has:
+// the summed medians of exactly the products the forward makes, on buffers of the same shapes,
+// strides and per-head offsets, timed alone. The fastest library's is the bound. Peak memory is
+// the kernel's own count (/proc/self/status). Nothing here prints, and nothing asserts a time.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "base/budget.hpp"
+#include "fast/encoder_fast.hpp"
+#include "io/config.hpp"
+#include "kernels/gemm.hpp"
+#include "train/trainer.hpp"
+
+namespace attn {
+
+struct BenchRequest {
+  EncoderConfig config;  // BERT-base's numbers unless a config.json gives others
+  std::size_t tokens = 128;
+  std::size_t batch = 1;  // the encoder's sequences; the BERT-base layer's batch when training
+  NormPlacement norm = NormPlacement::pre;
+  std::size_t repeat = 20, warmup = 3;
+  int threads = 1;
+};
+
+double median(std::vector<double> times);
+
+// One GEMM shape of a forward, and its times on each library (indexed by GemmLibrary).
+struct TimedGemm {
+  GemmCall call;
+  std::vector<double> ms[2];
+};
+// This build's libraries, OpenBLAS first.
+std::vector<GemmLibrary> bench_libraries();
+
+// Each library's bound (the summed medians of its calls), and the fastest.
+struct Bounds {
+  double ms[2] = {0.0, 0.0};
+  GemmLibrary fastest = GemmLibrary::openblas;
+  double fastest_ms() const { return ms[static_cast<std::size_t>(fastest)]; }
+};
+
+// One encoder layer: the packed layer's runs, interleaved with the large products' library's
+// calls so that a slow patch of the machine hits both, then every other library's calls alone with
+// the pool lent to it; and the readable forward() a few times, with the largest difference.
+struct LayerBench {
+  std::vector<double> layer_ms;
+  std::vector<TimedGemm> gemms;
+  Bounds bounds;
+  double flops = 0.0;  // the GEMMs', 2 m n k each
+  std::vector<double> reference_ms;
+  double max_abs_diff = 0.0;
+  FastKernels kernels = FastKernels::scalar;
+};
+// What bench_layer holds, driven by T (the only size it takes).
+MemoryPlan plan_layer_bench(const BenchRequest& request);
+LayerBench bench_layer(const BenchRequest& request);
+
+// The whole encoder from ids: its runs, one layer's bound times the layers, and the resident
+// memory above what the process held before the model was built.
+struct ModelBench {
+  std::vector<double> model_ms;
+  Bounds bounds;
+  double flops = 0.0;
+  std::size_t peak_bytes = 0, baseline_bytes = 0;
+  bool peak_reset = false;  // whether the peak was reset after building (/proc/self/clear_refs)
+  std::size_t weights_bytes = 0, activations_bytes = 0;
+  double memory_ratio = 0.0;  // (peak - baseline) / (weights + one layer's activations)
+  FastKernels kernels = FastKernels::scalar;
+};
+// What bench_model holds, driven by B and T.
+MemoryPlan plan_model_bench(const BenchRequest& request);
+ModelBench bench_model(const BenchRequest& request);
+
+// Training steps (Trainer: a batch, forward, the loss, backward and AdamW's update) of two models:
+// attn train's default and one BERT-base-size layer of `request.batch` sequences of T tokens.
+struct TrainBench {
+  struct Run {
+    std::string name;
+    TrainConfig config;
+    std::vector<double> ms;
+  };
+  std::vector<Run> runs;
+};
+TrainBench bench_train(const BenchRequest& request);
+
+}  // namespace attn

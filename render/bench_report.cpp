@@ -1,0 +1,300 @@
+#include "bench_report.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace attn::render {
+
+namespace {
+
+std::size_t index_of(GemmLibrary library) {
+  return static_cast<std::size_t>(library);
+}
+
+double min_of(const std::vector<double>& v) {
+  return v.empty() ? 0.0 : *std::min_element(v.begin(), v.end());
+}
+double max_of(const std::vector<double>& v) {
+  return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end());
+}
+
+double mib(std::size_t bytes) {
+  return static_cast<double>(bytes) / (1024.0 * 1024.0);
+}
+
+std::string norm_word(NormPlacement norm) {
+  return norm == NormPlacement::pre ? "pre" : "post";
+}
+
+// "oneDNN for products of 32768 multiply-adds and more ... (why)": how the GEMMs run.
+std::string gemm_text(const GemmSelection& s) {
+  std::string text = fmt::format("{} for products of {} multiply-adds and more, OpenBLAS below",
+                                 library_name(s.large), kSmallProduct);
+  if (s.probe_m != 0) {
+    text += fmt::format(
+        " ({} on a {}x{}x{} probe, one thread: OpenBLAS {:.3f} ms, oneDNN "
+        "{:.3f} ms)",
+        s.source, s.probe_m, s.probe_k, s.probe_n, s.openblas_ms, s.onednn_ms);
+  } else if (s.source == "the kernels' widths") {
+    text += fmt::format(" (by the kernels' widths: OpenBLAS's {}, oneDNN's {})", s.openblas_kernel,
+                        s.onednn_isa);
+  } else {
+    text += fmt::format(" ({})", s.source);
+  }
+  return text;
+}
+
+nlohmann::ordered_json gemm_json(const GemmSelection& s) {
+  nlohmann::ordered_json j;
+  j["large_products"] = library_name(s.large);
+  j["small_product_limit"] = kSmallProduct;
+  j["chosen_by"] = s.source;
+  j["probe_openblas_ms"] = s.openblas_ms;
+  j["probe_onednn_ms"] = s.onednn_ms;
+  j["openblas_kernel"] = s.openblas_kernel;
+  j["onednn_isa"] = s.onednn_isa;
+  return j;
+}
+
+// The keys of a timed forward: its times, its GEMM flops and each library's bound.
+void put_times(nlohmann::ordered_json& doc, const std::vector<double>& times, double flops,
+               const Bounds& bounds) {
+  const double ms = median(times);
+  doc["ms_median"] = ms;
+  doc["ms_min"] = min_of(times);
+  doc["ms_max"] = max_of(times);
+  doc["gflops"] = flops / (ms * 1e6);
+  doc["gemm_flops"] = flops;
+  doc["sgemm_bound_ms"] = bounds.fastest_ms();
+  doc["fraction_of_bound"] = bounds.fastest_ms() / ms;
+  doc["bound_library"] = library_name(bounds.fastest);
+  for (GemmLibrary library : bench_libraries()) {
+    doc[library == GemmLibrary::onednn ? "onednn_bound_ms" : "openblas_bound_ms"] =
+        bounds.ms[index_of(library)];
+  }
+}
+
+// The machine's keys: the elementwise kernels (when given), the GEMMs, OPENBLAS_CORETYPE.
+void put_machine(nlohmann::ordered_json& doc, std::string_view kernels) {
+  if (!kernels.empty()) doc["kernels"] = kernels;
+  doc["gemm"] = gemm_json(gemm_selection());
+  const char* coretype = std::getenv("OPENBLAS_CORETYPE");
+  doc["openblas_coretype"] =
+      coretype != nullptr ? nlohmann::ordered_json(coretype) : nlohmann::ordered_json();
+}
+
+// The lines every text report starts with: the pool, the GEMMs and OpenBLAS's kernel.
+std::string machine_lines(int threads, std::string_view kernels) {
+  const char* coretype = std::getenv("OPENBLAS_CORETYPE");
+  std::string text =
+      fmt::format("  threads {} (one pool){}\n", threads,
+                  kernels.empty() ? "" : fmt::format(", elementwise kernels {}", kernels));
+  text += fmt::format("  GEMMs: {}\n", gemm_text(gemm_selection()));
+  text += fmt::format("  OpenBLAS's kernel {} (OPENBLAS_CORETYPE {})\n", openblas_kernel(),
+                      coretype != nullptr ? coretype : "unset");
+  return text;
+}
+
+std::string shape_text(const GemmCall& g) {
+  return fmt::format("({},{}) x ({},{}){}", g.m, g.k, g.k, g.n,
+                     g.count > 1 ? fmt::format(" x {}", g.count) : "");
+}
+
+std::string json_document(const nlohmann::ordered_json& doc) {
+  return doc.dump(2) + "\n";
+}
+
+}  // namespace
+
+std::string layer_report(const LayerBench& b, const BenchRequest& r, std::string_view config_name,
+                         BenchFormat format) {
+  const EncoderConfig& c = r.config;
+  const double ms = median(b.layer_ms), ref_ms = median(b.reference_ms);
+  const double bound = b.bounds.fastest_ms();
+  const std::string kernels(kernels_name(b.kernels));
+  if (format == BenchFormat::json) {
+    nlohmann::ordered_json doc;
+    put_times(doc, b.layer_ms, b.flops, b.bounds);
+    doc["seq"] = r.tokens;
+    doc["threads"] = r.threads;
+    doc["d_model"] = c.hidden_size;
+    doc["heads"] = c.num_attention_heads;
+    doc["d_ff"] = c.intermediate_size;
+    doc["runs"] = r.repeat;
+    doc["warmup"] = r.warmup;
+    doc["norm"] = norm_word(r.norm);
+    doc["gelu"] = c.hidden_act;
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (const TimedGemm& g : b.gemms) {
+      const double gm = median(g.ms[index_of(b.bounds.fastest)]);
+      nlohmann::ordered_json item = {{"name", g.call.name},
+                                     {"m", g.call.m},
+                                     {"n", g.call.n},
+                                     {"k", g.call.k},
+                                     {"count", g.call.count},
+                                     {"ms_median", gm},
+                                     {"gflops", g.call.flops() / (gm * 1e6)}};
+      for (GemmLibrary library : bench_libraries()) {
+        item[library == GemmLibrary::onednn ? "onednn_ms" : "openblas_ms"] =
+            median(g.ms[index_of(library)]);
+      }
+      list.push_back(item);
+    }
+    doc["gemms"] = list;
+    doc["reference_ms"] = ref_ms;
+    doc["reference_runs"] = b.reference_ms.size();
+    doc["speedup"] = ref_ms / ms;
+    doc["max_abs_diff"] = b.max_abs_diff;
+    put_machine(doc, kernels);
+    return json_document(doc);
+  }
+
+  std::string text;
+  text += fmt::format("attn bench: the book's TransformerEncoderLayer, {}-LN, batch 1, seq {}\n",
+                      norm_word(r.norm), r.tokens);
+  text += fmt::format("  sizes D={} H={} F={}, hidden_act {} ({})\n", c.hidden_size,
+                      c.num_attention_heads, c.intermediate_size, c.hidden_act, config_name);
+  text += machine_lines(r.threads, kernels);
+  text +=
+      fmt::format("  {} timed runs after {} warm-up; times are medians\n\n", r.repeat, r.warmup);
+  text += fmt::format("  {:<36} {:>9.3f} ms  {:>7.1f} GFLOP/s  (min {:.3f}, max {:.3f})\n",
+                      "forward_fast (the layer)", ms, b.flops / (ms * 1e6), min_of(b.layer_ms),
+                      max_of(b.layer_ms));
+  for (GemmLibrary library : bench_libraries()) {
+    const double lb = b.bounds.ms[index_of(library)];
+    text += fmt::format("  {:<36} {:>9.3f} ms  {:>7.1f} GFLOP/s  (its GEMMs alone, summed){}\n",
+                        fmt::format("sgemm bound, {}", library_name(library)), lb,
+                        b.flops / (lb * 1e6), library == b.bounds.fastest ? ": the bound" : "");
+  }
+  std::string header = fmt::format("    {:<8} {:<25}", "", "");
+  for (GemmLibrary library : bench_libraries())
+    header += fmt::format(" {:>20}", library_name(library));
+  text += header + "\n";
+  for (const TimedGemm& g : b.gemms) {
+    std::string line = fmt::format("    {:<8} {:<25}", g.call.name, shape_text(g.call));
+    for (GemmLibrary library : bench_libraries()) {
+      const double gm = median(g.ms[index_of(library)]);
+      line += fmt::format(" {:>7.3f} ms {:>5.0f} GF", gm, g.call.flops() / (gm * 1e6));
+    }
+    text += line + "\n";
+  }
+  text += fmt::format("  {:<36} {:>9.3f}     (the bound / the layer's time; 1: only GEMMs)\n",
+                      "fraction_of_bound", bound / ms);
+  text += fmt::format("  {:<36} {:>9.3f} ms  (median of {} runs)\n", "reference forward (readable)",
+                      ref_ms, b.reference_ms.size());
+  text += fmt::format("  {:<36} {:>9.1f} x\n", "speed-up over the reference", ref_ms / ms);
+  text += fmt::format("  {:<36} {:>9.3g}\n", "max |fast - reference|", b.max_abs_diff);
+  text += fmt::format("\nGEMM flops counted as 2 m n k: {:.3f} GFLOP per layer.\n", b.flops / 1e9);
+  return text;
+}
+
+std::string model_report(const ModelBench& b, const BenchRequest& r, std::string_view config_name,
+                         BenchFormat format) {
+  const EncoderConfig& c = r.config;
+  const double ms = median(b.model_ms);
+  const std::size_t used = b.peak_bytes > b.baseline_bytes ? b.peak_bytes - b.baseline_bytes : 0;
+  const std::string kernels(kernels_name(b.kernels));
+  if (format == BenchFormat::json) {
+    nlohmann::ordered_json doc;
+    doc["model"] = "encoder";
+    doc["config"] = config_name;
+    doc["layers"] = c.num_hidden_layers;
+    doc["batch"] = r.batch;
+    doc["seq"] = r.tokens;
+    doc["d_model"] = c.hidden_size;
+    doc["heads"] = c.num_attention_heads;
+    doc["d_ff"] = c.intermediate_size;
+    doc["vocab"] = c.vocab_size;
+    doc["norm"] = norm_word(r.norm);
+    doc["threads"] = r.threads;
+    doc["runs"] = r.repeat;
+    doc["warmup"] = r.warmup;
+    put_times(doc, b.model_ms, b.flops, b.bounds);
+    doc["peak_rss_bytes"] = b.peak_bytes;
+    doc["baseline_rss_bytes"] = b.baseline_bytes;
+    doc["peak_reset_after_building"] = b.peak_reset;
+    doc["weights_bytes"] = b.weights_bytes;
+    doc["activations_bytes"] = b.activations_bytes;
+    doc["memory_ratio"] = b.memory_ratio;
+    put_machine(doc, kernels);
+    return json_document(doc);
+  }
+  std::string text = fmt::format(
+      "attn bench --model encoder: the book's TransformerEncoder from ids, {}-LN, {} layers\n",
+      norm_word(r.norm), c.num_hidden_layers);
+  text += fmt::format("  sizes D={} H={} F={} V={}, hidden_act {} ({}); batch {}, seq {}\n",
+                      c.hidden_size, c.num_attention_heads, c.intermediate_size, c.vocab_size,
+                      c.hidden_act, config_name, r.batch, r.tokens);
+  text += machine_lines(r.threads, kernels);
+  text +=
+      fmt::format("  {} timed runs after {} warm-up; times are medians\n\n", r.repeat, r.warmup);
+  text += fmt::format("  {:<34} {:>10.3f} ms  {:>7.1f} GFLOP/s  (min {:.3f}, max {:.3f})\n",
+                      "forward (embeddings + layers)", ms, b.flops / (ms * 1e6), min_of(b.model_ms),
+                      max_of(b.model_ms));
+  for (GemmLibrary library : bench_libraries()) {
+    const double lb = b.bounds.ms[index_of(library)];
+    text += fmt::format("  {:<34} {:>10.3f} ms  {:>7.1f} GFLOP/s{}\n",
+                        fmt::format("sgemm bound, {}", library_name(library)), lb,
+                        b.flops / (lb * 1e6), library == b.bounds.fastest ? "  (the bound)" : "");
+  }
+  text += fmt::format("  {:<34} {:>10.3f}     (the bound / the model's time)\n",
+                      "fraction_of_bound", b.bounds.fastest_ms() / ms);
+  text += fmt::format("  {:<34} {:>10.1f} MiB (resident, above the {:.1f} MiB before the model)\n",
+                      "peak memory", mib(used), mib(b.baseline_bytes));
+  text += fmt::format("  {:<34} {:>10.1f} MiB weights + {:.1f} MiB one layer's activations\n",
+                      "what it must hold", mib(b.weights_bytes), mib(b.activations_bytes));
+  text += fmt::format("  {:<34} {:>10.3f}     (peak / what it must hold)\n", "memory_ratio",
+                      b.memory_ratio);
+  text +=
+      fmt::format("\nGEMM flops counted as 2 m n k: {:.3f} GFLOP per forward.\n", b.flops / 1e9);
+  return text;
+}
+
+std::string train_report(const TrainBench& b, const BenchRequest& r, BenchFormat format) {
+  if (format == BenchFormat::json) {
+    nlohmann::ordered_json doc;
+    doc["threads"] = r.threads;
+    doc["runs"] = r.repeat;
+    doc["warmup"] = r.warmup;
+    put_machine(doc, "");
+    nlohmann::ordered_json models = nlohmann::ordered_json::array();
+    for (const TrainBench::Run& run : b.runs) {
+      const TrainConfig& c = run.config;
+      const double ms = median(run.ms);
+      models.push_back({{"name", run.name},
+                        {"layers", c.layers},
+                        {"d_model", c.d_model},
+                        {"heads", c.heads},
+                        {"d_ff", c.d_ff},
+                        {"batch", c.batch},
+                        {"tokens", c.sizes.tokens},
+                        {"vocab", c.sizes.vocab},
+                        {"ms_median", ms},
+                        {"ms_min", min_of(run.ms)},
+                        {"ms_max", max_of(run.ms)},
+                        {"steps_per_second", 1000.0 / ms}});
+    }
+    doc["models"] = models;
+    return json_document(doc);
+  }
+  std::string text = fmt::format(
+      "attn bench --train: training steps (a batch, forward, cross-entropy, backward, AdamW)\n"
+      "{}  {} timed steps after {} warm-up; times are medians\n\n",
+      machine_lines(r.threads, ""), r.repeat, r.warmup);
+  for (const TrainBench::Run& run : b.runs) {
+    const TrainConfig& c = run.config;
+    const double ms = median(run.ms);
+    text += fmt::format("  {:<22} L={} D={} H={} F={}, batch {} of {} tokens\n", run.name, c.layers,
+                        c.d_model, c.heads, c.d_ff, c.batch, c.sizes.tokens);
+    text += fmt::format("  {:<22} {:>9.3f} ms/step  {:>8.1f} steps/s  (min {:.3f}, max {:.3f})\n",
+                        "", ms, 1000.0 / ms, min_of(run.ms), max_of(run.ms));
+  }
+  text += "\nPyTorch on the same models: bench/train_torch.py (docs/benchmark.md, \"Training\").\n";
+  return text;
+}
+
+}  // namespace attn::render
