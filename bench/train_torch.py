@@ -25,7 +25,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "data"))
 from generator.encoder import TransformerEncoder  # noqa: E402
 
 
-class TokenClassifier(nn.Module):  # attn's core/classifier.hpp: "encoder.*" and "head.*"
+class TokenClassifier(nn.Module):  # attn's core/train/classifier.hpp: "encoder.*" and "head.*"
     def __init__(self, config, classes):
         super().__init__()
         self.encoder = TransformerEncoder(config)

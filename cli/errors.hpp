@@ -1,5 +1,5 @@
 // The one line on stderr for every way a command can fail, and its exit code. attn::Error has a
-// kind and a subject (core/error.hpp); the subject is named like the option it comes from, in
+// kind and a subject (core/base/error.hpp); the subject is named like the option it comes from, in
 // snake case ("save_weights" is --save-weights), and the CLI prints that option when the
 // subcommand has it. A too_large error's advice names the options that set the sizes driving it.
 // CLI11's parse errors are told apart by their type; from CLI11's text only the option name is

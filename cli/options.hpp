@@ -37,7 +37,7 @@ void add_lesson_options(CLI::App& app, LessonCliOptions& options,
 void add_output_options(CLI::App& app, render::OutputOptions& options);
 // --heatmap-scale auto|fixed|row, on the lessons that draw attention weights.
 void add_heatmap_option(CLI::App& app, render::OutputOptions& options);
-// --max-memory SIZE: the memory limit of core/budget.hpp.
+// --max-memory SIZE: the memory limit of core/base/budget.hpp.
 void add_memory_option(CLI::App& app);
 // --threads N: OpenBLAS's threads.
 void add_threads_option(CLI::App& app);

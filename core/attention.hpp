@@ -81,7 +81,7 @@ void apply_mask(const ScoreMask& mask, Tensor3& scores);
 Tensor3d attention_float64(const Tensor3d& queries, const Tensor3d& keys, const Tensor3d& values,
                            double divisor, const Tensor3* mask);
 
-// For a memory budget (core/budget.hpp) on (B,T,D): AttentionSteps' tensors; what the forward of
+// For a memory budget (core/base/budget.hpp) on (B,T,D): AttentionSteps' tensors; what the forward of
 // SelfAttention or AttentionHead holds beside them at its peak (the three projections it copies
 // into them); what forward_float64 holds (x, Q, K, V and the output in float64).
 MemoryPlan plan_attention(std::size_t batch, std::size_t tokens, std::size_t head_size);

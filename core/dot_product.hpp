@@ -23,7 +23,7 @@ DotProductSteps dot_product_attention(const Tensor3& x, float divisor = 1.0f);
 // The output Y computed in float64 from the float32 x: Y without float32's round-off.
 Tensor3d dot_product_attention_float64(const Tensor3& x, float divisor = 1.0f);
 
-// What each holds at its peak, for a memory budget (core/budget.hpp): the steps; X and Y in
+// What each holds at its peak, for a memory budget (core/base/budget.hpp): the steps; X and Y in
 // float64.
 MemoryPlan plan_dot_product_attention(std::size_t batch, std::size_t tokens, std::size_t width);
 MemoryPlan plan_dot_product_attention_float64(std::size_t batch, std::size_t tokens,

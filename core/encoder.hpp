@@ -81,7 +81,7 @@ MemoryPlan plan_encoder_layer_tape(const EncoderConfig& config, std::size_t batc
 
 void trace_encoder_layer(Trace& trace, const Module& layer, const Shape& shape,
                          NormPlacement placement);
-// For a memory budget (core/budget.hpp) on x (B,T,D): EncoderLayerSteps' tensors; what
+// For a memory budget (core/base/budget.hpp) on x (B,T,D): EncoderLayerSteps' tensors; what
 // forward() holds beside them at its peak (the tape it reads them from, and the attention's
 // temporaries while it runs).
 MemoryPlan plan_encoder_layer(const EncoderConfig& config, std::size_t batch, std::size_t tokens);

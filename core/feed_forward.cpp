@@ -8,26 +8,23 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "base/names.hpp"
 
 namespace attn {
 
+namespace {
+constexpr Named<FeedForwardVariant> kVariantNames[] = {
+    {FeedForwardVariant::book, "book"},
+    {FeedForwardVariant::relu, "relu"},
+    {FeedForwardVariant::gelu_last, "gelu-last"}};
+}  // namespace
+
 std::string_view variant_name(FeedForwardVariant variant) {
-  switch (variant) {
-    case FeedForwardVariant::book:
-      return "book";
-    case FeedForwardVariant::relu:
-      return "relu";
-    case FeedForwardVariant::gelu_last:
-      return "gelu-last";
-  }
-  return "";
+  return name_in(kVariantNames, variant, "");
 }
 
 std::optional<FeedForwardVariant> feed_forward_variant(std::string_view name) {
-  for (FeedForwardVariant v :
-       {FeedForwardVariant::book, FeedForwardVariant::relu, FeedForwardVariant::gelu_last})
-    if (variant_name(v) == name) return v;
-  return std::nullopt;
+  return value_in(kVariantNames, name);
 }
 
 float gelu_reference(float x, GeluApproximation approximate) {

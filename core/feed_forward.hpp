@@ -91,7 +91,7 @@ FeedForwardSteps forward(const FeedForward& layer, const Tensor3& x, const Tenso
 // mode): returns dX and adds both Linears' gradients into `grad`.
 Tensor3 backward(const FeedForward& layer, const Tensor3& x, const FeedForwardSteps& steps,
                  const Tensor3& d_output, FeedForward& grad);
-// FeedForwardSteps' tensors on x (B,T,D), for a memory budget (core/budget.hpp).
+// FeedForwardSteps' tensors on x (B,T,D), for a memory budget (core/base/budget.hpp).
 MemoryPlan plan_feed_forward(std::size_t batch, std::size_t tokens, std::size_t d_model,
                              std::size_t d_ff);
 

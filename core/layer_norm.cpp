@@ -23,6 +23,16 @@ Tensor3 per_token(const Tensor3& x) {
 }
 }  // namespace
 
+RowSquares row_mean_squares(const float* x, std::size_t n) {
+  double mean = 0.0, squares = 0.0;
+  for (std::size_t j = 0; j < n; ++j)
+    mean += x[j];
+  mean /= static_cast<double>(n);
+  for (std::size_t j = 0; j < n; ++j)
+    squares += (x[j] - mean) * (x[j] - mean);
+  return {mean, squares};
+}
+
 void check_eps(float eps, std::string_view function) {
   if (!(eps > 0.0f) || !std::isfinite(eps)) {
     throw Error(ErrorKind::bad_value, function,
@@ -51,13 +61,8 @@ Tensor3 layer_norm_reference(const LayerNorm& norm, const Tensor3& x) {
   Tensor3 out(x.shape());
   for (std::size_t r = 0; r < x.shape(0) * x.shape(1); ++r) {
     const float* in = x.data() + r * width;
-    double mean = 0.0, variance = 0.0;
-    for (std::size_t j = 0; j < width; ++j)
-      mean += in[j];
-    mean /= static_cast<double>(width);
-    for (std::size_t j = 0; j < width; ++j)
-      variance += (in[j] - mean) * (in[j] - mean);
-    variance /= static_cast<double>(width);  // biased
+    const auto [mean, squares] = row_mean_squares(in, width);
+    const double variance = squares / static_cast<double>(width);  // biased
     const double root = std::sqrt(variance + static_cast<double>(norm.eps));
     for (std::size_t j = 0; j < width; ++j)
       out.data()[r * width + j] =
@@ -157,12 +162,7 @@ Tensor3 layer_normalization_reference(const LayerNormalization& norm, const Tens
   Tensor3 out(x.shape());
   for (std::size_t r = 0; r < x.shape(0) * x.shape(1); ++r) {
     const float* in = x.data() + r * width;
-    double mean = 0.0, squares = 0.0;
-    for (std::size_t j = 0; j < width; ++j)
-      mean += in[j];
-    mean /= static_cast<double>(width);
-    for (std::size_t j = 0; j < width; ++j)
-      squares += (in[j] - mean) * (in[j] - mean);
+    const auto [mean, squares] = row_mean_squares(in, width);
     const double std = std::sqrt(squares / static_cast<double>(width - 1));  // NaN for D = 1
     for (std::size_t j = 0; j < width; ++j)
       out.data()[r * width + j] = static_cast<float>(

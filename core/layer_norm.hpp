@@ -28,6 +28,13 @@ namespace attn {
 inline constexpr float kLayerNormEps = 1e-5f;           // nn.LayerNorm's default (BERT: 1e-12)
 inline constexpr float kLayerNormalizationEps = 1e-6f;  // seed 001: self.eps = 10**-6
 
+// A row's mean and Σ (x - mean)² in double, two passes: what the references compute the variance
+// (divided by n) and the unbiased std (by n - 1) from.
+struct RowSquares {
+  double mean, squares;
+};
+RowSquares row_mean_squares(const float* x, std::size_t n);
+
 // Throws attn::Error(function) unless eps is a positive, finite float32 (as the kernel adds it).
 void check_eps(float eps, std::string_view function);
 
@@ -59,7 +66,7 @@ LayerNormSteps forward(const LayerNorm& norm, const Tensor3& x);
 // dX = rstd (g - mean(g) - x̂ mean(g ⊙ x̂)); in double, rounded once.
 Tensor3 backward(const LayerNorm& norm, const Tensor3& x, const LayerNormSteps& steps,
                  const Tensor3& d_output, LayerNorm& grad);
-// LayerNormSteps' tensors on x (B,T,D), for a memory budget (core/budget.hpp).
+// LayerNormSteps' tensors on x (B,T,D), for a memory budget (core/base/budget.hpp).
 MemoryPlan plan_layer_norm(std::size_t batch, std::size_t tokens, std::size_t width);
 // torchinfo's row of one LayerNorm call on an input of `shape`.
 void trace_layer_norm(Trace& trace, const Module& norm, const Shape& shape);

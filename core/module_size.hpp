@@ -21,7 +21,7 @@ ModuleSize module_size(const Module& module);
 ModuleSize operator+(const ModuleSize& a, const ModuleSize& b);
 ModuleSize operator*(const ModuleSize& a, Count copies);
 // `copies` trees of `unit`'s size in a parent's list, as a part of a memory plan
-// (core/budget.hpp): shape (copies, modules of the unit). `axes` names both axes ("L ", "H ").
+// (core/base/budget.hpp): shape (copies, modules of the unit). `axes` names both axes ("L ", "H ").
 PlannedTensor planned_tree(std::string name, const ModuleSize& unit, std::size_t copies,
                            std::string axes);
 // The float32 weights of `copies` modules of `unit`'s size: shape (copies, parameters of the

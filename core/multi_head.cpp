@@ -7,6 +7,7 @@
 
 #include "base/count.hpp"
 #include "base/heads.hpp"
+#include "base/names.hpp"
 #include "matmul.hpp"
 #include "softmax.hpp"
 #include "summary.hpp"
@@ -102,24 +103,19 @@ void check_grad(std::size_t heads, std::size_t grad_heads) {
 }
 }  // namespace
 
+namespace {
+constexpr Named<MultiHeadVariant> kVariantNames[] = {{MultiHeadVariant::narrow, "narrow"},
+                                                     {MultiHeadVariant::wide, "wide"},
+                                                     {MultiHeadVariant::book, "book"},
+                                                     {MultiHeadVariant::fused, "fused"}};
+}  // namespace
+
 std::string_view variant_name(MultiHeadVariant variant) {
-  switch (variant) {
-    case MultiHeadVariant::narrow:
-      return "narrow";
-    case MultiHeadVariant::wide:
-      return "wide";
-    case MultiHeadVariant::book:
-      return "book";
-    case MultiHeadVariant::fused:
-      return "fused";
-  }
-  return "?";
+  return name_in(kVariantNames, variant);
 }
 
 std::optional<MultiHeadVariant> multi_head_variant(std::string_view name) {
-  for (MultiHeadVariant v : kMultiHeadVariants)
-    if (variant_name(v) == name) return v;
-  return std::nullopt;
+  return value_in(kVariantNames, name);
 }
 
 std::size_t head_size(MultiHeadVariant variant, std::size_t d_model, std::size_t heads) {

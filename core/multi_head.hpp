@@ -133,7 +133,7 @@ Tensor3d forward_float64(const MultiHeadAttention& layer, const Tensor3& x, cons
 // Seed 001's bug: `attention_weights @ key` instead of `@ value`.
 Tensor3 forward_with_seed001_bug(const FusedMultiHead& layer, const Tensor3& x,
                                  const Tensor3* mask);
-// For a memory budget (core/budget.hpp) on x (B,T,D): MultiHeadSteps' tensors; what forward()
+// For a memory budget (core/base/budget.hpp) on x (B,T,D): MultiHeadSteps' tensors; what forward()
 // holds beside them at its peak (the heads' own steps it gathers them from, the projections, the
 // mask repeated for each head); what forward_float64 holds.
 MemoryPlan plan_multi_head(MultiHeadVariant variant, std::size_t batch, std::size_t tokens,

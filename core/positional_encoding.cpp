@@ -95,12 +95,7 @@ Tensor3 add_positions(const Tensor3& x, const Tensor2& pe) {
                 fmt::format("x {} and pe {} do not fit: expected pe (T, D) = ({}, {})",
                             shape_string_of(x), shape_string_of(pe), x.shape(1), x.shape(2)));
   }
-  Tensor3 out = x;  // (B,T,D)
-  for (std::size_t b = 0; b < x.shape(0); ++b)
-    for (std::size_t t = 0; t < x.shape(1); ++t)
-      for (std::size_t d = 0; d < x.shape(2); ++d)
-        out(b, t, d) += pe(t, d);
-  return out;
+  return add_to_each(x, pe);  // (B,T,D) + (T,D)
 }
 
 }  // namespace attn

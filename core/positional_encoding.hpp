@@ -29,7 +29,7 @@ struct SinusoidalTable {
 // cosine partner (the seed's `pe[:, 1::2] = cos(...)` fails there; here the extra cosine is
 // dropped). Throws attn::Error for P or D of 0.
 SinusoidalTable sinusoidal_table(std::size_t positions, std::size_t width);
-// What sinusoidal_table holds at its peak, for a memory budget (core/budget.hpp): the table, the
+// What sinusoidal_table holds at its peak, for a memory budget (core/base/budget.hpp): the table, the
 // angles, their sines and cosines.
 MemoryPlan plan_sinusoidal_table(std::size_t positions, std::size_t width);
 

@@ -22,24 +22,19 @@ T softmax_last_axis(const T& scores) {
 }  // namespace
 
 Tensor3 softmax_reference(const Tensor3& scores) {
-  Tensor3 out(scores.shape());
-  const std::size_t n = scores.shape(2);
-  for (std::size_t r = 0; n != 0 && r < scores.size() / n; ++r) {
-    const float* x = scores.data() + r * n;
-    float* p = out.data() + r * n;
+  return map_rows(scores, [](const float* x, float* p, std::size_t n) {
     double max = -std::numeric_limits<double>::infinity(), sum = 0.0;
     for (std::size_t j = 0; j < n; ++j)
       max = std::max(max, static_cast<double>(x[j]));
     if (max == -std::numeric_limits<double>::infinity()) {  // fully masked: attends to nothing
       std::fill(p, p + n, 0.0f);
-      continue;
+      return;
     }
     for (std::size_t j = 0; j < n; ++j)
       sum += std::exp(x[j] - max);
     for (std::size_t j = 0; j < n; ++j)
       p[j] = static_cast<float>(std::exp(x[j] - max) / sum);
-  }
-  return out;
+  });
 }
 
 Tensor2 softmax(const Tensor2& scores) {
@@ -73,18 +68,13 @@ Tensor3 softmax_backward(const Tensor3& weights, const Tensor3& d_weights) {
 }
 
 Tensor3 softmax_naive(const Tensor3& scores) {
-  Tensor3 out(scores.shape());
-  const std::size_t n = scores.shape(2);
-  for (std::size_t r = 0; n != 0 && r < scores.size() / n; ++r) {
-    const float* in = scores.data() + r * n;
-    float* o = out.data() + r * n;
+  return map_rows(scores, [](const float* in, float* o, std::size_t n) {
     float sum = 0.0f;
     for (std::size_t j = 0; j < n; ++j)
       sum += (o[j] = torch_exp(in[j]));
     for (std::size_t j = 0; j < n; ++j)
       o[j] /= sum;
-  }
-  return out;
+  });
 }
 
 std::size_t count_fully_masked_rows(const Tensor3& scores) {
@@ -115,12 +105,7 @@ Tensor3 apply_mask(const Tensor3& scores, const Tensor2& mask) {
         fmt::format("mask {} does not fit scores {}: expected ({}, {})", shape_string_of(mask),
                     shape_string_of(scores), scores.shape(1), scores.shape(2)));
   }
-  Tensor3 out = scores;
-  for (std::size_t b = 0; b < scores.shape(0); ++b)
-    for (std::size_t i = 0; i < scores.shape(1); ++i)
-      for (std::size_t j = 0; j < scores.shape(2); ++j)
-        out(b, i, j) += mask(i, j);
-  return out;
+  return add_to_each(scores, mask);
 }
 
 }  // namespace attn

@@ -371,11 +371,7 @@ DecoderBlockGradients backward(const DecoderBlock& b, const DecoderBlockTape& t,
 }
 
 Tensor3 log_softmax(const Tensor3& x) {
-  Tensor3 out(x.shape());
-  const std::size_t n = x.shape(2);
-  for (std::size_t r = 0; n != 0 && r < x.size() / n; ++r) {
-    const float* in = x.data() + r * n;
-    float* o = out.data() + r * n;
+  return map_rows(x, [](const float* in, float* o, std::size_t n) {
     const float largest = *std::max_element(in, in + n);
     double sum = 0.0;
     for (std::size_t j = 0; j < n; ++j)
@@ -383,8 +379,7 @@ Tensor3 log_softmax(const Tensor3& x) {
     const double log_sum = std::log(sum);
     for (std::size_t j = 0; j < n; ++j)
       o[j] = static_cast<float>(static_cast<double>(in[j]) - largest - log_sum);
-  }
-  return out;
+  });
 }
 
 Tensor3 encode(const Transformer& model, const Ids& source, const Array* source_mask) {

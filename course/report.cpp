@@ -50,29 +50,7 @@ namespace {
 // Text that is valid UTF-8 and holds no control characters but tab and newline: safe in JSON
 // (nlohmann throws on bad UTF-8) and in XML (which forbids most control characters).
 std::string xml_escape(const std::string& raw) {
-  std::string out;
-  for (char c : escape_controls(raw)) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
+  return escape_markup(escape_controls(raw));
 }
 
 std::string first_line(const std::string& text) {

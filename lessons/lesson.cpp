@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "base/count.hpp"
 #include "base/error.hpp"
 #include "base/random.hpp"
 
@@ -286,6 +287,26 @@ std::string trained_note(const TrainedSource& source, std::string_view which) {
       "the task shows {}. Not every head learns the pattern: it may be split over two "
       "heads, or sit in another layer (`--layer`).",
       which, source.layer, source.checkpoint, source.task, source.pattern));
+}
+
+void record_trained(LessonRun& run, const std::optional<TrainedSource>& trained) {
+  if (!trained) return;
+  run.setting("checkpoint", trained->checkpoint);
+  run.setting("layer", std::to_string(trained->layer));
+}
+
+Table parameter_table(const Module& model, bool commas, bool total) {
+  const auto count = [commas](std::int64_t n) {
+    return commas ? with_commas(n) : fmt::format("{}", n);
+  };
+  Table t{fmt::format("{}'s parameters (state_dict keys)", model.class_name),
+          {"key", "shape", "count"},
+          {}};
+  for (const StateDictEntry& e : state_dict_entries(model))
+    t.rows.push_back(
+        {e.key, shape_string(e.shape), count(static_cast<std::int64_t>(element_count(e.shape)))});
+  if (total) t.rows.push_back({"total", "", count(count_parameters(model))});
+  return t;
 }
 
 }  // namespace attn::lessons

@@ -15,6 +15,7 @@
 #include "base/budget.hpp"
 #include "base/tensor.hpp"
 #include "io/weights.hpp"
+#include "module.hpp"
 
 namespace attn::lessons {
 
@@ -139,6 +140,12 @@ struct TrainedSource {
 std::string wrapped_prose(std::string_view text, std::size_t width = 100);
 // The prose under a trained head's heatmap: where it comes from and what to look for.
 std::string trained_note(const TrainedSource& source, std::string_view which);
+// The trained source's settings: the checkpoint and the layer (nothing without one).
+void record_trained(LessonRun& run, const std::optional<TrainedSource>& trained);
+
+// A module's state_dict as a table: key, shape, count (grouped in thousands with `commas`), and
+// with `total` a last row of the sum.
+Table parameter_table(const Module& model, bool commas = false, bool total = true);
 
 // What every lesson takes. Sizes are ignored when `input` is given: then they come from it.
 struct LessonOptions {

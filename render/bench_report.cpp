@@ -78,6 +78,17 @@ void put_times(nlohmann::ordered_json& doc, const std::vector<double>& times, do
   }
 }
 
+// The sizes and the run's keys: the layer's D, H and F, the norm, the threads and the runs.
+void put_run(nlohmann::ordered_json& doc, const BenchRequest& r) {
+  doc["d_model"] = r.config.hidden_size;
+  doc["heads"] = r.config.num_attention_heads;
+  doc["d_ff"] = r.config.intermediate_size;
+  doc["norm"] = norm_word(r.norm);
+  doc["threads"] = r.threads;
+  doc["runs"] = r.repeat;
+  doc["warmup"] = r.warmup;
+}
+
 // The machine's keys: the elementwise kernels (when given), the GEMMs, OPENBLAS_CORETYPE.
 void put_machine(nlohmann::ordered_json& doc, std::string_view kernels) {
   if (!kernels.empty()) doc["kernels"] = kernels;
@@ -104,6 +115,31 @@ std::string shape_text(const GemmCall& g) {
                      g.count > 1 ? fmt::format(" x {}", g.count) : "");
 }
 
+// A timed forward's line: its median, GFLOP/s, and the spread of its runs.
+std::string timed_line(std::string_view label, const std::vector<double>& times, double flops) {
+  const double ms = median(times);
+  return fmt::format("  {:<36} {:>9.3f} ms  {:>7.1f} GFLOP/s  (min {:.3f}, max {:.3f})\n", label,
+                     ms, flops / (ms * 1e6), min_of(times), max_of(times));
+}
+
+// One line per library: its sgemm bound, and which is the bound.
+std::string bound_lines(const Bounds& bounds, double flops) {
+  std::string text;
+  for (GemmLibrary library : bench_libraries()) {
+    const double ms = bounds.ms[index_of(library)];
+    text += fmt::format("  {:<36} {:>9.3f} ms  {:>7.1f} GFLOP/s  (its GEMMs alone, summed){}\n",
+                        fmt::format("sgemm bound, {}", library_name(library)), ms,
+                        flops / (ms * 1e6), library == bounds.fastest ? ": the bound" : "");
+  }
+  return text;
+}
+
+// The lines under a report's title: the pool, the GEMMs, OpenBLAS's kernel and the runs.
+std::string setup_lines(const BenchRequest& r, std::string_view kernels) {
+  return machine_lines(r.threads, kernels) +
+         fmt::format("  {} timed runs after {} warm-up; times are medians\n\n", r.repeat, r.warmup);
+}
+
 std::string json_document(const nlohmann::ordered_json& doc) {
   return doc.dump(2) + "\n";
 }
@@ -120,13 +156,7 @@ std::string layer_report(const LayerBench& b, const BenchRequest& r, std::string
     nlohmann::ordered_json doc;
     put_times(doc, b.layer_ms, b.flops, b.bounds);
     doc["seq"] = r.tokens;
-    doc["threads"] = r.threads;
-    doc["d_model"] = c.hidden_size;
-    doc["heads"] = c.num_attention_heads;
-    doc["d_ff"] = c.intermediate_size;
-    doc["runs"] = r.repeat;
-    doc["warmup"] = r.warmup;
-    doc["norm"] = norm_word(r.norm);
+    put_run(doc, r);
     doc["gelu"] = c.hidden_act;
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
     for (const TimedGemm& g : b.gemms) {
@@ -158,18 +188,9 @@ std::string layer_report(const LayerBench& b, const BenchRequest& r, std::string
                       norm_word(r.norm), r.tokens);
   text += fmt::format("  sizes D={} H={} F={}, hidden_act {} ({})\n", c.hidden_size,
                       c.num_attention_heads, c.intermediate_size, c.hidden_act, config_name);
-  text += machine_lines(r.threads, kernels);
-  text +=
-      fmt::format("  {} timed runs after {} warm-up; times are medians\n\n", r.repeat, r.warmup);
-  text += fmt::format("  {:<36} {:>9.3f} ms  {:>7.1f} GFLOP/s  (min {:.3f}, max {:.3f})\n",
-                      "forward_fast (the layer)", ms, b.flops / (ms * 1e6), min_of(b.layer_ms),
-                      max_of(b.layer_ms));
-  for (GemmLibrary library : bench_libraries()) {
-    const double lb = b.bounds.ms[index_of(library)];
-    text += fmt::format("  {:<36} {:>9.3f} ms  {:>7.1f} GFLOP/s  (its GEMMs alone, summed){}\n",
-                        fmt::format("sgemm bound, {}", library_name(library)), lb,
-                        b.flops / (lb * 1e6), library == b.bounds.fastest ? ": the bound" : "");
-  }
+  text += setup_lines(r, kernels);
+  text += timed_line("forward_fast (the layer)", b.layer_ms, b.flops);
+  text += bound_lines(b.bounds, b.flops);
   std::string header = fmt::format("    {:<8} {:<25}", "", "");
   for (GemmLibrary library : bench_libraries())
     header += fmt::format(" {:>20}", library_name(library));
@@ -205,14 +226,8 @@ std::string model_report(const ModelBench& b, const BenchRequest& r, std::string
     doc["layers"] = c.num_hidden_layers;
     doc["batch"] = r.batch;
     doc["seq"] = r.tokens;
-    doc["d_model"] = c.hidden_size;
-    doc["heads"] = c.num_attention_heads;
-    doc["d_ff"] = c.intermediate_size;
     doc["vocab"] = c.vocab_size;
-    doc["norm"] = norm_word(r.norm);
-    doc["threads"] = r.threads;
-    doc["runs"] = r.repeat;
-    doc["warmup"] = r.warmup;
+    put_run(doc, r);
     put_times(doc, b.model_ms, b.flops, b.bounds);
     doc["peak_rss_bytes"] = b.peak_bytes;
     doc["baseline_rss_bytes"] = b.baseline_bytes;
@@ -229,25 +244,16 @@ std::string model_report(const ModelBench& b, const BenchRequest& r, std::string
   text += fmt::format("  sizes D={} H={} F={} V={}, hidden_act {} ({}); batch {}, seq {}\n",
                       c.hidden_size, c.num_attention_heads, c.intermediate_size, c.vocab_size,
                       c.hidden_act, config_name, r.batch, r.tokens);
-  text += machine_lines(r.threads, kernels);
-  text +=
-      fmt::format("  {} timed runs after {} warm-up; times are medians\n\n", r.repeat, r.warmup);
-  text += fmt::format("  {:<34} {:>10.3f} ms  {:>7.1f} GFLOP/s  (min {:.3f}, max {:.3f})\n",
-                      "forward (embeddings + layers)", ms, b.flops / (ms * 1e6), min_of(b.model_ms),
-                      max_of(b.model_ms));
-  for (GemmLibrary library : bench_libraries()) {
-    const double lb = b.bounds.ms[index_of(library)];
-    text += fmt::format("  {:<34} {:>10.3f} ms  {:>7.1f} GFLOP/s{}\n",
-                        fmt::format("sgemm bound, {}", library_name(library)), lb,
-                        b.flops / (lb * 1e6), library == b.bounds.fastest ? "  (the bound)" : "");
-  }
-  text += fmt::format("  {:<34} {:>10.3f}     (the bound / the model's time)\n",
-                      "fraction_of_bound", b.bounds.fastest_ms() / ms);
-  text += fmt::format("  {:<34} {:>10.1f} MiB (resident, above the {:.1f} MiB before the model)\n",
+  text += setup_lines(r, kernels);
+  text += timed_line("forward (embeddings + layers)", b.model_ms, b.flops);
+  text += bound_lines(b.bounds, b.flops);
+  text += fmt::format("  {:<36} {:>9.3f}     (the bound / the model's time)\n", "fraction_of_bound",
+                      b.bounds.fastest_ms() / ms);
+  text += fmt::format("  {:<36} {:>9.1f} MiB (resident, above the {:.1f} MiB before the model)\n",
                       "peak memory", mib(used), mib(b.baseline_bytes));
-  text += fmt::format("  {:<34} {:>10.1f} MiB weights + {:.1f} MiB one layer's activations\n",
+  text += fmt::format("  {:<36} {:>9.1f} MiB weights + {:.1f} MiB one layer's activations\n",
                       "what it must hold", mib(b.weights_bytes), mib(b.activations_bytes));
-  text += fmt::format("  {:<34} {:>10.3f}     (peak / what it must hold)\n", "memory_ratio",
+  text += fmt::format("  {:<36} {:>9.3f}     (peak / what it must hold)\n", "memory_ratio",
                       b.memory_ratio);
   text +=
       fmt::format("\nGEMM flops counted as 2 m n k: {:.3f} GFLOP per forward.\n", b.flops / 1e9);

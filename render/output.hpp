@@ -26,7 +26,7 @@ struct OutputOptions {
   WeightScale weight_scale = WeightScale::automatic;
 };
 
-// What showing a run with these options costs beyond the run itself (core/budget.hpp's
+// What showing a run with these options costs beyond the run itself (core/base/budget.hpp's
 // OutputCost), given the tensors the run holds: the text, the JSON document, the files.
 MemoryPlan output_memory(const OutputOptions& options, const MemoryPlan& result);
 

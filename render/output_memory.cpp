@@ -1,4 +1,4 @@
-// What showing a lesson run costs in memory, for the budget of core/budget.hpp: the text, the
+// What showing a lesson run costs in memory, for the budget of core/base/budget.hpp: the text, the
 // JSON document and the files text.cpp, json.cpp and save.cpp make from the run's steps. The numbers
 // follow how those build their output (strings that double as they grow, nlohmann's tree) and
 // were measured with tests/cli/memory_peak_test.cpp.

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
+#include "base/utf8.hpp"
 #include "image_file.hpp"
 #include "io/file_io.hpp"
 #include "view_assets.hpp"
@@ -34,33 +35,6 @@ namespace {
 
 // The most weights (L x H x T x S) one page holds: about 25 MB of HTML.
 constexpr std::size_t kPageMaxWeights = std::size_t{1} << 22;
-
-// Text for HTML element content and attribute values.
-std::string escape_html(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 // A number as JSON: a weight with 4 decimals (0.1234, 0.5, 0), any other value with 4
 // significant digits; null when not finite.
@@ -230,12 +204,12 @@ std::string view_html(const AttentionView& v, const ExportRequest& r) {
         .about("text");
   std::string page = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   page += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
-  page += fmt::format("<title>{}</title>\n", escape_html(page_title(v, r)));
+  page += fmt::format("<title>{}</title>\n", escape_markup(page_title(v, r)));
   page += "<style>\n";
   page += view_style();
   page += "</style>\n</head>\n<body>\n";
   page += fmt::format("<h1>attn view {}</h1>\n<p class=\"about\" id=\"about\">{}</p>\n",
-                      escape_html(r.kind), escape_html(page_about(v)));
+                      escape_markup(r.kind), escape_markup(page_about(v)));
   page += "<div id=\"view\"></div>\n";
   page += "<svg id=\"svg-namespace\" width=\"0\" height=\"0\" style=\"position:absolute\"></svg>\n";
   page += "<script type=\"application/json\" id=\"attn-data\">";

@@ -6,39 +6,24 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "base/names.hpp"
 
 namespace attn {
 
+namespace {
+constexpr Named<Dtype> kDtypeNames[] = {{Dtype::float32, "float32"},
+                                        {Dtype::float64, "float64"},
+                                        {Dtype::int32, "int32"},
+                                        {Dtype::int64, "int64"},
+                                        {Dtype::boolean, "bool"}};
+}  // namespace
+
 std::size_t dtype_size(Dtype dtype) {
-  switch (dtype) {
-    case Dtype::float32:
-      return 4;
-    case Dtype::float64:
-      return 8;
-    case Dtype::int32:
-      return 4;
-    case Dtype::int64:
-      return 8;
-    case Dtype::boolean:
-      return 1;
-  }
-  return 0;
+  return dtype == Dtype::boolean ? 1 : dtype == Dtype::float64 || dtype == Dtype::int64 ? 8 : 4;
 }
 
 std::string_view dtype_name(Dtype dtype) {
-  switch (dtype) {
-    case Dtype::float32:
-      return "float32";
-    case Dtype::float64:
-      return "float64";
-    case Dtype::int32:
-      return "int32";
-    case Dtype::int64:
-      return "int64";
-    case Dtype::boolean:
-      return "bool";
-  }
-  return "?";
+  return name_in(kDtypeNames, dtype);
 }
 
 bool is_floating(Dtype dtype) {

@@ -4,26 +4,17 @@
 
 #include <fmt/format.h>
 
+#include "base/names.hpp"
 #include "base/utf8.hpp"
 
 namespace attn {
 
 std::string_view kind_name(ErrorKind kind) {
-  switch (kind) {
-    case ErrorKind::bad_value:
-      return "bad value";
-    case ErrorKind::bad_size:
-      return "bad size";
-    case ErrorKind::bad_file:
-      return "bad file";
-    case ErrorKind::too_large:
-      return "too large";
-    case ErrorKind::write_failed:
-      return "write failed";
-    case ErrorKind::internal:
-      return "internal error";
-  }
-  return "error";
+  static constexpr Named<ErrorKind> kKinds[] = {
+      {ErrorKind::bad_value, "bad value"},       {ErrorKind::bad_size, "bad size"},
+      {ErrorKind::bad_file, "bad file"},         {ErrorKind::too_large, "too large"},
+      {ErrorKind::write_failed, "write failed"}, {ErrorKind::internal, "internal error"}};
+  return name_in(kKinds, kind, "error");
 }
 
 std::string printable(std::string_view text, std::size_t limit) {

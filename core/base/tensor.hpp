@@ -38,6 +38,27 @@ float max_difference(const A& a, const B& b) {
   return largest;
 }
 
+// A tensor of x's shape whose rows along the last axis are `row(x_row, out_row, n)` of x's.
+template <class Row>
+Tensor3 map_rows(const Tensor3& x, Row row) {
+  Tensor3 out(x.shape());
+  const std::size_t n = x.shape(2);
+  for (std::size_t r = 0; n != 0 && r < x.size() / n; ++r)
+    row(x.data() + r * n, out.data() + r * n, n);
+  return out;
+}
+
+// x (B,R,C) + table (R,C): the table added to every batch entry, element by element as floats.
+// The caller checks that the table fits.
+inline Tensor3 add_to_each(const Tensor3& x, const Tensor2& table) {
+  Tensor3 out = x;
+  for (std::size_t b = 0; b < x.shape(0); ++b)
+    for (std::size_t i = 0; i < x.shape(1); ++i)
+      for (std::size_t j = 0; j < x.shape(2); ++j)
+        out(b, i, j) += table(i, j);
+  return out;
+}
+
 // Largest |sum - 1| over the rows (along the last axis) of a tensor of weights; NaN when a row's
 // sum is NaN. Each row is summed in order, as a float.
 template <class E>

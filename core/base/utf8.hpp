@@ -24,4 +24,7 @@ std::size_t column_width(char32_t c);
 // Terminal columns of valid UTF-8 text; a byte that starts no sequence counts one column.
 std::size_t column_width(std::string_view text);
 
+// Text for HTML and XML element content and attribute values: & < > " ' as entities.
+std::string escape_markup(std::string_view text);
+
 }  // namespace attn

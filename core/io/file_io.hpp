@@ -17,7 +17,7 @@ struct SizeCap {
   std::string fix;    // "pass a smaller array"
 };
 
-// The memory limit of core/budget.hpp as a cap. When ATTN_MAX_MEMORY is not a size, the default
+// The memory limit of core/base/budget.hpp as a cap. When ATTN_MAX_MEMORY is not a size, the default
 // limit: check_budget refuses the variable, naming it, once the files are read.
 SizeCap memory_cap(std::string fix);
 

@@ -27,13 +27,13 @@ struct NpyHeader {
 // named in every error.
 Array parse_npy(std::span<const unsigned char> bytes, std::string_view name);
 
-// A .npy file, opened as core/file_io.hpp opens every input (a regular file, nothing that can
+// A .npy file, opened as core/io/file_io.hpp opens every input (a regular file, nothing that can
 // block), its header read and checked against the file's size; the data is read by read().
 class NpyFile {
  public:
   explicit NpyFile(const std::string& path);
   const NpyHeader& header() const { return header_; }
-  // The array. Data larger than the memory limit (core/budget.hpp) is refused from the header,
+  // The array. Data larger than the memory limit (core/base/budget.hpp) is refused from the header,
   // with attn::Error(too_large), before any of it is read.
   Array read();
 

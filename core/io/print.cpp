@@ -320,19 +320,7 @@ std::string add_suffixes(const std::string& tensor_str, const std::vector<std::s
 
 // str(tensor.dtype)
 std::string torch_dtype_name(Dtype dtype) {
-  switch (dtype) {
-    case Dtype::float32:
-      return "torch.float32";
-    case Dtype::float64:
-      return "torch.float64";
-    case Dtype::int32:
-      return "torch.int32";
-    case Dtype::int64:
-      return "torch.int64";
-    case Dtype::boolean:
-      return "torch.bool";
-  }
-  return "torch.unknown";
+  return "torch." + std::string(dtype_name(dtype));
 }
 
 }  // namespace

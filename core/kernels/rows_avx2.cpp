@@ -119,8 +119,9 @@ inline void add_moments8(std::int64_t count_add, __m256 mean_add, __m256 m2_add,
 RowMoments row_moments_avx2(const float* x, std::size_t n) {
   const std::size_t vectors = n / kLanes, chunks = (vectors + kChunk - 1) / kChunk;
   const std::size_t depth = ceil_log2(chunks);
-  LaneMoments8 stack[64];  // depth <= 64: chunks < 2^64
-  for (std::size_t j = 0; j < depth; ++j)
+  LaneMoments8 stack[64];  // depth <= 64: chunks < 2^64; depth >= 1 (ceil_log2)
+  stack[0] = zero_moments8();
+  for (std::size_t j = 1; j < depth; ++j)
     stack[j] = zero_moments8();
   for (std::size_t i = 0; i < chunks; ++i) {
     const float* chunk = x + i * kChunk * kLanes;
@@ -144,20 +145,10 @@ RowMoments row_moments_avx2(const float* x, std::size_t n) {
   for (std::size_t j = 1; j < depth; ++j)
     add_moments8(stack[j].count, stack[j].mean, stack[j].m2, stack[0]);
 
-  std::int64_t count = 0;
-  float mean = 0.0f, m2 = 0.0f;
-  for (std::size_t i = vectors * kLanes; i < n; ++i) {
-    const float delta = x[i] - mean;
-    ++count;
-    mean += delta / static_cast<float>(count);
-    m2 += delta * (x[i] - mean);
-  }
   alignas(32) float lane_mean[kLanes], lane_m2[kLanes];
   _mm256_store_ps(lane_mean, stack[0].mean);
   _mm256_store_ps(lane_m2, stack[0].m2);
-  for (std::size_t l = 0; l < kLanes; ++l)
-    add_moments(static_cast<std::int64_t>(vectors), lane_mean[l], lane_m2[l], count, mean, m2);
-  return {mean, m2 / static_cast<float>(n)};
+  return finish_row_moments(x, n, vectors, lane_mean, lane_m2);
 }
 
 // exp_onednn of feed_forward.cpp on 8 lanes.
@@ -179,18 +170,25 @@ inline __m256 exp_onednn8(__m256 v) {
   return _mm256_mul_ps(_mm256_mul_ps(p, scale), splat(2.0f));
 }
 
-// gelu_erf_onednn on 8 lanes.
-inline __m256 gelu_erf8(__m256 s) {
-  const __m256 x = _mm256_mul_ps(s, bits(0x3f3504f3));
-  const __m256 t =
-      _mm256_div_ps(splat(1.0f), _mm256_fmadd_ps(bits(0x3ea7ba05), abs8(x), splat(1.0f)));
-  const __m256 e = _mm256_mul_ps(neg8(exp_onednn8(neg8(_mm256_mul_ps(x, x)))), t);
+// erf_t and erf_polynomial of torch_order.cpp on 8 lanes.
+inline __m256 erf_t8(__m256 x) {
+  return _mm256_div_ps(splat(1.0f), _mm256_fmadd_ps(bits(0x3ea7ba05), abs8(x), splat(1.0f)));
+}
+inline __m256 erf_polynomial8(__m256 t) {
   __m256 r = bits(0x3f87dc22);
   r = _mm256_fmadd_ps(r, t, bits(0xbfba00e3));
   r = _mm256_fmadd_ps(r, t, bits(0x3fb5f0e3));
   r = _mm256_fmadd_ps(r, t, bits(0xbe91a98e));
-  r = _mm256_fmadd_ps(r, t, bits(0x3e827906));
-  const __m256 erf = _mm256_mul_ps(copysign8(splat(1.0f), s), _mm256_fmadd_ps(e, r, splat(1.0f)));
+  return _mm256_fmadd_ps(r, t, bits(0x3e827906));
+}
+
+// gelu_erf_onednn on 8 lanes.
+inline __m256 gelu_erf8(__m256 s) {
+  const __m256 x = _mm256_mul_ps(s, bits(0x3f3504f3));
+  const __m256 t = erf_t8(x);
+  const __m256 e = _mm256_mul_ps(neg8(exp_onednn8(neg8(_mm256_mul_ps(x, x)))), t);
+  const __m256 erf =
+      _mm256_mul_ps(copysign8(splat(1.0f), s), _mm256_fmadd_ps(e, erf_polynomial8(t), splat(1.0f)));
   const __m256 half = _mm256_mul_ps(s, splat(0.5f));
   return _mm256_fmadd_ps(erf, half, half);
 }
@@ -198,16 +196,11 @@ inline __m256 gelu_erf8(__m256 s) {
 // gelu_erf_slope_onednn on 8 lanes.
 inline __m256 gelu_erf_slope8(__m256 s) {
   const __m256 x = _mm256_mul_ps(s, bits(0x3f3504f3));
-  const __m256 t =
-      _mm256_div_ps(splat(1.0f), _mm256_fmadd_ps(bits(0x3ea7ba05), abs8(x), splat(1.0f)));
+  const __m256 t = erf_t8(x);
   const __m256 gauss = exp_onednn8(neg8(_mm256_mul_ps(x, x)));
-  __m256 r = bits(0x3f87dc22);
-  r = _mm256_fmadd_ps(r, t, bits(0xbfba00e3));
-  r = _mm256_fmadd_ps(r, t, bits(0x3fb5f0e3));
-  r = _mm256_fmadd_ps(r, t, bits(0xbe91a98e));
-  r = _mm256_fmadd_ps(r, t, bits(0x3e827906));
-  const __m256 erf = _mm256_mul_ps(copysign8(splat(1.0f), s),
-                                   _mm256_fmadd_ps(_mm256_mul_ps(neg8(gauss), t), r, splat(1.0f)));
+  const __m256 erf = _mm256_mul_ps(
+      copysign8(splat(1.0f), s),
+      _mm256_fmadd_ps(_mm256_mul_ps(neg8(gauss), t), erf_polynomial8(t), splat(1.0f)));
   const __m256 cdf = _mm256_fmadd_ps(erf, splat(0.5f), splat(0.5f));
   return _mm256_fmadd_ps(s, _mm256_mul_ps(gauss, splat(kInvSqrt2Pi)), cdf);
 }

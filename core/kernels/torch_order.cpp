@@ -204,6 +204,19 @@ void grouped(const float* in, float* out, std::size_t n, Function f) {
   }
 }
 
+// Abramowitz and Stegun 7.1.26 as oneDNN computes it: t = 1 / (1 + p |x|), and the polynomial
+// p1 + p2 t + ... + p5 t⁴ that erf(x) = 1 - t poly(t) exp(-x²) takes.
+float erf_t(float x) {
+  return 1.0f / std::fma(from_bits(0x3ea7ba05), std::fabs(x), 1.0f);
+}
+float erf_polynomial(float t) {
+  float r = from_bits(0x3f87dc22);
+  r = std::fma(r, t, from_bits(0xbfba00e3));
+  r = std::fma(r, t, from_bits(0x3fb5f0e3));
+  r = std::fma(r, t, from_bits(0xbe91a98e));
+  return std::fma(r, t, from_bits(0x3e827906));
+}
+
 // ---- ATen's sums and moments
 
 constexpr std::size_t kLanes = 8;   // floats in an AVX2 register: ATen's Vectorized<float>
@@ -227,6 +240,17 @@ void add_moments(std::int64_t count_add, const Lanes& mean_add, const Lanes& m2_
     into.m2[l] += m2_add[l] + delta * delta * c * before;
   }
   into.count = n;
+}
+
+// AddMoments: the same for one scalar accumulator.
+void add_moments(std::int64_t count_add, float mean_add, float m2_add, std::int64_t& count,
+                 float& mean, float& m2) {
+  const std::int64_t n = count + count_add;
+  const float c = n == 0 ? 0.0f : static_cast<float>(count_add) / static_cast<float>(n);
+  const float delta = mean_add - mean;
+  mean += c * delta;
+  m2 += m2_add + delta * delta * c * static_cast<float>(count);
+  count = n;
 }
 
 // multi_row_sum of SumKernel.cpp: `size` rows of 4 interleaved columns (column k of row i is item
@@ -395,14 +419,9 @@ float exp_onednn(float v) {
 // GELU = S + S erf with S = s / 2.
 float gelu_erf_onednn(float s) {
   const float x = s * from_bits(0x3f3504f3);  // s / √2
-  const float t = 1.0f / std::fma(from_bits(0x3ea7ba05), std::fabs(x), 1.0f);
+  const float t = erf_t(x);
   const float e = -exp_onednn(-(x * x)) * t;
-  float r = from_bits(0x3f87dc22);
-  r = std::fma(r, t, from_bits(0xbfba00e3));
-  r = std::fma(r, t, from_bits(0x3fb5f0e3));
-  r = std::fma(r, t, from_bits(0xbe91a98e));
-  r = std::fma(r, t, from_bits(0x3e827906));
-  const float erf = std::copysign(1.0f, s) * std::fma(e, r, 1.0f);
+  const float erf = std::copysign(1.0f, s) * std::fma(e, erf_polynomial(t), 1.0f);
   const float half = s * 0.5f;
   return std::fma(erf, half, half);
 }
@@ -412,14 +431,9 @@ float gelu_erf_onednn(float s) {
 // exp(-(x/√2)²) / √(2π).
 float gelu_erf_slope_onednn(float s) {
   const float x = s * from_bits(0x3f3504f3);
-  const float t = 1.0f / std::fma(from_bits(0x3ea7ba05), std::fabs(x), 1.0f);
+  const float t = erf_t(x);
   const float gauss = exp_onednn(-(x * x));
-  float r = from_bits(0x3f87dc22);
-  r = std::fma(r, t, from_bits(0xbfba00e3));
-  r = std::fma(r, t, from_bits(0x3fb5f0e3));
-  r = std::fma(r, t, from_bits(0xbe91a98e));
-  r = std::fma(r, t, from_bits(0x3e827906));
-  const float erf = std::copysign(1.0f, s) * std::fma(-gauss * t, r, 1.0f);
+  const float erf = std::copysign(1.0f, s) * std::fma(-gauss * t, erf_polynomial(t), 1.0f);
   const float cdf = std::fma(erf, 0.5f, 0.5f);
   return std::fma(s, gauss * kInvSqrt2Pi, cdf);
 }
@@ -497,7 +511,11 @@ RowMoments torch_row_moments(const float* x, std::size_t n) {
   }
   for (std::size_t j = 1; j < depth; ++j)
     add_moments(stack[j].count, stack[j].mean, stack[j].m2, stack[0]);
+  return finish_row_moments(x, n, vectors, stack[0].mean.data(), stack[0].m2.data());
+}
 
+RowMoments finish_row_moments(const float* x, std::size_t n, std::size_t vectors,
+                              const float* lane_mean, const float* lane_m2) {
   std::int64_t count = 0;
   float mean = 0.0f, m2 = 0.0f;
   for (std::size_t i = vectors * kLanes; i < n; ++i) {
@@ -507,19 +525,8 @@ RowMoments torch_row_moments(const float* x, std::size_t n) {
     m2 += delta * (x[i] - mean);
   }
   for (std::size_t l = 0; l < kLanes; ++l)
-    add_moments(static_cast<std::int64_t>(vectors), stack[0].mean[l], stack[0].m2[l], count, mean,
-                m2);
+    add_moments(static_cast<std::int64_t>(vectors), lane_mean[l], lane_m2[l], count, mean, m2);
   return {mean, m2 / static_cast<float>(n)};
-}
-
-void add_moments(std::int64_t count_add, float mean_add, float m2_add, std::int64_t& count,
-                 float& mean, float& m2) {
-  const std::int64_t n = count + count_add;
-  const float c = n == 0 ? 0.0f : static_cast<float>(count_add) / static_cast<float>(n);
-  const float delta = mean_add - mean;
-  mean += c * delta;
-  m2 += m2_add + delta * delta * c * static_cast<float>(count);
-  count = n;
 }
 
 std::size_t ceil_log2(std::size_t x) {

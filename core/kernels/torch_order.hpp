@@ -61,9 +61,10 @@ float torch_cascade_sum(const float* x, std::size_t n);
 // Welford in 8 float lanes over chunks of 16 vectors, chunks merged as a cascade, then the tail
 // elements by scalar Welford, then the 8 lanes merged into it. n >= 1.
 RowMoments torch_row_moments(const float* x, std::size_t n);
-// ATen's AddMoments: merge `count_add` values of moments (mean_add, m2_add) into one accumulator.
-void add_moments(std::int64_t count_add, float mean_add, float m2_add, std::int64_t& count,
-                 float& mean, float& m2);
+// The end of torch_row_moments: the tail x[8 vectors .. n) by scalar Welford, then the 8 lanes'
+// moments (lane_mean, lane_m2, each over `vectors` values) merged into it by ATen's AddMoments.
+RowMoments finish_row_moments(const float* x, std::size_t n, std::size_t vectors,
+                              const float* lane_mean, const float* lane_m2);
 // ATen's utils::CeilLog2: 1 for x <= 2.
 std::size_t ceil_log2(std::size_t x);
 

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "base/names.hpp"
 #include "loss.hpp"
 
 namespace attn {
@@ -15,22 +16,18 @@ namespace {
 
 constexpr std::size_t kLetters = 8, kLongestLetters = 8, kLargestNumber = 9999;
 
+// The special tokens, then the letters a, b, ... (kLetters of them).
+std::vector<std::string> then_letters(std::vector<std::string> tokens) {
+  for (std::size_t i = 0; i < kLetters; ++i)
+    tokens.push_back(std::string(1, static_cast<char>('a' + i)));
+  return tokens;
+}
 const std::vector<std::string>& letters_source() {
-  static const std::vector<std::string> tokens = [] {
-    std::vector<std::string> t{"<pad>"};
-    for (std::size_t i = 0; i < kLetters; ++i)
-      t.push_back(std::string(1, static_cast<char>('a' + i)));
-    return t;
-  }();
+  static const std::vector<std::string> tokens = then_letters({"<pad>"});
   return tokens;
 }
 const std::vector<std::string>& letters_target() {
-  static const std::vector<std::string> tokens = [] {
-    std::vector<std::string> t{"<pad>", "<s>", "</s>"};
-    for (std::size_t i = 0; i < kLetters; ++i)
-      t.push_back(std::string(1, static_cast<char>('a' + i)));
-    return t;
-  }();
+  static const std::vector<std::string> tokens = then_letters({"<pad>", "<s>", "</s>"});
   return tokens;
 }
 const std::vector<std::string>& digits_source() {
@@ -127,9 +124,8 @@ const std::vector<Seq2SeqTaskInfo>& seq2seq_task_list() {
 }
 
 std::optional<Seq2SeqTask> seq2seq_task_named(std::string_view name) {
-  for (const Seq2SeqTaskInfo& t : seq2seq_task_list())
-    if (t.name == name) return t.task;
-  return std::nullopt;
+  const Seq2SeqTaskInfo* info = named_entry(seq2seq_task_list(), name);
+  return info != nullptr ? std::optional(info->task) : std::nullopt;
 }
 
 const Seq2SeqTaskInfo& seq2seq_task_info(Seq2SeqTask task) {

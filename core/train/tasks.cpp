@@ -4,6 +4,7 @@
 #include <array>
 
 #include "base/error.hpp"
+#include "base/names.hpp"
 #include "io/shipped.hpp"
 
 namespace attn {
@@ -26,9 +27,8 @@ const std::vector<TaskInfo>& task_list() {
 }
 
 std::optional<Task> task_named(std::string_view name) {
-  for (const TaskInfo& info : task_list())
-    if (info.name == name) return info.task;
-  return std::nullopt;
+  const TaskInfo* info = named_entry(task_list(), name);
+  return info != nullptr ? std::optional(info->task) : std::nullopt;
 }
 
 const TaskInfo& task_info(Task task) {

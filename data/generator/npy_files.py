@@ -1,4 +1,4 @@
-"""Fixtures for core/npy.cpp: .npy files written by numpy itself, and broken ones.
+"""Fixtures for core/io/npy.cpp: .npy files written by numpy itself, and broken ones.
 
 generate(out_dir) writes every file plus cases.json, which lists each file with what attn must
 read from it (dtype, shape, values) or the text its error message must contain. Good files are

@@ -1,4 +1,4 @@
-"""Fixtures for core/print.cpp: tensors and exactly what repr() prints for them in PyTorch 1.13.
+"""Fixtures for core/io/print.cpp: tensors and exactly what repr() prints for them in PyTorch 1.13.
 
 Each case writes NN_name.npy (the tensor, C order) and NN_name.txt (repr(t), no trailing newline)
 and is listed in cases.json with the print options it was printed under. The repr is taken of

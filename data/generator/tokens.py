@@ -4,7 +4,7 @@ Three things, all deterministic:
 
 1. `data/vocab/lesson-vocab.txt`, the small vocabulary `attn tokens` uses by default, written from
    the word lists below (Hugging Face's vocab.txt format: one token per line, id = line number).
-   core/CMakeLists.txt compiles the file into libattn (core/shipped.hpp).
+   core/CMakeLists.txt compiles the file into libattn (core/io/shipped.hpp).
 2. A port of Hugging Face's slow `BertTokenizer(do_lower_case=True)`
    (transformers/models/bert/tokenization_bert.py: BasicTokenizer + WordpieceTokenizer, and the
    special-token split and lower-casing of PreTrainedTokenizer.tokenize), on Python's

@@ -1,4 +1,4 @@
-"""Fixtures for core/weights.cpp: state dicts as .safetensors and .npz, and broken files.
+"""Fixtures for core/io/weights.cpp: state dicts as .safetensors and .npz, and broken files.
 
 generate(out_dir) writes every file plus cases.json. "models" holds each state dict (dtype, shape
 and flat values per key); each good case names its model and says whether attn's writer must

@@ -68,18 +68,6 @@ Table projection_payoff(const Tensor3& same_scores, const Tensor3& same_weights,
         fmt::format("{:.4f}", 1.0 / static_cast<double>(t))}}};
 }
 
-// The state_dict as a table: key, shape, count.
-Table parameter_table(const Module& model) {
-  Table t{fmt::format("{}'s parameters (state_dict keys)", model.class_name),
-          {"key", "shape", "count"},
-          {}};
-  for (const StateDictEntry& e : state_dict_entries(model)) {
-    t.rows.push_back({e.key, shape_string(e.shape), fmt::format("{}", element_count(e.shape))});
-  }
-  t.rows.push_back({"total", "", fmt::format("{}", count_parameters(model))});
-  return t;
-}
-
 }  // namespace
 
 LessonRun run_attention(const AttentionLessonOptions& options) {
@@ -134,11 +122,8 @@ LessonRun run_attention(const AttentionLessonOptions& options) {
   if (!options.lengths.empty())
     run.setting("lengths", fmt::format("{}", fmt::join(options.lengths, ",")));
   if (options.weights) run.setting("weights", options.weights_name);
-  if (options.trained) {
-    run.setting("checkpoint", options.trained->checkpoint);
-    run.setting("layer", std::to_string(options.trained->layer));
-    run.setting("head", std::to_string(options.trained_head));
-  }
+  record_trained(run, options.trained);
+  if (options.trained) run.setting("head", std::to_string(options.trained_head));
 
   // The weights: from --weights, else PyTorch-style random initialisation from the seed.
   Rng rng(options.common.seed ^ kWeightsStream);

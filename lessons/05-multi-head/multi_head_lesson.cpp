@@ -10,6 +10,7 @@
 #include "04-attention/attention_lesson.hpp"
 #include "base/budget.hpp"
 #include "base/count.hpp"
+#include "base/names.hpp"
 #include "base/random.hpp"
 #include "module_size.hpp"
 #include "multi_head.hpp"
@@ -50,18 +51,13 @@ Count linear_mult_adds(const std::vector<LayerInfo>& rows) {
   return total;
 }
 
-std::string formula(MultiHeadVariant v) {
-  switch (v) {
-    case MultiHeadVariant::narrow:
-      return "3D² + D² + D";
-    case MultiHeadVariant::wide:
-      return "3D·DH + DH·D + D";
-    case MultiHeadVariant::book:
-      return "3H(D·D/H + D/H) + D² + D";
-    case MultiHeadVariant::fused:
-      return "4D²";
-  }
-  return "";
+std::string_view formula(MultiHeadVariant v) {
+  static constexpr Named<MultiHeadVariant> kFormulas[] = {
+      {MultiHeadVariant::narrow, "3D² + D² + D"},
+      {MultiHeadVariant::wide, "3D·DH + DH·D + D"},
+      {MultiHeadVariant::book, "3H(D·D/H + D/H) + D² + D"},
+      {MultiHeadVariant::fused, "4D²"}};
+  return name_in(kFormulas, v, "");
 }
 
 void check_rows_sum_to_one(LessonRun& run, const Tensor4& weights) {
@@ -236,7 +232,7 @@ void run_compare(LessonRun& run, const MultiHeadLessonOptions& o, const Tensor3&
     t.rows.push_back(
         {std::string(variant_name(v)), fmt::format("{}", hs),
          fmt::format("{} x {}", heads, shape_string({batch, tokens, hs})),
-         with_commas(count_parameters(model)), formula(v),
+         with_commas(count_parameters(model)), std::string(formula(v)),
          with_commas((linear_mult_adds(trace_multi_head(v, width, heads, shape_of(x))) +
                       attention_mult_adds)
                          .value())});
@@ -406,10 +402,7 @@ LessonRun run_multi_head(const MultiHeadLessonOptions& options) {
   if (!options.lengths.empty())
     run.setting("lengths", fmt::format("{}", fmt::join(options.lengths, ",")));
   if (options.weights) run.setting("weights", options.weights_name);
-  if (options.trained) {
-    run.setting("checkpoint", options.trained->checkpoint);
-    run.setting("layer", std::to_string(options.trained->layer));
-  }
+  record_trained(run, options.trained);
   run.section("intro");
   if (compare) {
     run.step("input", "X, one row of width D per token", to_array(x));

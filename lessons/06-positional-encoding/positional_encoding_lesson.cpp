@@ -162,16 +162,6 @@ Table projected_offsets(const Tensor2& pe, std::size_t tokens, std::uint64_t see
        {"W_q = I, W_k a rotation and scale per pair", fmt::format("{:.2g}", rotating)}}};
 }
 
-Table parameter_table(const Module& model) {
-  Table t{fmt::format("{}'s parameters (state_dict keys)", model.class_name),
-          {"key", "shape", "count"},
-          {}};
-  for (const StateDictEntry& e : state_dict_entries(model)) {
-    t.rows.push_back({e.key, shape_string(e.shape), fmt::format("{}", element_count(e.shape))});
-  }
-  return t;
-}
-
 }  // namespace
 
 LessonRun run_positional_encoding(const PositionalEncodingLessonOptions& options) {
@@ -258,7 +248,7 @@ LessonRun run_positional_encoding(const PositionalEncodingLessonOptions& options
     pe = first_positions(embedding.weight, tokens);
 
     run.section("intro_learned");
-    run.table(parameter_table(model));
+    run.table(parameter_table(model, false, false));
     run.step("input", "X, the token embeddings", to_array(x));
     run.section("pe_learned");
     run.step("pe",

@@ -24,18 +24,6 @@ constexpr std::uint64_t kPlacementStream =
 
 constexpr std::size_t kCompareTokens = 64;  // random tokens per width in the seed 001 table
 
-// The state_dict as a table: key, shape, count.
-Table parameter_table(const Module& model) {
-  Table t{fmt::format("{}'s parameters (state_dict keys)", model.class_name),
-          {"key", "shape", "count"},
-          {}};
-  for (const StateDictEntry& e : state_dict_entries(model)) {
-    t.rows.push_back({e.key, shape_string(e.shape), fmt::format("{}", element_count(e.shape))});
-  }
-  t.rows.push_back({"total", "", fmt::format("{}", count_parameters(model))});
-  return t;
-}
-
 // Largest |a - b|; a NaN on one side only counts as infinitely far, NaN on both as equal.
 double max_difference(const Tensor3& a, const Tensor3& b) {
   double worst = 0.0;
@@ -91,13 +79,7 @@ RowCheck check_rows(const Tensor3& normalised, std::size_t ddof, Expected expect
   const std::size_t width = normalised.shape(2);
   RowCheck worst;
   for (std::size_t r = 0; r < normalised.size() / width; ++r) {
-    const float* row = normalised.data() + r * width;
-    double mean = 0.0, squares = 0.0;
-    for (std::size_t j = 0; j < width; ++j)
-      mean += row[j];
-    mean /= static_cast<double>(width);
-    for (std::size_t j = 0; j < width; ++j)
-      squares += (row[j] - mean) * (row[j] - mean);
+    const auto [mean, squares] = row_mean_squares(normalised.data() + r * width, width);
     const double variance = squares / static_cast<double>(width - ddof);
     worst.mean = std::max(worst.mean, std::fabs(mean));
     worst.variance = std::max(worst.variance, std::fabs(variance - expected(r)));

@@ -10,6 +10,7 @@
 
 #include "base/budget.hpp"
 #include "base/count.hpp"
+#include "base/names.hpp"
 #include "base/random.hpp"
 #include "feed_forward.hpp"
 #include "module_size.hpp"
@@ -35,19 +36,6 @@ float max_abs(const Tensor3& a) {
   return m;
 }
 
-// The state_dict as a table: key, shape, count.
-Table parameter_table(const Module& model) {
-  Table t{fmt::format("{}'s parameters (state_dict keys)", model.class_name),
-          {"key", "shape", "count"},
-          {}};
-  for (const StateDictEntry& e : state_dict_entries(model)) {
-    t.rows.push_back({e.key, shape_string(e.shape),
-                      with_commas(static_cast<std::int64_t>(element_count(e.shape)))});
-  }
-  t.rows.push_back({"total", "", with_commas(count_parameters(model))});
-  return t;
-}
-
 // nn.Linear(in, out)'s parameter count, "D·F + F", from the module tree.
 std::string linear_count(std::size_t in, std::size_t out) {
   return with_commas(count_parameters(linear_module("", in, out, true)));
@@ -57,16 +45,12 @@ std::string first_weight_key(FeedForwardVariant v) {
   return state_dict_entries(describe_feed_forward(v, 1, 1)).front().key;
 }
 
-std::string class_of(FeedForwardVariant v) {
-  switch (v) {
-    case FeedForwardVariant::book:
-      return "seed 003 FeedForward";
-    case FeedForwardVariant::relu:
-      return "seed 001 FeedForwardNeuralNetwork";
-    case FeedForwardVariant::gelu_last:
-      return "seed 000 FeedForward (Sequential)";
-  }
-  return "";
+std::string_view class_of(FeedForwardVariant v) {
+  static constexpr Named<FeedForwardVariant> kClasses[] = {
+      {FeedForwardVariant::book, "seed 003 FeedForward"},
+      {FeedForwardVariant::relu, "seed 001 FeedForwardNeuralNetwork"},
+      {FeedForwardVariant::gelu_last, "seed 000 FeedForward (Sequential)"}};
+  return name_in(kClasses, v, "");
 }
 
 // F from the weights file (the first Linear's weight is (F, D)), after checking its D; refuses a
@@ -186,18 +170,27 @@ void parameters_section(LessonRun& run, std::size_t width, std::size_t d_ff) {
                         with_commas(attention), ratio));
 }
 
-void run_book(LessonRun& run, const FeedForward& layer, const Tensor3& x) {
+// A variant's opening: its section, its parameters, the input and the first Linear's output,
+// called `linear` as the variant's module names it.
+void show_first_linear(LessonRun& run, const FeedForward& layer, const Tensor3& x,
+                       const FeedForwardSteps& s, std::string_view section,
+                       std::string_view linear) {
   const std::size_t width = x.shape(2), d_ff = layer.linear_1.weight.shape(0);
-  const bool exact = layer.approximate == GeluApproximation::none;
-  const FeedForwardSteps s = forward(layer, x);
-  run.section("intro");
-  run.table(parameter_table(describe_feed_forward(FeedForwardVariant::book, width, d_ff)));
+  run.section(section);
+  run.table(parameter_table(describe_feed_forward(layer.variant, width, d_ff), true));
   run.step("input", "X, one row of width D per token", to_array(x));
   run.section("hidden");
   run.step(
       "hidden",
-      fmt::format("linear_1(X) = X W1ᵀ + b1, each token from width {} to width {}", width, d_ff),
+      fmt::format("{}(X) = X W1ᵀ + b1, each token from width {} to width {}", linear, width, d_ff),
       to_array(s.hidden));
+}
+
+void run_book(LessonRun& run, const FeedForward& layer, const Tensor3& x) {
+  const std::size_t width = x.shape(2);
+  const bool exact = layer.approximate == GeluApproximation::none;
+  const FeedForwardSteps s = forward(layer, x);
+  show_first_linear(run, layer, x, s, "intro", "linear_1");
   run.section("activated");
   run.step("activated",
            exact ? "GELU(hidden) = hidden·Φ(hidden), the exact erf form"
@@ -230,7 +223,7 @@ void run_book(LessonRun& run, const FeedForward& layer, const Tensor3& x) {
   for (FeedForwardVariant v : {FeedForwardVariant::relu, FeedForwardVariant::gelu_last}) {
     FeedForward other = layer;
     other.variant = v;
-    t.rows.push_back({std::string(variant_name(v)), class_of(v),
+    t.rows.push_back({std::string(variant_name(v)), std::string(class_of(v)),
                       v == FeedForwardVariant::relu ? "Linear, ReLU, Dropout, Linear"
                                                     : "Linear, Linear, GELU, Dropout",
                       fmt::format("{:.4f}", max_difference(forward(other, x).output, s.output))});
@@ -239,15 +232,9 @@ void run_book(LessonRun& run, const FeedForward& layer, const Tensor3& x) {
 }
 
 void run_relu(LessonRun& run, const FeedForward& layer, const Tensor3& x) {
-  const std::size_t width = x.shape(2), d_ff = layer.linear_1.weight.shape(0);
+  const std::size_t width = x.shape(2);
   const FeedForwardSteps s = forward(layer, x);
-  run.section("intro_relu");
-  run.table(parameter_table(describe_feed_forward(FeedForwardVariant::relu, width, d_ff)));
-  run.step("input", "X, one row of width D per token", to_array(x));
-  run.section("hidden");
-  run.step("hidden",
-           fmt::format("layer1(X) = X W1ᵀ + b1, each token from width {} to width {}", width, d_ff),
-           to_array(s.hidden));
+  show_first_linear(run, layer, x, s, "intro_relu", "layer1");
   run.section("activated_relu");
   run.step("activated", "ReLU(hidden) = max(0, hidden); dropout passes it through",
            to_array(s.activated));
@@ -268,15 +255,9 @@ void run_relu(LessonRun& run, const FeedForward& layer, const Tensor3& x) {
 }
 
 void run_gelu_last(LessonRun& run, const FeedForward& layer, const Tensor3& x) {
-  const std::size_t width = x.shape(2), d_ff = layer.linear_1.weight.shape(0);
+  const std::size_t width = x.shape(2);
   const FeedForwardSteps s = forward(layer, x);
-  run.section("intro_gelu_last");
-  run.table(parameter_table(describe_feed_forward(FeedForwardVariant::gelu_last, width, d_ff)));
-  run.step("input", "X, one row of width D per token", to_array(x));
-  run.section("hidden");
-  run.step("hidden",
-           fmt::format("net[0](X) = X W1ᵀ + b1, each token from width {} to width {}", width, d_ff),
-           to_array(s.hidden));
+  show_first_linear(run, layer, x, s, "intro_gelu_last", "net[0]");
   run.section("projected");
   run.step("projected",
            fmt::format("net[1](hidden), back to width {}: still a linear function of X", width),

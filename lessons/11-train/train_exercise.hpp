@@ -1,5 +1,5 @@
 // Lesson 11's exercise: the two pieces of a training step that are not a layer's backward, the
-// gradient of the loss and the optimiser's update, as core/loss.hpp and core/optimizer.hpp have
+// gradient of the loss and the optimiser's update, as core/loss.hpp and core/train/optimizer.hpp have
 // them. You write the bodies in train_exercise.cpp; the tests hold them to torch.
 //
 // Legend: B batch, T tokens, C classes.

@@ -1,4 +1,4 @@
-// core/file_io.cpp: every reader (.npy, weights, config.json, vocab.txt) opens its file one way,
+// core/io/file_io.cpp: every reader (.npy, weights, config.json, vocab.txt) opens its file one way,
 // so that none of them can be made to hang on a FIFO, read /dev/zero until memory runs out, or
 // read more than its cap; and each says what is wrong with a path that is not a regular file.
 #include "io/file_io.hpp"

@@ -1,4 +1,4 @@
-// The matrix products' two libraries (core/gemm.hpp): each against a double-precision product on
+// The matrix products' two libraries (core/kernels/gemm.hpp): each against a double-precision product on
 // strided blocks, every transpose and beta; the choice between them (measured, forced, from
 // ATTN_GEMM); and the refusals.
 #include "kernels/gemm.hpp"

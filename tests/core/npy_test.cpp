@@ -1,4 +1,4 @@
-// core/npy.cpp against files numpy wrote (data/fixtures/npy, made by data/generator/npy_files.py).
+// core/io/npy.cpp against files numpy wrote (data/fixtures/npy, made by data/generator/npy_files.py).
 #include "io/npy.hpp"
 
 #include <unistd.h>

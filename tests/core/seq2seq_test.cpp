@@ -1,4 +1,4 @@
-// The encoder-decoder's tasks, batches and decoding (core/seq2seq.hpp): number words as English
+// The encoder-decoder's tasks, batches and decoding (core/train/seq2seq.hpp): number words as English
 // writes them, sources parsed and refused, held-out numbers kept out of training, batches framed
 // for teacher forcing, and sampling's filters.
 #include "train/seq2seq.hpp"

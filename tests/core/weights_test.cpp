@@ -1,4 +1,4 @@
-// core/weights.cpp against .safetensors and .npz files written by Python (data/fixtures/weights,
+// core/io/weights.cpp against .safetensors and .npz files written by Python (data/fixtures/weights,
 // made by data/generator/weights_files.py), round trips, and truncated or corrupted copies.
 #include "io/weights.hpp"
 

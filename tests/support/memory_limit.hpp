@@ -1,4 +1,4 @@
-// Sets the memory limit of core/budget.hpp for one test, and puts the previous one back.
+// Sets the memory limit of core/base/budget.hpp for one test, and puts the previous one back.
 #pragma once
 
 #include <cstddef>
