@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Sets attn up on Debian 12: installs the Debian packages it builds with (only those missing, so
 # a second run installs nothing), then configures and builds the Release tree in build/.
-# `./setup.sh asan` builds build-asan/ instead: everything, tests included, with AddressSanitizer
-# and UndefinedBehaviorSanitizer (`ctest --preset asan` runs them). `./setup.sh fuzz` also
-# installs clang and its libFuzzer runtime and builds the fuzz targets in build-fuzz/
-# (tests/fuzz/run.sh runs them).
+# `./setup.sh asan` also installs clang and its sanitizer and libFuzzer runtimes and builds
+# build-asan/ instead: everything, tests and libFuzzer targets included, with AddressSanitizer and
+# UndefinedBehaviorSanitizer (`ctest --preset asan` runs the tests, tests/fuzz/run.sh the fuzz
+# targets). `./setup.sh fuzz` is the same: one tree serves both.
 set -euo pipefail
 cd "$(dirname "$0")"
 mode="${1:-release}"
-if [ "$mode" != release ] && [ "$mode" != asan ] && [ "$mode" != fuzz ]; then
-  echo "usage: ./setup.sh [asan|fuzz]: builds build/ (Release), build-asan/ (sanitizers) or build-fuzz/ (fuzz targets)" >&2
+if [ "$mode" = fuzz ]; then
+  mode=asan
+fi
+if [ "$mode" != release ] && [ "$mode" != asan ]; then
+  echo "usage: ./setup.sh [asan|fuzz]: builds build/ (Release), or build-asan/ (sanitizers, every test and the fuzz targets)" >&2
   exit 2
 fi
 
@@ -25,8 +28,9 @@ packages=(
   tmux                                                  # the test that drives attn view --interactive
   chromium                                              # the browser tests: exported pages, screenshots
 )
-if [ "$mode" = fuzz ]; then
-  packages+=(clang libclang-rt-14-dev)  # libFuzzer and the ASan/UBSan runtimes
+if [ "$mode" = asan ]; then
+  packages+=(clang libclang-rt-14-dev  # the compiler, libFuzzer and the ASan/UBSan runtimes
+             llvm)                     # llvm-symbolizer: the sanitizers' stack traces, with lines
 fi
 missing=()
 for package in "${packages[@]}"; do

@@ -166,7 +166,8 @@ std::string read_student_source(const Exercise& exercise) {
 }
 
 // The first file of a `c++ -M` rule (make syntax: "student.o: a.cpp b.hpp \" lines) outside the
-// exercise's own file, attn's public headers and the system's headers; "" when there is none.
+// exercise's own file, attn's public headers and the system's headers (GCC's and clang's own
+// among them); "" when there is none.
 std::string outside_dependency(const std::string& rule, const std::string& file) {
   const std::string include = toolchain().include().string() + "/";
   std::string word;
@@ -184,11 +185,19 @@ std::string outside_dependency(const std::string& rule, const std::string& file)
     }
   }
   for (std::size_t i = 0; i < words.size(); ++i) {
-    const std::string& path = words[i];
+    std::string path = words[i];
     if (i == 0 && path.ends_with(":")) continue;  // the target
     if (path == file) continue;
+    // clang names the system's headers from its own folder ("/usr/bin/../lib/gcc/../include/..."):
+    // an absolute path through ".." counts as the file it reaches, links followed.
+    if (path.starts_with("/") && path.find("/../") != std::string::npos) {
+      std::error_code error;
+      const fs::path reached = fs::canonical(path, error);
+      if (!error) path = reached.string();
+    }
     if (path.starts_with(include) && path.find("/../") == std::string::npos) continue;
-    if ((path.starts_with("/usr/include/") || path.starts_with("/usr/lib/gcc/")) &&
+    if ((path.starts_with("/usr/include/") || path.starts_with("/usr/lib/gcc/") ||
+         path.starts_with("/usr/lib/llvm-")) &&
         path.find("/../") == std::string::npos) {
       continue;
     }

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Runs every built fuzz target for SECONDS each (build them with `cmake --preset fuzz && cmake
-# --build --preset fuzz`, or `./setup.sh fuzz`), on a copy of its corpus so the repository is not
-# modified, with tests/fuzz/regressions/<target>/ as extra seeds. Prints each target's number of
-# executions; exits 1 on any finding, leaving the input that caused it in the findings directory.
+# Runs every built fuzz target for SECONDS each (build them with `./setup.sh asan`, or `cmake
+# --preset asan && cmake --build --preset asan`: the sanitized tree, build-asan/, holds them in
+# fuzz/), on a copy of its corpus so the repository is not modified, with
+# tests/fuzz/regressions/<target>/ as extra seeds. Prints each target's number of executions;
+# exits 1 on any finding, leaving the input that caused it in the findings directory.
 #   tests/fuzz/run.sh SECONDS [TARGET...]     e.g. tests/fuzz/run.sh 60 npy config
-# ATTN_FUZZ_BUILD sets the build directory (default build-fuzz).
+# ATTN_FUZZ_BUILD sets the build directory (default build-asan).
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -14,7 +15,7 @@ if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
   exit 2
 fi
 shift
-build="${ATTN_FUZZ_BUILD:-$root/build-fuzz}"
+build="${ATTN_FUZZ_BUILD:-$root/build-asan}"
 bin="$build/fuzz"
 if (($# > 0)); then
   targets=("$@")
@@ -25,7 +26,7 @@ else
   done
 fi
 if ((${#targets[@]} == 0)); then
-  echo "run.sh: no fuzz targets in $bin: build them with \`cmake --preset fuzz && cmake --build --preset fuzz\`" >&2
+  echo "run.sh: no fuzz targets in $bin: build them with \`./setup.sh asan\`" >&2
   exit 2
 fi
 

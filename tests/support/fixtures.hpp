@@ -8,6 +8,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "paths.hpp"
+
 namespace attn::testing {
 
 inline std::string fixture_path(const std::string& relative) {

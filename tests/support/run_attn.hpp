@@ -15,6 +15,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "paths.hpp"
+
 namespace attn::testing {
 
 // AddressSanitizer's shadow memory, redzones and quarantine of freed blocks add hundreds of MiB
