@@ -1,18 +1,20 @@
-"""attn against PyTorch eager, in one run on one machine: prints the ratios (PyTorch's time / attn's).
+"""attn against PyTorch eager at its best, in one run on one machine: prints the ratios (PyTorch's time / attn's).
 
-For 1 and 2 threads, under the environment as it is and with OPENBLAS_CORETYPE unset (OpenBLAS's
-own kernel choice, PyTorch's best case on a CPU OpenBLAS knows), and under --coretype KERNEL too
-when given (a kernel to force for PyTorch's sake where OpenBLAS does not know the CPU):
+PyTorch's speed on Debian is its OpenBLAS kernel's, which OPENBLAS_CORETYPE sets and a CPU newer
+than OpenBLAS's table gets wrong, so PyTorch runs under every OpenBLAS kernel this CPU can run
+(its flags say which) and as two models; its best is the fastest of them all, cell by cell.
+attn runs once per round, under the environment as it is.
   layer    `attn bench --seq T` against the book's layer and nn.TransformerEncoderLayer
-           (bench/forward_torch.py), T = 128 and 512, batch 1; with attn's fraction of the
-           fastest GEMM library's bound. --rounds rounds alternate the three programs; each
-           column shows the median of its rounds
-  encoder  `attn bench --model encoder` against the book's 12-layer encoder from ids, batch 1
-           and 8, T = 128 and 512; with attn's peak memory over weights plus one layer's
-           activations
+           (bench/forward_torch.py), T = 128 and 512, batch 1, 1 and 2 threads; with attn's
+           fraction of the fastest GEMM library's bound. --rounds rounds alternate the programs;
+           each time is the median of its rounds
+  encoder  `attn bench --model encoder` against the book's 12-layer encoder from ids and the
+           same embeddings before nn.TransformerEncoder, batch 1 (and 8 without --quick), T = 128
+           and 512; with attn's fraction of the bound and its peak memory over weights plus one
+           layer's activations
   train    bench/compare_train.py (training steps of attn train's default and a BERT-base layer)
 
-    /usr/bin/python3 bench/compare.py [--attn build/attn] [--coretype SkylakeX] [--quick]
+    /usr/bin/python3 bench/compare.py [--attn build/attn] [--quick] [--only layer|encoder|train]
 
 A benchmark, not a test: it asserts nothing. Run it on an idle machine.
 """
@@ -40,83 +42,125 @@ def environment(coretype, threads):
     return env
 
 
-def cpu_name():
+def cpu_info():
+    name, flags = "unknown", set()
     for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
         if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
+            name = line.split(":", 1)[1].strip()
+        if line.startswith("flags"):
+            flags = set(line.split(":", 1)[1].split())
+    return name, flags
+
+
+# OpenBLAS 0.3.21's x86-64 kernels, oldest first, with the instructions each needs.
+KERNELS = [
+    ("Prescott", {"pni"}),  # SSE3, which /proc/cpuinfo calls pni
+    ("Sandybridge", {"avx"}),
+    ("Haswell", {"avx2", "fma"}),
+    ("SkylakeX", {"avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"}),
+    ("Cooperlake", {"avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl", "avx512_bf16"}),
+    ("SapphireRapids", {"avx512f", "avx512bw", "avx512_bf16", "amx_tile", "amx_bf16"}),
+]
+
+
+def kernels_this_cpu_runs(attn, flags):
+    """The kernels whose instructions the CPU has and that this OpenBLAS accepts by name."""
+    out = []
+    for name, needs in KERNELS:
+        if not needs <= flags:
+            continue
+        probe = run_json([attn, "bench", "--seq", "8", "--repeat", "1", "--warmup", "0", "--format", "json"],
+                         environment(name, 1))
+        if probe["gemm"]["openblas_kernel"] == name:
+            out.append(name)
+    return out
+
+
+def torch_best(torch_py, models, kernels, common, threads, rounds):
+    """PyTorch's fastest median over the models and kernels: (ms, model, kernel), and every cell."""
+    cells = {}
+    for kernel in kernels:
+        env = environment(kernel, threads)
+        for model in models:
+            times = [run_json(torch_py + ["--model", model] + common, env)["ms_median"] for _ in range(rounds)]
+            cells[(model, kernel)] = statistics.median(times)
+    (model, kernel), ms = min(cells.items(), key=lambda item: item[1])
+    return ms, model, kernel, cells
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--attn", default=str(ROOT / "build" / "attn"))
-    parser.add_argument("--coretype", help="also run with OPENBLAS_CORETYPE set to this kernel")
-    parser.add_argument("--quick", action="store_true", help="fewer runs, and no batch 8 at T = 512")
+    parser.add_argument("--quick", action="store_true", help="fewer runs, and batch 1 only")
     parser.add_argument("--only", choices=["layer", "encoder", "train"], help="one table only")
     parser.add_argument("--rounds", type=int, default=3,
-                        help="layer table: rounds alternating attn and PyTorch; the median round is shown")
+                        help="rounds alternating attn and PyTorch; the median round is shown")
     args = parser.parse_args()
     machine = os.environ.get("OPENBLAS_CORETYPE")
-    settings = [machine] + ([None] if machine else [])
-    if args.coretype and args.coretype not in settings:
-        settings.append(args.coretype)
     layer_runs, model_runs = ("5", "1") if args.quick else ("20", "3")
     if args.quick:
         args.rounds = 1
     torch_py = [sys.executable, str(ROOT / "bench" / "forward_torch.py")]
-    probe = run_json([args.attn, "bench", "--seq", "8", "--repeat", "1", "--warmup", "0", "--format", "json"],
-                     environment(machine, 1))
-    print(f"CPU: {cpu_name()}; OPENBLAS_CORETYPE in the environment: {machine or 'unset'}")
-    print(f"attn's large products: {probe['gemm']['large_products']} ({probe['gemm']['chosen_by']}); "
-          f"OpenBLAS's own kernel here: {probe['gemm']['openblas_kernel']}")
-    print("ratios are PyTorch's time / attn's: above 1, attn is faster\n")
+    name, flags = cpu_info()
+    kernels = kernels_this_cpu_runs(args.attn, flags)
+    print(f"CPU: {name}; OPENBLAS_CORETYPE in the environment: {machine or 'unset'}")
+    print(f"PyTorch runs under each OpenBLAS kernel this CPU runs: {', '.join(kernels)}")
+    print("ratios are PyTorch's best time / attn's: above 1, attn is faster\n")
+
+    def attn_gemm(threads):
+        probe = run_json([args.attn, "bench", "--seq", "8", "--repeat", "1", "--warmup", "0", "--threads",
+                          str(threads), "--format", "json"], environment(machine, threads))
+        g = probe["gemm"]
+        return f"{g['large_products']} ({g['chosen_by']}; OpenBLAS's kernel {g['openblas_kernel']})"
+
+    for threads in (1, 2):
+        print(f"attn's large products at {threads} thread{'s' if threads > 1 else ''}: {attn_gemm(threads)}")
+    print()
+
+    def report(label, a, fraction, best, extra=""):
+        ms, model, kernel, cells = best
+        print(f"{label}  attn {a:9.2f} ms  {fraction:5.3f} of bound{extra}  PyTorch best {ms:9.2f} ms "
+              f"({model}, {kernel})  ratio {ms / a:5.2f}x", flush=True)
+        for (m, k), t in sorted(cells.items(), key=lambda item: item[1]):
+            print(f"      {m:<14} {k:<15} {t:9.2f} ms  {t / a:5.2f}x")
 
     if args.only in (None, "layer"):
-        print(f"{'OPENBLAS_CORETYPE':<18} {'thr':>3} {'T':>4}  {'attn ms':>9} {'of bound':>8}  "
-              f"{'book ms':>9} {'ratio':>6}  {'nn.TEL ms':>9} {'ratio':>6}")
-        for coretype in settings:
-            for threads in (1, 2):
-                env = environment(coretype, threads)
-                for seq in (128, 512):
-                    common = ["--seq", str(seq), "--threads", str(threads), "--repeat", layer_runs]
-                    rounds = {"attn": [], "book": [], "tel": [], "fraction": []}
-                    for _ in range(args.rounds):  # alternating, so that a slow patch hits all three
-                        attn = run_json([args.attn, "bench", "--format", "json"] + common, env)
-                        rounds["attn"].append(attn["ms_median"])
-                        rounds["fraction"].append(attn["fraction_of_bound"])
-                        rounds["book"].append(run_json(torch_py + ["--model", "book-layer"] + common, env)["ms_median"])
-                        rounds["tel"].append(run_json(torch_py + ["--model", "torch-layer"] + common, env)["ms_median"])
-                    a, book, tel, fraction = (statistics.median(rounds[k]) for k in ("attn", "book", "tel", "fraction"))
-                    print(f"{coretype or 'unset':<18} {threads:>3} {seq:>4}  {a:>9.2f} {fraction:>8.3f}  "
-                          f"{book:>9.2f} {book / a:>5.2f}x  {tel:>9.2f} {tel / a:>5.2f}x", flush=True)
+        print("One layer, BERT-base, pre-LN, batch 1")
+        for threads in (1, 2):
+            env = environment(machine, threads)
+            for seq in (128, 512):
+                common = ["--seq", str(seq), "--threads", str(threads), "--repeat", layer_runs]
+                attn, fraction = [], []
+                for _ in range(args.rounds):
+                    run = run_json([args.attn, "bench", "--format", "json"] + common, env)
+                    attn.append(run["ms_median"])
+                    fraction.append(run["fraction_of_bound"])
+                best = torch_best(torch_py, ["book-layer", "torch-layer"], kernels, common, threads, args.rounds)
+                report(f"threads {threads} T {seq:>3}", statistics.median(attn), statistics.median(fraction), best)
         print()
 
     if args.only in (None, "encoder"):
-        print(f"{'OPENBLAS_CORETYPE':<18} {'thr':>3} {'B':>2} {'T':>4}  {'attn ms':>9} {'GFLOP/s':>8} "
-              f"{'of bound':>8} {'peak MiB':>8} {'mem ratio':>9}  {'torch ms':>9} {'ratio':>6}")
-        cells = [(1, 128), (8, 128), (1, 512)] + ([] if args.quick else [(8, 512)])
-        for coretype in settings:
-            for threads in (1, 2):
-                env = environment(coretype, threads)
-                for batch, seq in cells:
-                    common = ["--seq", str(seq), "--batch", str(batch), "--threads", str(threads),
-                              "--repeat", model_runs, "--warmup", "1"]
-                    attn = run_json([args.attn, "bench", "--model", "encoder", "--format", "json"] + common, env)
-                    torch = run_json(torch_py + ["--model", "encoder"] + common, env)
-                    a = attn["ms_median"]
-                    peak = (attn["peak_rss_bytes"] - attn["baseline_rss_bytes"]) / 2**20
-                    print(f"{coretype or 'unset':<18} {threads:>3} {batch:>2} {seq:>4}  {a:>9.1f} "
-                          f"{attn['gflops']:>8.1f} {attn['fraction_of_bound']:>8.3f} {peak:>8.1f} "
-                          f"{attn['memory_ratio']:>9.3f}  {torch['ms_median']:>9.1f} {torch['ms_median'] / a:>5.2f}x",
-                          flush=True)
+        print("The encoder from ids, BERT-base, 12 layers, pre-LN")
+        cells = [(1, 128), (1, 512)] + ([] if args.quick else [(8, 128)])
+        for threads in (1, 2):
+            env = environment(machine, threads)
+            for batch, seq in cells:
+                common = ["--seq", str(seq), "--batch", str(batch), "--threads", str(threads),
+                          "--repeat", model_runs, "--warmup", "1"]
+                runs = [run_json([args.attn, "bench", "--model", "encoder", "--format", "json"] + common, env)
+                        for _ in range(args.rounds)]
+                run = sorted(runs, key=lambda r: r["ms_median"])[len(runs) // 2]
+                peak = (run["peak_rss_bytes"] - run["baseline_rss_bytes"]) / 2**20
+                best = torch_best(torch_py, ["encoder", "torch-encoder"], kernels, common, threads, 1)
+                report(f"threads {threads} B {batch} T {seq:>3}", run["ms_median"], run["fraction_of_bound"], best,
+                       f"  peak {peak:6.1f} MiB ({run['memory_ratio']:.3f} of weights + activations)")
         print()
 
     if args.only in (None, "train"):
-        for coretype in settings:
-            env = environment(coretype, 1)
-            command = [sys.executable, str(ROOT / "bench" / "compare_train.py"), "--attn", args.attn,
-                       "--repeat", "5" if args.quick else "20"]
-            print(subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout, flush=True)
+        command = [sys.executable, str(ROOT / "bench" / "compare_train.py"), "--attn", args.attn,
+                   "--repeat", "5" if args.quick else "20"]
+        print(subprocess.run(command, env=environment(machine, 1), check=True, capture_output=True,
+                             text=True).stdout, flush=True)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@ Models (torch.no_grad, eval mode, dropout off, BERT-base sizes D=768 H=12 F=3072
   torch-layer    nn.TransformerEncoderLayer(norm_first=True, batch_first=True), batch 1: PyTorch's
                  own layer, which 1.13 runs on its fused inference path
   encoder        the book's TransformerEncoder from ids, 12 layers, at --batch
+  torch-encoder  the same embeddings (word and position vectors, LayerNorm) and then
+                 nn.TransformerEncoder of 12 such nn.TransformerEncoderLayer, at --batch
 
     /usr/bin/python3 bench/forward_torch.py --model book-layer --seq 128 --threads 1
 
@@ -36,12 +38,32 @@ def build(model, seq, batch):
         layer = nn.TransformerEncoderLayer(768, 12, 3072, dropout=0.0, activation="gelu", batch_first=True,
                                            norm_first=True)
         return layer, torch.randn(1, seq, 768)
-    return TransformerEncoder(BERT_BASE), torch.randint(0, BERT_BASE["vocab_size"], (batch, seq))
+    ids = torch.randint(0, BERT_BASE["vocab_size"], (batch, seq))
+    if model == "torch-encoder":
+        return TorchEncoder(), ids
+    return TransformerEncoder(BERT_BASE), ids
+
+
+class TorchEncoder(nn.Module):
+    """Embeddings as the book's encoder has them, then PyTorch's own 12-layer encoder."""
+
+    def __init__(self):
+        super().__init__()
+        self.words = nn.Embedding(BERT_BASE["vocab_size"], 768)
+        self.positions = nn.Embedding(BERT_BASE["max_position_embeddings"], 768)
+        self.norm = nn.LayerNorm(768, eps=1e-12)
+        layer = nn.TransformerEncoderLayer(768, 12, 3072, dropout=0.0, activation="gelu", batch_first=True,
+                                           norm_first=True)
+        self.layers = nn.TransformerEncoder(layer, BERT_BASE["num_hidden_layers"], enable_nested_tensor=False)
+
+    def forward(self, ids):
+        positions = torch.arange(ids.shape[1]).unsqueeze(0)
+        return self.layers(self.norm(self.words(ids) + self.positions(positions)))
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", choices=["book-layer", "torch-layer", "encoder"], default="book-layer")
+    parser.add_argument("--model", choices=["book-layer", "torch-layer", "encoder", "torch-encoder"], default="book-layer")
     parser.add_argument("--seq", type=int, default=128)
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--threads", type=int, default=1)

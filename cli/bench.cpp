@@ -137,8 +137,9 @@ void setup(CLI::App& app, Context& context) {
       ->check(choice_validator("a model", {"layer", "encoder"}))
       ->option_text("layer|encoder");
   sub->add_option("--gemm", o->gemm,
-                  "the large products' library: auto (default: oneDNN where its vectors are wider "
-                  "than OpenBLAS's kernel's), measure (the faster on a probe), openblas or onednn")
+                  "the large products' library: auto (default: the wider kernel's library, at "
+                  "equal widths the faster on a probe kept in ATTN_GEMM_CACHE's file), measure "
+                  "(the probe, timed again now), openblas or onednn")
       ->check(choice_validator("a GEMM library", {"auto", "measure", "openblas", "onednn"}))
       ->option_text("auto|measure|openblas|onednn");
   sub->callback([o, sub, &context] {

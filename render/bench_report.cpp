@@ -34,11 +34,10 @@ std::string norm_word(NormPlacement norm) {
 std::string gemm_text(const GemmSelection& s) {
   std::string text = fmt::format("{} for products of {} multiply-adds and more, OpenBLAS below",
                                  library_name(s.large), kSmallProduct);
-  if (s.probe_m != 0) {
-    text += fmt::format(
-        " ({} on a {}x{}x{} probe, one thread: OpenBLAS {:.3f} ms, oneDNN "
-        "{:.3f} ms)",
-        s.source, s.probe_m, s.probe_k, s.probe_n, s.openblas_ms, s.onednn_ms);
+  if (!s.probe.empty()) {
+    text += fmt::format(" ({})\n  probe: {} on {} thread{}: OpenBLAS {:.3f} ms, oneDNN {:.3f} ms{}",
+                        s.source, s.probe, s.threads, s.threads == 1 ? "" : "s", s.openblas_ms,
+                        s.onednn_ms, s.cache.empty() ? "" : "; kept in " + s.cache);
   } else if (s.source == "the kernels' widths") {
     text += fmt::format(" (by the kernels' widths: OpenBLAS's {}, oneDNN's {})", s.openblas_kernel,
                         s.onednn_isa);
@@ -55,6 +54,8 @@ nlohmann::ordered_json gemm_json(const GemmSelection& s) {
   j["chosen_by"] = s.source;
   j["probe_openblas_ms"] = s.openblas_ms;
   j["probe_onednn_ms"] = s.onednn_ms;
+  j["probe_threads"] = s.threads;
+  j["probe_cache"] = s.cache;
   j["openblas_kernel"] = s.openblas_kernel;
   j["onednn_isa"] = s.onednn_isa;
   return j;

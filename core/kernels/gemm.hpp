@@ -8,17 +8,23 @@
 //   oneDNN    dispatches on the CPU's instruction sets at run time (AVX2, AVX-512, ...), whatever
 //             the CPU's model and whatever OPENBLAS_CORETYPE says.
 //
-// Small products (fewer than kSmallProduct multiply-adds: every lesson's) stay with OpenBLAS,
-// the library torch computes them with. For the others each library reports the instructions its
-// kernel runs on this CPU (OpenBLAS its kernel's name, oneDNN its effective ISA), and oneDNN
-// takes over only when its vectors are wider: SSE3's Prescott fallback or AVX2's Haswell kernel
-// against oneDNN's AVX-512, measured 2-5x slower (docs/benchmark.md); equal widths measured
-// within 10% of each other, and then torch's library stays. The rule is the libraries' own report,
-// not a timing, because a timed choice flips between runs where the two are close, and the same
-// command must print the same bits run after run. ATTN_GEMM=measure chooses by timing instead
-// (both multiply one probe shape on one thread; oneDNN when below kWinMargin of OpenBLAS's time),
-// ATTN_GEMM=openblas|onednn forces either (the tests run the fast paths under both), and a build
-// without oneDNN has only OpenBLAS.
+// Two classes of products. Small ones (fewer than kSmallProduct multiply-adds: every lesson's)
+// stay with OpenBLAS, the library torch computes them with; the two were measured within noise
+// there. The large ones (a model's projections and per-head products) go to one library per
+// thread count, chosen by evidence that is the same in every process on one machine:
+//
+//   - when one library's vectors are wider (OpenBLAS's kernel by its name, oneDNN by the ISA it
+//     reports), the wider one: SSE3's Prescott fallback or AVX2's Haswell kernel against
+//     oneDNN's AVX-512 measured 1.7-5x slower (docs/benchmark.md);
+//   - at equal widths the two differ by machine and thread count (10-25% either way, measured on
+//     an Intel Xeon and an AMD EPYC), so a probe times both on a layer's product at the thread
+//     count in use, once per machine: its result is kept in a cache file (gemm_probe_cache), and
+//     every later process reads it instead of timing. A process that cannot keep it (no writable
+//     cache folder, a file there that attn did not write) uses OpenBLAS, torch's library.
+//
+// ATTN_GEMM=measure times the probe in every process instead (no cache: two processes may then
+// choose differently), ATTN_GEMM=openblas|onednn forces either (the tests run the fast paths
+// under both), and a build without oneDNN has only OpenBLAS.
 //
 // Threads: one pool. The library of the large products runs on `threads` (set_threads); the
 // other runs on the calling thread only, so that OpenBLAS's pthreads and oneDNN's OpenMP threads
@@ -26,39 +32,47 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
 namespace attn {
 
 enum class GemmLibrary { openblas, onednn };
-// How the large products' library is chosen: by the libraries' kernels (auto), by timing, or
-// forced.
-enum class GemmChoice { kernels, measure, openblas, onednn };
+// How the large products' library is chosen: by the kernels' widths and the cached probe (auto),
+// by timing in this process (measure), or forced.
+enum class GemmChoice { automatic, measure, openblas, onednn };
 
 inline constexpr std::size_t kSmallProduct = std::size_t{1} << 15;  // m n k below: OpenBLAS
-inline constexpr double kWinMargin = 0.9;  // oneDNN's time must be below 0.9 of OpenBLAS's
+// oneDNN's probe time must be below this fraction of OpenBLAS's for oneDNN to take the large
+// products from torch's library.
+inline constexpr double kWinMargin = 0.97;
 
 std::string_view library_name(GemmLibrary library);  // "OpenBLAS", "oneDNN"
 // Whether this build has the library (OpenBLAS always).
 bool gemm_library_available(GemmLibrary library);
-// "auto"/"" (kernels), "measure", "openblas" or "onednn"; throws attn::Error for another word, or
+// "auto"/"" (automatic), "measure", "openblas" or "onednn"; throws attn::Error for another word, or
 // for onednn in a build without it. `source` names where the word came from, for the message.
 GemmChoice parse_gemm_choice(std::string_view word, std::string_view source);
 
 // Forces or frees the choice (before the first product, or between runs of a benchmark).
 void set_gemm_choice(GemmChoice choice);
 
-// What was chosen, and on what evidence; measures now if nothing was chosen yet.
+// What was chosen for the current thread count, and on what evidence; chooses now if nothing was
+// chosen for it yet.
 struct GemmSelection {
   GemmLibrary large = GemmLibrary::openblas;  // the library of products of kSmallProduct or more
-  // "the kernels' widths", "measured", "ATTN_GEMM", "forced", "the only library in this build",
-  // or why oneDNN's probe failed
+  int threads = 1;                            // the pool's size the choice is for
+  // "the kernels' widths", "the probe, cached", "the probe, measured now", "the probe, measured
+  // now and cached", "ATTN_GEMM", "forced", "the only library in this build", or why no probe
+  // could be kept or run
   std::string source;
   std::string openblas_kernel, onednn_isa;  // "Prescott", "avx512_core_amx"
-  // With `measured`: the probe's best time on each library, in ms (0 when not measured).
+  // With a probe: what it times (kProbe, "" when nothing was timed), its time on each library in
+  // ms, and the cache file it was kept in ("" when none).
+  std::string probe;
   double openblas_ms = 0.0, onednn_ms = 0.0;
-  std::size_t probe_m = 0, probe_n = 0, probe_k = 0;
+  std::string cache;
 };
 const GemmSelection& gemm_selection();
 // The rules, on given facts (for tests): the vector width of OpenBLAS's kernel, by its name (1
@@ -68,6 +82,26 @@ int openblas_kernel_width(std::string_view kernel);
 int onednn_width();
 GemmLibrary library_by_widths(int openblas_width, int onednn_width);
 GemmLibrary faster_library(double openblas_ms, double onednn_ms);
+// What the probe times: a BERT-base layer's four projections (x Wᵀ) on 256 rows, the mix of
+// products a model's forward and backward make.
+inline constexpr std::string_view kProbe =
+    "a 256-row layer's products (x Wt: 768 to 2304, 768 to 768, 768 to 3072, 3072 to 768)";
+// Where the probe's results are kept: ATTN_GEMM_CACHE when set (empty: nowhere), else
+// $XDG_CACHE_HOME/attn/gemm-probe.tsv, else ~/.cache/attn/gemm-probe.tsv ("" when none of these
+// is set).
+std::string gemm_probe_cache();
+// The first line of that file, which marks it as attn's.
+inline constexpr std::string_view kProbeCacheHeader =
+    "# attn: the GEMM probe on this machine (core/kernels/gemm.cpp); delete to measure again";
+// A cache line: the key (this CPU, both libraries' versions and kernels, the probe's shape and
+// `threads`), a tab, the chosen library ("openblas" or "onednn"), OpenBLAS's and oneDNN's ms.
+std::string probe_cache_key(int threads);
+// What the cache's text holds for `key` (its last well-formed line with that key), or nullopt.
+struct CachedProbe {
+  GemmLibrary library = GemmLibrary::openblas;
+  double openblas_ms = 0.0, onednn_ms = 0.0;
+};
+std::optional<CachedProbe> probe_in_cache(std::string_view text, std::string_view key);
 // The library a product of m n k multiply-adds goes to.
 GemmLibrary gemm_library_for(std::size_t m, std::size_t n, std::size_t k);
 
@@ -87,7 +121,8 @@ void set_threads(int threads);
 // the pool is OpenMP's (oneDNN runs the large products), 1 when it is OpenBLAS's.
 int own_loop_threads();
 // Hands the pool to `library` (the other runs on the caller's thread) until return_pool(): for a
-// benchmark that times each library alone, one library at a time.
+// benchmark that times each library alone, one library at a time. Both wait a quarter second after
+// the handover, so that the previous pool's threads stop spinning first (gemm.cpp, kPoolSettle).
 void lend_pool(GemmLibrary library);
 void return_pool();
 // The kernel OpenBLAS runs on this CPU, as it names it ("Haswell", "SkylakeX", "Prescott").

@@ -24,6 +24,7 @@
 namespace fs = std::filesystem;
 using attn::testing::run_attn;
 using attn::testing::ScratchDir;
+using attn::testing::TextTolerance;
 
 namespace {
 
@@ -107,7 +108,9 @@ TEST_CASE("one or two threads print the same text and numbers within round-off",
       const auto a = run_attn(one), b = run_attn(two);
       REQUIRE(a.err.empty());
       CHECK(b.exit_code == a.exit_code);
-      CHECK_TEXT(b.out, a.out);
+      // The large products' library may differ between 1 and 2 threads (kernels/gemm.hpp), and a
+      // number's printed length with it, and so where a long line wraps.
+      CHECK_TEXT(b.out, a.out, TextTolerance{.line_breaks_as_spaces = true});
     }
   }
 }

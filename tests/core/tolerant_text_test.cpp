@@ -61,3 +61,16 @@ TEST_CASE("a torch repr is found inside a whole output, under the tolerance", "[
   CHECK_FALSE(missing.equal);
   CHECK(missing.diff.find("the number 0.3001 where 0.3500 was expected") != std::string::npos);
 }
+
+TEST_CASE("with line breaks read as spaces, a line may wrap at another word", "[tolerant_text]") {
+  const std::string one = "  ✓ book = fused: max |d| = 0 (round-off\n    allows 2.2e-07)\n";
+  const std::string two = "  ✓ book = fused: max |d| = 7.45e-08\n    (round-off allows 1.7e-07)\n";
+  const attn::testing::TextTolerance spaces{.line_breaks_as_spaces = true};
+  CHECK_FALSE(compare_text(two, one).equal);  // line by line, the breaks differ
+  CHECK(compare_text(two, one, spaces).equal);
+  const auto worded = compare_text("max |d| = 0\n(round-off grants 1e-07)\n",
+                                   "max |d| = 0 (round-off\nallows 1e-07)\n", spaces);
+  CHECK_FALSE(worded.equal);  // the words still count
+  CHECK(worded.diff.find("'grants' where 'allows' was expected") != std::string::npos);
+  CHECK_FALSE(compare_text("x = 0.5 y = 0.7", "x = 0.5\ny = 0.2", spaces).equal);
+}
