@@ -48,17 +48,15 @@ std::string gemm_text(const GemmSelection& s) {
 }
 
 nlohmann::ordered_json gemm_json(const GemmSelection& s) {
-  nlohmann::ordered_json j;
-  j["large_products"] = library_name(s.large);
-  j["small_product_limit"] = kSmallProduct;
-  j["chosen_by"] = s.source;
-  j["probe_openblas_ms"] = s.openblas_ms;
-  j["probe_onednn_ms"] = s.onednn_ms;
-  j["probe_threads"] = s.threads;
-  j["probe_cache"] = s.cache;
-  j["openblas_kernel"] = s.openblas_kernel;
-  j["onednn_isa"] = s.onednn_isa;
-  return j;
+  return nlohmann::ordered_json::object({{"large_products", library_name(s.large)},
+                                         {"small_product_limit", kSmallProduct},
+                                         {"chosen_by", s.source},
+                                         {"probe_openblas_ms", s.openblas_ms},
+                                         {"probe_onednn_ms", s.onednn_ms},
+                                         {"probe_threads", s.threads},
+                                         {"probe_cache", s.cache},
+                                         {"openblas_kernel", s.openblas_kernel},
+                                         {"onednn_isa", s.onednn_isa}});
 }
 
 // The keys of a timed forward: its times, its GEMM flops and each library's bound.
