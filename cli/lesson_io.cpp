@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 
 #include <fmt/format.h>
 
@@ -127,6 +128,19 @@ EncoderConfig resolve_config(const std::string& path) {
 
 void check_outputs(const render::OutputOptions& output) {
   render::check_outputs(output);
+}
+
+void add_plain_lesson_command(CLI::App& app, Context& context, std::string_view name,
+                              lessons::LessonRun (*run)(const lessons::LessonOptions&)) {
+  auto o = std::make_shared<LessonCliOptions>();
+  CLI::App* sub = add_lesson_command(app, name);
+  add_lesson_options(*sub, *o);
+  add_heatmap_option(*sub, o->output);
+  sub->callback([o, run, &context] {
+    cli::check_outputs(o->output);
+    load_lesson_input(*o, context);
+    context.exit_code = publish(run(o->lesson), o->output, context);
+  });
 }
 
 int publish(const lessons::LessonRun& run, const render::OutputOptions& output,

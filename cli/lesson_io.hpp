@@ -92,4 +92,9 @@ void check_outputs(const render::OutputOptions& output);
 int publish(const lessons::LessonRun& run, const render::OutputOptions& output,
             const Context& context);
 
+// `attn NAME` for a lesson that takes the shared options and a heatmap, nothing of its own (lessons
+// 01 and 02): its outputs checked, its input read, `run` run and published.
+void add_plain_lesson_command(CLI::App& app, Context& context, std::string_view name,
+                              lessons::LessonRun (*run)(const lessons::LessonOptions&));
+
 }  // namespace attn::cli

@@ -1,25 +1,14 @@
 // attn scaling: lesson 02.
-#include <memory>
-
 #include "02-scaling/scaling_lesson.hpp"
 #include "command.hpp"
 #include "lesson_io.hpp"
-#include "options.hpp"
 
 namespace attn::cli {
 
 namespace {
 
 void setup(CLI::App& app, Context& context) {
-  auto o = std::make_shared<LessonCliOptions>();
-  CLI::App* sub = add_lesson_command(app, "scaling");
-  add_lesson_options(*sub, *o);
-  add_heatmap_option(*sub, o->output);
-  sub->callback([o, &context] {
-    check_outputs(o->output);
-    load_lesson_input(*o, context);
-    context.exit_code = publish(lessons::run_scaling(o->lesson), o->output, context);
-  });
+  add_plain_lesson_command(app, context, "scaling", lessons::run_scaling);
 }
 
 const Registration kRegistration{"scaling", setup};
