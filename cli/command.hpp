@@ -1,4 +1,5 @@
-// The subcommands of attn. Each cli/<command>.cpp registers its setup with one Registration; the
+// The subcommands of attn. Each cli/<command>.cpp registers its setup with one Registration
+// (cli/plain_lessons.cpp one for each lesson without options of its own); the
 // app adds `list` first, then the lessons in the order of lessons::catalog() (the only list of
 // lessons), then every other command by name.
 #pragma once
@@ -31,7 +32,7 @@ struct Command {
   Setup setup;
 };
 
-// One per cli/<command>.cpp, at namespace scope: `const Registration kRegistration{"name", setup};`.
+// One per command, at namespace scope: `const Registration kRegistration{"name", setup};`.
 class Registration {
  public:
   Registration(std::string_view name, Setup setup);
