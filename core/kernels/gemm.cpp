@@ -203,6 +203,16 @@ bool write_all(int fd, std::string_view text) {
   return true;
 }
 
+// The probe for `threads`, timed now: its times and the library they choose.
+void measure_now(GemmSelection& out, int threads) {
+  const ProbeTimes t = probe(threads);
+  out.probe = kProbe;
+  out.openblas_ms = t.openblas_ms;
+  out.onednn_ms = t.onednn_ms;
+  out.large = faster_library(t.openblas_ms, t.onednn_ms);
+  out.source = "the probe, measured now";
+}
+
 // The probe for `threads`, read from the cache or measured and kept there; the cache file is locked
 // meanwhile, so that processes started together wait for one probe and read the same line.
 void cached_probe(GemmSelection& out, int threads) {
@@ -250,12 +260,10 @@ void cached_probe(GemmSelection& out, int threads) {
     out.source = "the probe, cached";
     return;
   }
-  const ProbeTimes t = probe(threads);
-  out.openblas_ms = t.openblas_ms;
-  out.onednn_ms = t.onednn_ms;
-  out.large = faster_library(t.openblas_ms, t.onednn_ms);
-  const std::string line = fmt::format("{}{}\t{}\t{:.4f}\t{:.4f}\n", text.empty() ? header : "",
-                                       key, library_word(out.large), t.openblas_ms, t.onednn_ms);
+  measure_now(out, threads);
+  const std::string line =
+      fmt::format("{}{}\t{}\t{:.4f}\t{:.4f}\n", text.empty() ? header : "", key,
+                  library_word(out.large), out.openblas_ms, out.onednn_ms);
   out.source =
       write_all(fd, line) ? "the probe, measured now and cached" : "the probe, measured now";
 }
@@ -326,25 +334,17 @@ GemmSelection select(int threads) {
       out.source = "the kernels' widths";
       return out;
     }
-    try {
-      cached_probe(out, threads);
-    } catch (const Error& e) {
-      out.large = GemmLibrary::openblas;
-      out.source = fmt::format("oneDNN's probe failed ({})", e.what());
-    }
-    return out;
   }
-  out.probe = kProbe;
   try {
-    const ProbeTimes t = probe(threads);
-    out.openblas_ms = t.openblas_ms;
-    out.onednn_ms = t.onednn_ms;
+    if (choice == GemmChoice::automatic) {
+      cached_probe(out, threads);
+    } else {
+      measure_now(out, threads);
+    }
   } catch (const Error& e) {
+    out.large = GemmLibrary::openblas;
     out.source = fmt::format("oneDNN's probe failed ({})", e.what());
-    return out;
   }
-  out.source = "the probe, measured now";
-  out.large = faster_library(out.openblas_ms, out.onednn_ms);
   return out;
 }
 
