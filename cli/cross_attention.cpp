@@ -50,6 +50,7 @@ void use_checkpoint(CrossAttentionCliOptions& o, const CLI::App& app) {
   t.source = parse_source(t.task, o.text.empty() ? seq2seq_example(t.task) : o.text);
   t.model = std::move(std::get<Transformer>(c.model));
   t.layer = app.count("--layer") > 0 ? o.layer : t.model.config.layers - 1;
+  t.config = c.config;
 }
 
 void setup(CLI::App& app, Context& context) {

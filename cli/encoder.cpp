@@ -19,6 +19,7 @@
 #include "state_dict.hpp"
 #include "train/tasks.hpp"
 #include "train/trainer.hpp"
+#include "trained.hpp"
 
 namespace attn::cli {
 
@@ -111,6 +112,7 @@ void run_checkpoint(EncoderCliOptions& o, Context& context) {
   trained.description = info.description;
   trained.pattern = info.pattern;
   trained.checkpoint = o.checkpoint;
+  trained.measured = lessons::measured_source(model, c, o.checkpoint);
   const std::size_t classes = task_classes(task, c.sizes);
   trained.head = model.head;
   for (std::size_t k = 0; k < classes; ++k)

@@ -283,9 +283,9 @@ std::string wrapped_prose(std::string_view text, std::size_t width) {
 std::string trained_note(const TrainedSource& source, std::string_view which) {
   return wrapped_prose(fmt::format(
       "These weights are {} of layer {} of the checkpoint `{}`, trained on the `{}` task (lesson "
-      "11), and X is what that layer's attention reads for the tokens above. A head that solves "
-      "the task shows {}. Not every head learns the pattern: it may be split over two "
-      "heads, or sit in another layer (`--layer`).",
+      "11), and X is what that layer's attention reads for the tokens above. Attention could "
+      "solve the task with {}; what the heads of this layer do instead of that, measured on the "
+      "task's held-out sequences:",
       which, source.layer, source.checkpoint, source.task, source.pattern));
 }
 

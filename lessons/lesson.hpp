@@ -14,6 +14,7 @@
 #include "base/array.hpp"
 #include "base/budget.hpp"
 #include "base/tensor.hpp"
+#include "head_patterns.hpp"
 #include "io/weights.hpp"
 #include "module.hpp"
 
@@ -135,11 +136,21 @@ struct TrainedSource {
   std::string task, pattern;        // "reverse"; what a head that solves it attends to
   std::size_t layer = 0;            // whose attention, reading that layer's input
   std::vector<std::string> tokens;  // the heatmaps' labels
+  // Every layer's heads measured against the task's keys on `measured_on` held-out sequences
+  // (head_patterns.hpp), and what attn claims of them.
+  std::vector<PatternScores> measured;
+  std::size_t measured_on = 0;
+  std::string keys;
+  HeadsClaim claim = HeadsClaim::none;
 };
 // One paragraph of prose broken at spaces into lines of at most `width` columns.
 std::string wrapped_prose(std::string_view text, std::size_t width = 100);
-// The prose under a trained head's heatmap: where it comes from and what to look for.
+// The prose under a trained head's heatmap: where it comes from.
 std::string trained_note(const TrainedSource& source, std::string_view which);
+// Under it, what the checkpoint's heads of the shown layer (or its one head `head`) do, measured,
+// and the claim checked (show_head_patterns).
+void show_trained_heads(LessonRun& run, const TrainedSource& source,
+                        std::optional<std::size_t> head = std::nullopt);
 // The trained source's settings: the checkpoint and the layer (nothing without one).
 void record_trained(LessonRun& run, const std::optional<TrainedSource>& trained);
 

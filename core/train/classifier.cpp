@@ -68,16 +68,20 @@ Evaluation evaluate(const TokenClassifier& model, const TaskBatch& set) {
     const std::size_t classes = logits.shape(2);
     for (std::size_t s = 0; s < n; ++s) {
       bool all = true;
+      std::vector<std::int64_t> answer(t, kIgnoredLabel);
       for (std::size_t i = 0; i < t; ++i) {
         if (labels(s, i) == kIgnoredLabel) continue;
         const float* z = logits.data() + (s * t + i) * classes;
         const auto best = static_cast<std::int64_t>(std::max_element(z, z + classes) - z);
+        answer[i] = best;
         const bool right = best == labels(s, i);
         right_tokens += right;
         ++scored_tokens;
         all = all && right;
       }
       right_sequences += all;
+      e.sequences_wrong += all ? 0 : 1;
+      if (!all && e.wrong.size() < kWrongKept) e.wrong.push_back({first + s, std::move(answer)});
     }
   }
   e.token_accuracy = scored_tokens > 0

@@ -12,6 +12,8 @@
 // Legend: B batch, T tokens, D model width, C classes.
 #pragma once
 
+#include <vector>
+
 #include "encoder.hpp"
 #include "loss.hpp"
 #include "train/tasks.hpp"
@@ -51,7 +53,16 @@ struct Evaluation {
   double token_accuracy = 0.0;     // every labelled position of every sequence (masked: the "?"s)
   double sequence_accuracy = 0.0;  // sequences with every labelled position right
   std::size_t sequences = 0;
+  std::size_t sequences_wrong = 0;
+  // The first kWrongKept sequences not entirely right: their index in the set, and what the model
+  // answered at every position.
+  struct Wrong {
+    std::size_t index = 0;
+    std::vector<std::int64_t> answer;
+  };
+  std::vector<Wrong> wrong;
 };
+inline constexpr std::size_t kWrongKept = 8;
 // The model's greedy answers on a set of sequences, scored against their labels.
 Evaluation evaluate(const TokenClassifier& model, const TaskBatch& set);
 

@@ -9,6 +9,7 @@
 #include "base/error.hpp"
 #include "base/names.hpp"
 #include "loss.hpp"
+#include "train/tasks.hpp"
 
 namespace attn {
 
@@ -113,12 +114,15 @@ std::size_t draw(Rng& rng, std::size_t count) {  // uniform in 0..count-1
 const std::vector<Seq2SeqTaskInfo>& seq2seq_task_list() {
   static const std::vector<Seq2SeqTaskInfo> tasks = {
       {Seq2SeqTask::reverse, "reverse", "the source's letters backwards",
-       "output i reads source letter n-1-i: the anti-diagonal"},
+       "output i reading source letter n-1-i: the anti-diagonal", "the letter it writes",
+       HeadsClaim::reads},
       {Seq2SeqTask::sort, "sort", "the source's letters in alphabetical order",
-       "output i reads wherever the i-th smallest letter stands"},
+       "output i reading wherever the i-th smallest letter stands", "the letter it writes",
+       HeadsClaim::none},
       {Seq2SeqTask::number_words, "number-words",
        "a number 0 to 9999 in English words: 305 -> three hundred five",
-       "each word reads the digit it names: thousands, hundreds, tens, ones"},
+       "each word reading the digit it names: thousands, hundreds, tens, ones", "",
+       HeadsClaim::none},
   };
   return tasks;
 }
@@ -250,12 +254,31 @@ Seq2SeqExample make_example(Seq2SeqTask task, Rng& rng, Seq2SeqSplit split) {
     for (char ch : std::to_string(n))
       e.source.push_back(ch - '0' + 1);
   } else {
-    const std::size_t length = 1 + draw(rng, kLongestLetters);
-    for (std::size_t i = 0; i < length; ++i)
-      e.source.push_back(static_cast<std::int64_t>(1 + draw(rng, kLetters)));
+    do {  // each split keeps to its own side of held_out_tokens (train/tasks.hpp)
+      e.source.clear();
+      const std::size_t length = 1 + draw(rng, kLongestLetters);
+      for (std::size_t i = 0; i < length; ++i)
+        e.source.push_back(static_cast<std::int64_t>(1 + draw(rng, kLetters)));
+    } while (held_out_tokens(e.source) != (split == Seq2SeqSplit::held_out));
   }
   e.target = seq2seq_answer(task, e.source);
   return e;
+}
+
+SequenceTargets cross_targets(Seq2SeqTask task, const std::vector<std::int64_t>& source,
+                              const std::vector<std::int64_t>& target, std::size_t queries) {
+  SequenceTargets out(queries);
+  for (std::size_t t = 0; t < queries; ++t) {
+    out[t].visible = source.size();
+    if (t >= target.size() || task == Seq2SeqTask::number_words) continue;
+    if (task == Seq2SeqTask::reverse) {
+      out[t].keys.push_back(source.size() - 1 - t);
+      continue;
+    }
+    for (std::size_t j = 0; j < source.size(); ++j)  // a letter is 2 more in the target's ids
+      if (source[j] + 2 == target[t]) out[t].keys.push_back(j);
+  }
+  return out;
 }
 
 Seq2SeqBatch make_batch(const std::vector<Seq2SeqExample>& examples) {

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "head_patterns.hpp"
 #include "transformer.hpp"
 
 namespace attn {
@@ -31,7 +32,9 @@ struct Seq2SeqTaskInfo {
   Seq2SeqTask task;
   std::string_view name;         // "reverse"
   std::string_view description;  // what the target is
-  std::string_view pattern;      // what the cross-attention of a trained model shows
+  std::string_view pattern;      // what a cross-attention that solves it would read
+  std::string_view keys;         // the keys cross_targets names, for a table's column
+  HeadsClaim claim;              // what the shipped checkpoint's last layer shows, measured
 };
 const std::vector<Seq2SeqTaskInfo>& seq2seq_task_list();
 std::optional<Seq2SeqTask> seq2seq_task_named(std::string_view name);
@@ -61,6 +64,11 @@ std::string target_text(Seq2SeqTask task, const std::vector<std::int64_t>& ids);
 std::string seq2seq_example(Seq2SeqTask task);
 
 enum class Seq2SeqSplit { train, held_out };
+// The source keys the decoder's query t reads when it writes the answer's token t (the query
+// reads token t-1, or <s>): reverse the mirrored letter S-1-t, sort every copy of the letter it
+// writes; number-words names none. Queries writing </s> or padding have no target.
+SequenceTargets cross_targets(Seq2SeqTask task, const std::vector<std::int64_t>& source,
+                              const std::vector<std::int64_t>& target, std::size_t queries);
 Seq2SeqExample make_example(Seq2SeqTask task, Rng& rng, Seq2SeqSplit split);
 
 // A batch padded to its longest source and target: the decoder's input <s> y (B,T), the labels

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
+#include <mutex>
+#include <set>
 
 #include "base/error.hpp"
 #include "base/names.hpp"
@@ -12,16 +15,19 @@ namespace attn {
 const std::vector<TaskInfo>& task_list() {
   static const std::vector<TaskInfo> tasks = {
       {Task::reverse, "reverse", "position i outputs the token at position T-1-i",
-       "the anti-diagonal, query i looking at key T-1-i"},
+       "the anti-diagonal, query i looking at key T-1-i", "the mirrored key", HeadsClaim::pattern},
       {Task::sort, "sort", "position i outputs the i-th smallest token",
-       "each query looking at the tokens of its rank"},
+       "each query looking at the tokens of its rank", "the keys of its rank", HeadsClaim::spread},
       {Task::histogram, "histogram", "position i outputs how often its token occurs",
-       "each query looking at every copy of its own token"},
+       "each query looking at every copy of its own token", "the copies of its token",
+       HeadsClaim::spread},
       {Task::previous_token, "previous-token", "position i outputs the token at i-1 ('-' at 0)",
-       "the diagonal just below the main one, query i looking at key i-1"},
+       "the diagonal just below the main one, query i looking at key i-1", "the previous key",
+       HeadsClaim::pattern},
       {Task::masked, "masked",
        "each '?' in a window of English text outputs the character it hides",
-       "each '?' looking at the letters beside it, which spell its word"},
+       "each '?' looking at the letters beside it, which spell its word",
+       "the letters beside the '?'", HeadsClaim::none},
   };
   return tasks;
 }
@@ -111,8 +117,76 @@ std::vector<std::int64_t> task_labels(Task task, const TaskSizes& sizes,
   return labels;
 }
 
+bool held_out_tokens(const std::vector<std::int64_t>& ids) {
+  std::uint64_t hash = 0xcbf29ce484222325ULL;  // FNV-1a, one step per token
+  for (std::int64_t id : ids) {
+    hash ^= static_cast<std::uint64_t>(id);
+    hash *= 0x100000001b3ULL;
+  }
+  hash ^= ids.size();
+  hash *= 0x100000001b3ULL;
+  return (hash >> 40) % 8 == 5;
+}
+
+void check_task_split(Task task, const TaskSizes& sizes) {
+  if (task == Task::masked) return;
+  // Small enough to count: every sequence of V^T, on each side.
+  constexpr std::size_t kCounted = std::size_t{1} << 16;
+  std::size_t count = 1;
+  for (std::size_t i = 0; i < sizes.tokens && count <= kCounted; ++i)
+    count *= sizes.vocab;
+  if (count > kCounted) return;
+  std::size_t held_out = 0;
+  std::vector<std::int64_t> ids(sizes.tokens);
+  for (std::size_t n = 0; n < count; ++n) {
+    std::size_t rest = n;
+    for (std::int64_t& id : ids) {
+      id = static_cast<std::int64_t>(rest % sizes.vocab);
+      rest /= sizes.vocab;
+    }
+    held_out += held_out_tokens(ids) ? 1 : 0;
+  }
+  if (held_out == 0 || held_out == count) {
+    throw Error(ErrorKind::bad_size, "train",
+                fmt::format("{} letters in {} tokens make {} sequences, too few to hold some out "
+                            "of training: give more letters or tokens",
+                            sizes.vocab, sizes.tokens, count))
+        .about("tokens");
+  }
+}
+
 namespace {
 constexpr double kMaskedFraction = 0.15;  // BERT's
+
+// The held-out paragraph's windows of T characters.
+std::set<std::vector<std::int64_t>> held_out_windows(std::size_t t) {
+  const std::vector<std::int64_t>& text = task_text(TaskSplit::held_out);
+  std::set<std::vector<std::int64_t>> windows;
+  for (std::size_t start = 0; start + t <= text.size(); ++start)
+    windows.emplace(text.begin() + static_cast<std::ptrdiff_t>(start),
+                    text.begin() + static_cast<std::ptrdiff_t>(start + t));
+  return windows;
+}
+
+// Where the windows of T characters a split draws may start: every start in the held-out
+// paragraph; in the training text, every start whose window is not one of the held-out ones.
+const std::vector<std::size_t>& window_starts(std::size_t t, TaskSplit split) {
+  static std::mutex guard;
+  static std::map<std::pair<std::size_t, TaskSplit>, std::vector<std::size_t>> starts;
+  const std::lock_guard<std::mutex> lock(guard);
+  const auto key = std::pair(t, split);
+  if (const auto found = starts.find(key); found != starts.end()) return found->second;
+  const std::vector<std::int64_t>& text = task_text(split);
+  std::vector<std::size_t> out;
+  const std::set<std::vector<std::int64_t>> excluded =
+      split == TaskSplit::train ? held_out_windows(t) : std::set<std::vector<std::int64_t>>{};
+  for (std::size_t start = 0; start + t <= text.size(); ++start) {
+    const std::vector<std::int64_t> window(text.begin() + static_cast<std::ptrdiff_t>(start),
+                                           text.begin() + static_cast<std::ptrdiff_t>(start + t));
+    if (excluded.count(window) == 0) out.push_back(start);
+  }
+  return starts.emplace(key, std::move(out)).first->second;
+}
 
 std::size_t below(Rng& rng, std::size_t n) {
   return static_cast<std::size_t>(rng.uniform() * static_cast<double>(n)) % n;
@@ -129,9 +203,17 @@ TaskBatch masked_batch(const TaskSizes& sizes, std::size_t batch, Rng& rng, Task
                             t, text.size(), text.size()))
         .about("tokens");
   }
+  const std::vector<std::size_t>& starts = window_starts(t, split);
+  if (starts.empty()) {
+    throw Error(ErrorKind::bad_size, "masked_task",
+                fmt::format("every training window of T = {} repeats a held-out one: give fewer "
+                            "<tokens>",
+                            t))
+        .about("tokens");
+  }
   TaskBatch b{Ids({batch, t}), Ids({batch, t})};
   for (std::size_t s = 0; s < batch; ++s) {
-    const std::size_t start = below(rng, text.size() - t + 1);
+    const std::size_t start = starts[below(rng, starts.size())];
     bool any = false;
     for (std::size_t i = 0; i < t; ++i) {
       const bool masked = rng.uniform() < kMaskedFraction;
@@ -154,15 +236,52 @@ TaskBatch make_task_batch(Task task, const TaskSizes& sizes, std::size_t batch, 
   if (task == Task::masked) return masked_batch(sizes, batch, rng, split);
   TaskBatch b{Ids({batch, sizes.tokens}), Ids({batch, sizes.tokens})};
   std::vector<std::int64_t> ids(sizes.tokens);
+  const bool held_out = split == TaskSplit::held_out;
   for (std::size_t s = 0; s < batch; ++s) {
-    for (std::int64_t& id : ids)
-      id = static_cast<std::int64_t>(rng.uniform() * static_cast<double>(sizes.vocab)) %
-           static_cast<std::int64_t>(sizes.vocab);
+    do {  // each split keeps to its own side of held_out_tokens
+      for (std::int64_t& id : ids)
+        id = static_cast<std::int64_t>(rng.uniform() * static_cast<double>(sizes.vocab)) %
+             static_cast<std::int64_t>(sizes.vocab);
+    } while (held_out_tokens(ids) != held_out);
     const std::vector<std::int64_t> labels = task_labels(task, sizes, ids);
     for (std::size_t i = 0; i < sizes.tokens; ++i)
       b.ids(s, i) = ids[i], b.labels(s, i) = labels[i];
   }
   return b;
+}
+
+SequenceTargets task_targets(Task task, const std::vector<std::int64_t>& ids) {
+  const std::size_t t = ids.size();
+  switch (task) {
+    case Task::reverse:
+      return mirror_targets(t);
+    case Task::previous_token:
+      return previous_targets(t);
+    case Task::histogram:
+      return same_token_targets(ids);
+    case Task::sort: {
+      std::vector<std::int64_t> sorted = ids;
+      std::sort(sorted.begin(), sorted.end());
+      SequenceTargets out(t);
+      for (std::size_t i = 0; i < t; ++i) {
+        out[i].visible = t;
+        for (std::size_t j = 0; j < t; ++j)
+          if (ids[j] == sorted[i]) out[i].keys.push_back(j);
+      }
+      return out;
+    }
+    case Task::masked: {
+      SequenceTargets out(t);
+      for (std::size_t i = 0; i < t; ++i) {
+        out[i].visible = t;
+        if (ids[i] != kTextMask) continue;
+        for (std::size_t j : {i - 1, i + 1})  // i - 1 wraps past t at i = 0
+          if (j < t && ids[j] != kTextMask) out[i].keys.push_back(j);
+      }
+      return out;
+    }
+  }
+  return {};
 }
 
 std::string task_example(Task task, const TaskSizes& sizes) {

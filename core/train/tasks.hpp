@@ -6,8 +6,12 @@
 // lower-cased, every run of non-letters one space), 15% of the positions (at least one) replaced
 // by the mask token "?"; each masked position's label is the character it hides, every other
 // position's is kIgnoredLabel (scored by nothing). Its tokens are fixed: the letters a..z, the
-// space "_" and the mask "?". The held-out set comes from the text's last paragraph, which no
-// training window reads.
+// space "_" and the mask "?".
+//
+// Held out means never trained on. The letter tasks split sequences by a hash of their tokens
+// (held_out_tokens): training redraws every sequence on the held-out side, the held-out set
+// every sequence on the other. The masked task's held-out windows come from the text's last
+// paragraph, and training redraws any window whose characters equal one of them.
 #pragma once
 
 #include <optional>
@@ -17,6 +21,7 @@
 
 #include "base/random.hpp"
 #include "embedding.hpp"
+#include "head_patterns.hpp"
 #include "loss.hpp"
 
 namespace attn {
@@ -31,7 +36,9 @@ struct TaskInfo {
   Task task;
   std::string_view name;         // "reverse"
   std::string_view description;  // one line: what position i outputs
-  std::string_view pattern;      // what a head that solves it does
+  std::string_view pattern;      // what a head that solves it by attention would do
+  std::string_view keys;         // the keys task_targets names, for a table's column
+  HeadsClaim claim;              // what the shipped checkpoint's heads show
 };
 
 // Every task, in the order the help lists them.
@@ -55,9 +62,16 @@ struct TaskBatch {
   Ids labels;  // (B,T) in 0..classes-1
 };
 
-// Which part of the masked task's text a batch reads; the other tasks draw every sequence the
-// same way, and their held-out sets come from a stream of their own.
+// Which side of the split a batch is drawn from.
 enum class TaskSplit { train, held_out };
+
+// Whether a sequence is on the held-out side: a hash of its tokens (FNV-1a) puts about one
+// sequence in eight there, the same in every run. The encoder-decoder's letter tasks split their
+// sources by it too.
+bool held_out_tokens(const std::vector<std::int64_t>& ids);
+// Throws attn::Error(bad_size) about "tokens" when V^T sequences are too few for both sides of
+// the split to hold one.
+void check_task_split(Task task, const TaskSizes& sizes);
 
 // `batch` sequences of uniformly drawn tokens (or windows of text) and their labels.
 TaskBatch make_task_batch(Task task, const TaskSizes& sizes, std::size_t batch, Rng& rng,
@@ -68,6 +82,12 @@ const std::vector<std::int64_t>& task_text(TaskSplit split);
 // not in the ids).
 std::vector<std::int64_t> task_labels(Task task, const TaskSizes& sizes,
                                       const std::vector<std::int64_t>& ids);
+
+// The keys a head that solves the task by attention would read, for each query of `ids`
+// (head_patterns.hpp): reverse the mirrored key, sort every key holding the token of the query's
+// rank, histogram every copy of the query's own token, previous-token the key before, masked the
+// letters on either side of each "?" (other queries have no target).
+SequenceTargets task_targets(Task task, const std::vector<std::int64_t>& ids);
 
 // A task's default example of T tokens, as text parse_task_text reads.
 std::string task_example(Task task, const TaskSizes& sizes);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -106,6 +107,7 @@ void check_train_config(const TrainConfig& c) {
            fmt::format("{} tokens: the tasks' tokens are letters, give 2 to 26", c.sizes.vocab));
   if (c.sizes.tokens < 2)
     refuse("tokens", fmt::format("{} tokens per sequence: give at least 2", c.sizes.tokens));
+  check_task_split(task, c.sizes);
 }
 
 MemoryPlan plan_training(const TrainConfig& c) {
@@ -233,6 +235,51 @@ std::vector<Seq2SeqExample> held_out_examples(const TrainConfig& c) {
   for (std::size_t i = 0; i < c.held_out; ++i)
     out.push_back(make_example(seq2seq_task(c), rng, Seq2SeqSplit::held_out));
   return out;
+}
+
+namespace {
+// A sequence's tokens as a masked window reads them: each "?" back to the character it hides.
+std::vector<std::int64_t> unmasked_row(const TaskBatch& b, std::size_t row) {
+  std::vector<std::int64_t> out(b.ids.shape(1));
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i] = b.labels(row, i) != kIgnoredLabel && b.ids(row, i) == kTextMask ? b.labels(row, i)
+                                                                             : b.ids(row, i);
+  return out;
+}
+}  // namespace
+
+HeldOutOverlap held_out_overlap(const TrainConfig& c) {
+  std::set<std::vector<std::int64_t>> held_out;
+  HeldOutOverlap o;
+  std::set<std::vector<std::int64_t>> found;
+  if (is_seq2seq(c.task)) {
+    for (const Seq2SeqExample& e : held_out_examples(c))
+      held_out.insert(e.source);
+    Rng batches(c.seed ^ kSeq2SeqBatchStream);
+    for (std::size_t step = 0; step < c.steps; ++step) {
+      for (std::size_t i = 0; i < c.batch; ++i) {
+        const Seq2SeqExample e = make_example(seq2seq_task(c), batches, Seq2SeqSplit::train);
+        if (held_out.count(e.source) != 0) found.insert(e.source);
+        ++o.drawn;
+      }
+    }
+  } else {
+    const TaskBatch h = held_out_set(c);
+    for (std::size_t row = 0; row < h.ids.shape(0); ++row)
+      held_out.insert(unmasked_row(h, row));
+    Rng batches(c.seed ^ kEncoderBatchStream);
+    for (std::size_t step = 0; step < c.steps; ++step) {
+      const TaskBatch b = make_task_batch(encoder_task(c), c.sizes, c.batch, batches);
+      for (std::size_t row = 0; row < b.ids.shape(0); ++row) {
+        std::vector<std::int64_t> tokens = unmasked_row(b, row);
+        if (held_out.count(tokens) != 0) found.insert(std::move(tokens));
+        ++o.drawn;
+      }
+    }
+  }
+  o.held_out = held_out.size();
+  o.found = found.size();
+  return o;
 }
 
 std::string training_record_json(const TrainingRecord& r) {

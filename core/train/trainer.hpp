@@ -48,7 +48,7 @@ struct TrainConfig {
   float lr = 3e-3f, weight_decay = 0.01f;
   float dropout = 0.0f;  // p of the encoder's nn.Dropout layers (the encoder-decoder has none)
   std::uint64_t seed = 0;
-  std::size_t held_out = 512;  // sequences in the held-out set
+  std::size_t held_out = 10000;  // sequences in the held-out set
 };
 
 // Throws attn::Error about the value at fault: a size of 0, H not dividing D, a learning rate
@@ -111,6 +111,16 @@ TrainedModel train(const TrainConfig& config, const std::function<void(const Tra
 // encoder-decoder's `held_out` examples of its held-out split.
 TaskBatch held_out_set(const TrainConfig& config);
 std::vector<Seq2SeqExample> held_out_examples(const TrainConfig& config);
+
+// The proof that held out means never trained on: training's batch stream replayed, step by step
+// as Trainer draws it, and every drawn sequence (an encoder task's tokens, a masked window's
+// characters, an encoder-decoder's source) looked up among the held-out set's.
+struct HeldOutOverlap {
+  std::size_t held_out = 0;  // distinct sequences in the held-out set
+  std::size_t found = 0;     // of them, those training draws
+  std::size_t drawn = 0;     // sequences training draws, config.steps x config.batch
+};
+HeldOutOverlap held_out_overlap(const TrainConfig& config);
 
 // What a trained model scored on its held-out set, by name, in the order the checkpoint records
 // them: {"token_accuracy", 0.99}, {"sequence_accuracy", 0.97} for an encoder; {"exact_match", ...},

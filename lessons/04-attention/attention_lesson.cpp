@@ -168,8 +168,10 @@ LessonRun run_attention(const AttentionLessonOptions& options) {
       options.trained ? options.trained->tokens : token_labels(tokens);
   run.heatmap({"weights of sequence 0 (rows: queries, columns: keys)", first_matrix(s.weights),
                labels, labels, HeatmapKind::weights, masked});
-  if (options.trained)
+  if (options.trained) {
     run.prose(trained_note(*options.trained, fmt::format("head {}", options.trained_head)));
+    show_trained_heads(run, *options.trained, options.trained_head);
+  }
   run.section("output");
   run.step("output", "weights @ V: each token's mix of the values", to_array(s.output));
 

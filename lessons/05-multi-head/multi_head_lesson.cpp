@@ -355,7 +355,10 @@ void run_variant(LessonRun& run, const MultiHeadLessonOptions& o, MultiHeadVaria
                          HeatmapKind::weights, mask != nullptr});
   }
   run.heatmaps(std::move(maps));
-  if (o.trained) run.prose(trained_note(*o.trained, "the heads"));
+  if (o.trained) {
+    run.prose(trained_note(*o.trained, "the heads"));
+    show_trained_heads(run, *o.trained);
+  }
   run.section("concatenated");
   run.step("concatenated", "the heads' outputs side by side", to_array(s.concatenated));
   if (const auto* fused = std::get_if<FusedMultiHead>(&layer)) {

@@ -15,6 +15,7 @@
 #include "module_size.hpp"
 #include "state_dict.hpp"
 #include "summary.hpp"
+#include "trained.hpp"
 
 namespace attn::lessons {
 
@@ -196,9 +197,13 @@ LessonRun run_encoder(const EncoderLessonOptions& o) {
   if (o.trained) {
     run.setting("checkpoint", o.trained->checkpoint);
     run.section("intro_trained");
-    run.prose(
-        fmt::format("This checkpoint learned the task `{}`: {}. A head that solves it shows {}.\n",
-                    o.trained->task, o.trained->description, o.trained->pattern));
+    run.prose(wrapped_prose(fmt::format(
+        "This checkpoint was trained on the task `{}`: {}. Attention could solve it with {}; what "
+        "its heads do, measured on the task's held-out sequences:",
+        o.trained->task, o.trained->description, o.trained->pattern)));
+    const TrainedSource& m = o.trained->measured;
+    show_head_patterns(run, m.measured, m.keys, m.claim,
+                       fmt::format("{} held-out sequences", m.measured_on));
   }
   Table norms{"The residual stream: the size of each token's vector (L2 norm)",
               {"after", "mean", "largest"},

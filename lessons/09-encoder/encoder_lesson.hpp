@@ -20,6 +20,7 @@ struct TrainedHead {
   std::vector<std::string> expected;     // sequence 0's right answer per token, "" when unknown
   std::vector<bool> asked;  // per token, whether the task asks for an output there (all if empty)
   std::string task, description, pattern, checkpoint;
+  TrainedSource measured;  // every layer's heads against the task's keys (lessons/trained.hpp)
 };
 
 struct EncoderLessonOptions {

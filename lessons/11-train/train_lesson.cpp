@@ -8,7 +8,9 @@
 #include <fmt/format.h>
 
 #include "base/array.hpp"
+#include "base/count.hpp"
 #include "softmax.hpp"
+#include "trained.hpp"
 
 namespace attn::lessons {
 
@@ -18,6 +20,10 @@ constexpr std::size_t kLogRows = 10;        // the log table: about every tenth 
 constexpr std::size_t kMapLayers = 4, kMapHeads = 4;
 // A look at the training data, from a stream apart from the training batches'.
 constexpr std::uint64_t kShownStream = 0x5a3e1ULL;
+
+std::string commas(std::size_t n) {
+  return with_commas(static_cast<std::int64_t>(n));
+}
 
 std::string joined(const std::vector<std::string>& tokens) {
   std::string s;
@@ -87,8 +93,10 @@ class EncoderTaskView {
   void before(LessonRun& run, const TrainedModel& initial) {
     const TaskInfo& info = task_info(task_);
     run.section("task");
-    run.prose(wrapped_prose(fmt::format("The task, `{}`: {}. A head that solves it shows {}.",
-                                        info.name, info.description, info.pattern)));
+    run.prose(wrapped_prose(fmt::format(
+        "The task, `{}`: {}. Attention could solve it with {}; after training, the lesson "
+        "measures what the heads do instead of saying it.",
+        info.name, info.description, info.pattern)));
     Rng stream(c_.seed ^ kShownStream);
     const TaskBatch shown = make_task_batch(task_, c_.sizes, kShownSequences, stream);
     Table data{fmt::format("Four sequences of the training data (T = {}, {} classes)",
@@ -119,8 +127,13 @@ class EncoderTaskView {
   std::vector<HeldOutMeasure> after(LessonRun& run, const TrainedModel& trained) const {
     const TokenClassifier& model = std::get<TokenClassifier>(trained);
     run.section("held_out");
+    const HeldOutOverlap overlap = held_out_overlap(c_);
+    run.check("held_out_unseen", overlap.found == 0,
+              fmt::format("{} of the {} distinct held-out sequences occur among the {} sequences "
+                          "training drew",
+                          overlap.found, overlap.held_out, commas(overlap.drawn)));
     const Evaluation e = evaluate(model, held_out_);
-    Table accuracy{fmt::format("The held-out set: {} sequences training never saw", e.sequences),
+    Table accuracy{fmt::format("The held-out set: {} sequences", commas(e.sequences)),
                    {"measure", "value"},
                    {}};
     accuracy.rows.push_back(
@@ -133,8 +146,13 @@ class EncoderTaskView {
              make_float32({2}, {static_cast<float>(e.token_accuracy),
                                 static_cast<float>(e.sequence_accuracy)}));
 
+    show_wrong(run, e);
+
     run.section("after");
     attention_maps(run, model, example_, "after training");
+    const TaskInfo& info = task_info(task_);
+    show_head_patterns(run, measure_heads(model, task_, held_out_), info.keys, info.claim,
+                       fmt::format("the {} held-out sequences", commas(e.sequences)));
     const Tensor3 logits = forward(model.head, forward_tape(model.encoder, example_).output());
     const std::vector<std::int64_t> labels(held_out_.labels.data(),
                                            held_out_.labels.data() + c_.sizes.tokens);
@@ -168,6 +186,24 @@ class EncoderTaskView {
 
  private:
   std::size_t classes() const { return task_classes(task_, c_.sizes); }
+
+  // The held-out sequences the model gets wrong, a few of them, with what it answered.
+  void show_wrong(LessonRun& run, const Evaluation& e) const {
+    if (e.wrong.empty()) return;
+    Table wrong{fmt::format("Held-out sequences it gets wrong: {} of {}, the first {}",
+                            commas(e.sequences_wrong), commas(e.sequences), e.wrong.size()),
+                {"tokens", "expected", "answered"},
+                {}};
+    for (const Evaluation::Wrong& w : e.wrong) {
+      std::vector<std::string> answered;
+      for (std::int64_t a : w.answer)
+        answered.push_back(a == kIgnoredLabel ? "·" : label_text(task_, c_.sizes, a));
+      wrong.rows.push_back({spaced(held_out_.ids, w.index, false, task_, c_.sizes),
+                            spaced(held_out_.labels, w.index, true, task_, c_.sizes),
+                            joined(answered)});
+    }
+    run.table(std::move(wrong));
+  }
   const TrainConfig& c_;
   Task task_;
   TaskBatch held_out_;
@@ -237,10 +273,14 @@ class Seq2SeqTaskView {
     const Transformer& model = std::get<Transformer>(trained);
     run.section("seq2seq_held_out");
     const std::vector<Seq2SeqExample> held_out = held_out_examples(c_);
+    const HeldOutOverlap overlap = held_out_overlap(c_);
+    run.check("held_out_unseen", overlap.found == 0,
+              fmt::format("{} of the {} distinct held-out sources occur among the {} sources "
+                          "training drew",
+                          overlap.found, overlap.held_out, commas(overlap.drawn)));
     const Seq2SeqEvaluation e = evaluate(model, task_, held_out);
-    Table accuracy{fmt::format("The held-out set: {} sources training never saw", e.examples),
-                   {"measure", "value"},
-                   {}};
+    Table accuracy{
+        fmt::format("The held-out set: {} sources", commas(e.examples)), {"measure", "value"}, {}};
     accuracy.rows.push_back({"answers entirely right (greedy decoding)",
                              fmt::format("{:.2f}%", 100.0 * e.exact_match)});
     accuracy.rows.push_back(
@@ -265,6 +305,12 @@ class Seq2SeqTaskView {
         model, task_, example.source, decoded.tokens,
         fmt::format("decoder layer {}, cross-attention (rows: tokens written, columns: source)",
                     c_.layers - 1)));
+    const Seq2SeqTaskInfo& info = seq2seq_task_info(task_);
+    if (!info.keys.empty())
+      show_head_patterns(run, measure_cross_attention(model, task_, held_out), info.keys,
+                         info.claim,
+                         fmt::format("the {} held-out sources (the decoder reading each answer)",
+                                     commas(held_out.size())));
     return {{"exact_match", "held-out answers right (greedy)", e.exact_match},
             {"token_accuracy", "held-out next tokens right", e.token_accuracy}};
   }

@@ -10,10 +10,12 @@
 #include "base/array.hpp"
 #include "base/random.hpp"
 #include "multi_head.hpp"
+#include "trained.hpp"
 
 namespace attn::lessons {
 
 namespace {
+constexpr std::size_t kMeasuredSources = 2000;  // a checkpoint's cross-attention is measured on
 // Seeded streams apart from the others: Rng(seed ^ stream).
 constexpr std::uint64_t kMemoryStream =
     0x6d656d6f7279ULL;  // the encoder's memory, apart from x's draws
@@ -225,9 +227,20 @@ LessonRun run_cross_attention(const CrossAttentionLessonOptions& o) {
       apart = std::max(apart, std::abs(steps.weights.data()[i] - in.model_weights->data()[i]));
     run.check("these are the weights the model's own forward computed", apart <= 1e-6f,
               fmt::format("largest |difference| {:.2g} (allowed 1e-6)", apart));
-    run.prose(wrapped_prose(fmt::format("What the trained heads learned ({}): {}",
-                                        seq2seq_task_info(o.trained->task).name,
-                                        seq2seq_task_info(o.trained->task).pattern)));
+    const Seq2SeqTaskInfo& info = seq2seq_task_info(o.trained->task);
+    if (!info.keys.empty()) {
+      run.prose(wrapped_prose(fmt::format(
+          "A cross-attention that solves `{}` would show {}. What the trained heads do, "
+          "measured with the decoder reading each held-out answer:",
+          info.name, info.pattern)));
+      TrainConfig measured = o.trained->config;
+      measured.held_out = kMeasuredSources;
+      show_head_patterns(
+          run,
+          measure_cross_attention(o.trained->model, o.trained->task, held_out_examples(measured)),
+          info.keys, info.claim, fmt::format("{} held-out sources", kMeasuredSources),
+          {o.trained->layer, std::nullopt});
+    }
   }
 
   run.section("output");

@@ -5,6 +5,7 @@
 #include "attention.hpp"
 #include "lesson.hpp"
 #include "train/seq2seq.hpp"
+#include "train/trainer.hpp"
 
 namespace attn::lessons {
 
@@ -17,6 +18,7 @@ struct TrainedCrossAttention {
   Seq2SeqTask task = Seq2SeqTask::reverse;
   std::vector<std::int64_t> source;  // source ids
   std::size_t layer = 0;
+  TrainConfig config;  // the run that trained it: its held-out sources are measured
 };
 
 struct CrossAttentionLessonOptions {

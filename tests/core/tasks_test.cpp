@@ -8,6 +8,7 @@
 #include "base/error.hpp"
 #include "loss.hpp"
 #include "train/tasks.hpp"
+#include "train/trainer.hpp"
 
 using attn::Task;
 
@@ -104,4 +105,66 @@ TEST_CASE("masked text: '?' is the mask, spaces are tokens, other characters are
         std::vector<std::int64_t>{2, 0, 1});
   CHECK_THROWS_WITH(attn::parse_task_text(Task::reverse, "c?b", {8, 3}),
                     Catch::Contains("'?' is not one of the task's 8 tokens"));
+}
+
+TEST_CASE("held out means never trained on: no task's held-out sequence is among training's draws",
+          "[tasks][held-out]") {
+  // Training's batch stream replayed and looked up among the held-out set: a split that let a
+  // held-out sequence through would show here (the encoder-decoder's old split had 272 of 512).
+  const std::vector<attn::TrainTask> tasks = {Task::reverse,
+                                              Task::sort,
+                                              Task::histogram,
+                                              Task::previous_token,
+                                              Task::masked,
+                                              attn::Seq2SeqTask::reverse,
+                                              attn::Seq2SeqTask::sort,
+                                              attn::Seq2SeqTask::number_words};
+  for (const attn::TrainTask& task : tasks) {
+    attn::TrainConfig c;
+    c.task = task;
+    if (task == attn::TrainTask(Task::masked)) c.sizes = {attn::kTextTokens, 16};
+    c.steps = 400;
+    c.held_out = 2000;
+    const attn::HeldOutOverlap o = attn::held_out_overlap(c);
+    INFO(attn::task_name(task));
+    CHECK(o.found == 0);
+    CHECK(o.drawn == 400 * c.batch);
+    CHECK(o.held_out > 30);  // the masked paragraph's windows are fewer than 2000
+  }
+}
+
+TEST_CASE("the hash split holds out about one sequence in eight, each on one side in every run",
+          "[tasks][held-out]") {
+  std::size_t held_out = 0, count = 0;
+  std::vector<std::int64_t> ids(4);
+  for (std::int64_t a = 0; a < 8; ++a)
+    for (std::int64_t b = 0; b < 8; ++b)
+      for (std::int64_t c = 0; c < 8; ++c)
+        for (std::int64_t d = 0; d < 8; ++d) {
+          ids = {a, b, c, d};
+          held_out += attn::held_out_tokens(ids) ? 1 : 0;
+          ++count;
+        }
+  CHECK(static_cast<double>(held_out) / static_cast<double>(count) == Approx(0.125).margin(0.02));
+  // Drawn held-out sequences are all on the held-out side, training's never.
+  attn::Rng rng(7);
+  const attn::TaskSizes sizes{8, 6};
+  const attn::TaskBatch h =
+      attn::make_task_batch(Task::reverse, sizes, 200, rng, attn::TaskSplit::held_out);
+  const attn::TaskBatch t = attn::make_task_batch(Task::reverse, sizes, 200, rng);
+  for (std::size_t s = 0; s < 200; ++s) {
+    std::vector<std::int64_t> a(6), b(6);
+    for (std::size_t i = 0; i < 6; ++i)
+      a[i] = h.ids(s, i), b[i] = t.ids(s, i);
+    CHECK(attn::held_out_tokens(a));
+    CHECK_FALSE(attn::held_out_tokens(b));
+  }
+}
+
+TEST_CASE("too few sequences to hold some out are refused", "[tasks][held-out]") {
+  attn::TrainConfig c;
+  c.sizes = {2, 2};  // 4 sequences
+  CHECK_THROWS_WITH(attn::check_train_config(c), Catch::Contains("too few to hold some out"));
+  c.sizes = {8, 8};
+  CHECK_NOTHROW(attn::check_train_config(c));
 }
