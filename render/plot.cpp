@@ -76,6 +76,15 @@ std::string render_curve(const std::vector<double>& values, const CurveOptions& 
       bars.size() > first.size() + last.size() ? bars.size() - first.size() - last.size() : 1;
   axis += std::string(room, ' ') + last;
   out += axis + "\n";
+  if (columns < n) {
+    // Each bar is a mean, and so are the labels beside the axis: say over how many values.
+    const std::size_t fewest = n / columns, most = (n + columns - 1) / columns;
+    out += std::string(label_width + 2, ' ') +
+           (fewest == most
+                ? fmt::format("(each bar is the mean of {} {}s", fewest, o.x_label)
+                : fmt::format("(each bar is the mean of {} or {} {}s", fewest, most, o.x_label)) +
+           "; the labels are the highest and lowest bar)\n";
+  }
   if (log_scale) out += std::string(label_width + 2, ' ') + "(log scale)\n";
   return out;
 }

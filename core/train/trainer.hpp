@@ -94,6 +94,9 @@ class Trainer {
   TrainStep step();
   const TrainedModel& model() const { return model_; }
   const TrainConfig& config() const { return config_; }
+  // AdamW's state and every parameter beside its gradient, as the last step() left them.
+  const AdamW& optimizer() const { return adamw_; }
+  const std::vector<ParameterSlot>& parameters() const { return slots_; }
 
  private:
   TrainConfig config_;

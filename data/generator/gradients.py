@@ -73,6 +73,25 @@ class ClassifierHead(nn.Module):
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
 
 
+class DepthStack(nn.Module):
+    """Xiong et al.'s setting (lesson 10): encoder layers on hidden states, a final LayerNorm after a
+    pre-LN stack, a Linear head on every token and the mean cross-entropy."""
+
+    def __init__(self, c, post_ln, classes):
+        super().__init__()
+        self.layers = nn.ModuleList([TransformerEncoderLayer(c, post_ln) for _ in range(c["num_hidden_layers"])])
+        self.final_norm = None if post_ln else nn.LayerNorm(c["hidden_size"])
+        self.head = nn.Linear(c["hidden_size"], classes)
+
+    def forward(self, x, labels):
+        for layer in self.layers:
+            x = layer(x)
+        if self.final_norm is not None:
+            x = self.final_norm(x)
+        logits = self.head(x)
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+
+
 def randn(*shape, scale=1.0):
     return (torch.randn(*shape) * scale).requires_grad_(True)
 
@@ -241,6 +260,22 @@ def case_list():
         ids = torch.tensor([[3, 1, 3, 16, 0], [1, 1, 7, 2, 3]])
         return m, {}, {"ids": ids}, {"module": "embeddings", "config": TINY, "dropout": 0.3}
 
+    def depth(norm):  # lesson 10's placement stacks, Xavier-normal as there, at a small size
+        def build():
+            c = dict(TINY, num_hidden_layers=3)
+            m = DepthStack(c, post_ln=norm == "post", classes=7)
+            for module in m.modules():
+                if isinstance(module, nn.Dropout):
+                    module.p = 0.0
+                if isinstance(module, nn.Linear):
+                    nn.init.xavier_normal_(module.weight)
+                    nn.init.zeros_(module.bias)
+            randomise_norms(m)
+            labels = torch.tensor([[0, 6, 1, 3, 2], [5, 2, 0, 4, 6]])
+            return m, {"x": randn(B, T, D)}, {"labels": labels}, {"module": "depth", "norm": norm, "config": c,
+                                                                   "classes": 7}
+        return build
+
     return [
         ("linear_bias", linear(True)),
         ("linear_no_bias", linear(False)),
@@ -281,6 +316,8 @@ def case_list():
         ("unmasked_multi_head_wide", unmasked("wide")),
         ("unmasked_multi_head_book", unmasked("book")),
         ("unmasked_multi_head_fused", unmasked("fused")),
+        ("depth_pre", depth("pre")),
+        ("depth_post", depth("post")),
     ]
 
 
@@ -302,7 +339,7 @@ def run(model, inputs, extra, meta):
         return model(inputs["x"], mask)
     if module in ("embedding", "embeddings", "encoder"):
         return model(extra["ids"])
-    if module == "cross_entropy_head":
+    if module in ("cross_entropy_head", "depth"):
         return model(inputs["x"], extra["labels"])
     if module == "feed_forward":
         return model.steps(inputs["x"])["output"]

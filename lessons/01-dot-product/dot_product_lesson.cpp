@@ -83,14 +83,21 @@ LessonRun run_dot_product(const LessonOptions& options) {
              {"token", "‖x_i‖² = w'_ii", "largest w'_ij, j ≠ i", "w_ii", "largest w_ij, j ≠ i"},
              {}};
   std::size_t self_wins = 0;
+  // The row whose best other score comes closest to (or beats) its own: Cauchy-Schwarz says only a
+  // longer token can.
+  std::size_t close_row = 0, close_other = 0;
+  float close_gap = INFINITY;
   for (std::size_t i = 0; i < tokens; ++i) {
     float other_score = -INFINITY, other_weight = 0.0f;
+    std::size_t other = i;
     for (std::size_t j = 0; j < tokens; ++j)
       if (j != i) {
-        other_score = std::max(other_score, s.raw_weights(0, i, j));
+        if (s.raw_weights(0, i, j) > other_score) other_score = s.raw_weights(0, i, j), other = j;
         other_weight = std::max(other_weight, s.weights(0, i, j));
       }
     self_wins += s.weights(0, i, i) > other_weight;
+    if (tokens > 1 && s.raw_weights(0, i, i) - other_score < close_gap)
+      close_gap = s.raw_weights(0, i, i) - other_score, close_row = i, close_other = other;
     self.rows.push_back({fmt::format("x{}", i), fmt::format("{:.4f}", s.raw_weights(0, i, i)),
                          tokens > 1 ? fmt::format("{:.4f}", other_score) : "-",
                          fmt::format("{:.4f}", s.weights(0, i, i)),
@@ -99,6 +106,26 @@ LessonRun run_dot_product(const LessonOptions& options) {
   self.title += fmt::format(" (itself largest in {} of {} rows)", self_wins, tokens);
   run.section("self");
   run.table(std::move(self));
+  if (tokens > 1) {
+    const std::size_t i = close_row, j = close_other;
+    const double own = s.raw_weights(0, i, i), length = s.raw_weights(0, j, j);
+    const double score = s.raw_weights(0, i, j), bound = std::sqrt(own * length);
+    const std::string first =
+        fmt::format("{} row x{}, where x{} scores {:.4f} against x{}'s own {:.4f}.",
+                    close_gap < 0.0f ? "Beaten:" : "Closest:", i, j, score, i, own);
+    const std::string why =
+        length > own
+            ? fmt::format(
+                  "x{} is longer (‖x{}‖² = {:.4f}), so the Cauchy-Schwarz bound ‖x{}‖ ‖x{}‖ = "
+                  "{:.4f} lies above the self-score; how near x{} comes depends on its direction "
+                  "(cosine {:.2f} with x{}).",
+                  j, j, length, i, j, bound, j, score / std::max(bound, 1e-30), i)
+            : fmt::format(
+                  "x{} is not longer (‖x{}‖² = {:.4f}), so its score cannot pass "
+                  "‖x{}‖ ‖x{}‖ = {:.4f}, which is at most the self-score.",
+                  j, j, length, i, j, bound);
+    run.prose(wrapped_prose(first + " " + why));
+  }
   run.section("output");
   run.step("output", "Y = W X, each row a weighted average of the rows of X", to_array(s.output));
 

@@ -2,6 +2,7 @@
 #include "10-backward/backward_lesson.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -15,6 +16,7 @@
 #include "feed_forward.hpp"
 #include "gradients.hpp"
 #include "layer_norm.hpp"
+#include "loss.hpp"
 #include "matmul.hpp"
 #include "softmax.hpp"
 
@@ -29,9 +31,11 @@ constexpr std::uint64_t kStackStream =
 constexpr std::uint64_t kBlocksStream =
     0x5c1bULL;  // the residual blocks' weights, the same with and without the skip
 
-constexpr std::size_t kStackLayers = 12;    // the placement and residual stacks
-constexpr std::size_t kStackWidth = 32;     // their D
-constexpr std::size_t kStackTokens = 8;     // their T (batch 2)
+constexpr std::array<std::size_t, 4> kStackDepths = {2, 6, 12, 24};  // the placement stacks' L
+constexpr std::array<std::size_t, 2> kBlockDepths = {12, 48};        // the residual stacks'
+constexpr std::size_t kStackWidth = 32;                              // their D
+constexpr std::size_t kStackTokens = 8;                              // their T (batch 2)
+constexpr std::size_t kStackClasses = 16;   // C of the placement stacks' head
 constexpr std::size_t kScalingTokens = 16;  // the scaling table's T (batch 8)
 
 Tensor3 normal(Rng& rng, std::size_t b, std::size_t t, std::size_t d, double scale = 1.0) {
@@ -87,12 +91,59 @@ double central_difference(float& v, const std::function<double()>& loss) {
   return (up - down) / (static_cast<double>(up_value) - down_value);
 }
 
-// The residual stacks' block: GELU(Linear(LN(x))).
+// The Frobenius norm of a tensor.
+template <class T>
+double frobenius(const T& x) {
+  double s = 0.0;
+  for (float v : x)
+    s += static_cast<double>(v) * v;
+  return std::sqrt(s);
+}
+
+// Xavier-normal weights, N(0, 2 / (in + out)), and zero biases: the initialisation Xiong et al.
+// analyse. LayerNorms keep their ones and zeros.
+template <class Layer>
+void init_xavier_normal(Rng& rng, Layer& layer) {
+  visit_parameters(layer, [&](const std::string& key, float* data, const Shape& shape) {
+    const std::size_t n = element_count(shape);
+    if (shape.size() == 2) {
+      const double deviation = std::sqrt(2.0 / static_cast<double>(shape[0] + shape[1]));
+      for (std::size_t i = 0; i < n; ++i)
+        data[i] = static_cast<float>(rng.normal() * deviation);
+    } else if (key.size() >= 4 && key.compare(key.size() - 4, 4, "bias") == 0) {
+      std::fill(data, data + n, 0.0f);
+    }
+  });
+}
+
+// The residual stacks' block: GELU(Linear(x)), with a LayerNorm first or not.
 struct Block {
   LayerNorm norm;
   Linear linear;
 };
 }  // namespace
+
+DepthGradients depth_gradients(const DepthStack& stack, const Tensor3& x, const Ids& labels) {
+  const bool pre =
+      stack.encoder.layers.empty() || stack.encoder.layers.front().placement == NormPlacement::pre;
+  DepthGradients out;
+  out.grad = {zeros_like(stack.encoder), zeros_like(stack.final_norm), zeros_like(stack.head)};
+  const EncoderTape tape = forward_tape(stack.encoder, x);
+  const Tensor3& top = tape.output();  // (B,T,D)
+  out.stream_rms = rms(top);
+  LayerNormSteps norm;
+  if (pre) norm = forward(stack.final_norm, top);
+  const Tensor3& features = pre ? norm.output : top;     // (B,T,D)
+  const Tensor3 logits = forward(stack.head, features);  // (B,T,D) @ (D,C) -> (B,T,C)
+  const CrossEntropySteps loss = cross_entropy(logits, labels);
+  out.loss = loss.loss;
+  Tensor3 d = backward(stack.head, features, cross_entropy_backward(loss, labels), out.grad.head);
+  if (pre) d = backward(stack.final_norm, top, norm, d, out.grad.final_norm);
+  backward(stack.encoder, tape, d, out.grad.encoder);
+  for (const EncoderLayer& layer : out.grad.encoder.layers)
+    out.feed_forward_norms.push_back(frobenius(layer.feed_forward.linear_2.weight));
+  return out;
+}
 
 LessonRun run_backward(const LessonOptions& options) {
   const auto [batch, tokens, width] = lesson_sizes(options);
@@ -103,7 +154,7 @@ LessonRun run_backward(const LessonOptions& options) {
                   "  B T T/D"});
   plan.push_back({"the scaling table's tensors", {12, 8, kScalingTokens, 1024}, "   "});
   plan.push_back(
-      {"the stacks' tapes", {2 * kStackLayers * 40, 2, kStackTokens, 4 * kStackWidth}, "    "});
+      {"the stacks' tapes", {2 * kBlockDepths[1] * 40, 2, kStackTokens, 4 * kStackWidth}, "    "});
   check_budget("backward", plan);
   const Tensor3 x = lesson_input(options, "(B, T, D)", {batch, tokens, width});  // (B,T,D)
 
@@ -188,12 +239,16 @@ LessonRun run_backward(const LessonOptions& options) {
       fmt::format("largest |k.bias.grad| {:.1e}, against {:.3f} for q.bias", key_bias, query_bias));
 
   // Scaling: random Q, K, V with N(0, 1) entries; unscaled is the same attention on Q √hs.
-  Table scaling{fmt::format("A typical query's gradient (the median row of dQ, per entry), T = {}, "
-                            "8 sequences",
+  Table scaling{fmt::format("dQ: its median row's norm per entry; dV: its rms. T = {}, 8 sequences",
                             kScalingTokens),
-                {"hs", "scaled: dQ", "unscaled", "scaled: largest weight", "unscaled"},
+                {"hs", "scaled: dQ", "unscaled", "scaled: dV", "unscaled", "scaled: largest weight",
+                 "unscaled"},
                 {}};
-  double scaled_last = 0.0, unscaled_last = 0.0;
+  struct ScalingRow {
+    std::size_t size;
+    double scaled, unscaled, scaled_values, unscaled_values;
+  };
+  std::vector<ScalingRow> measured;
   for (std::size_t size : {8, 32, 128, 512, 1024}) {
     const Tensor3 q = normal(rng, 8, kScalingTokens, size),
                   k = normal(rng, 8, kScalingTokens, size),
@@ -202,10 +257,8 @@ LessonRun run_backward(const LessonOptions& options) {
     const float root = std::sqrt(static_cast<float>(size));
     const AttentionSteps scaled = scaled_dot_product_attention(q, k, v, nullptr);
     const AttentionSteps unscaled = scaled_dot_product_attention(Tensor3(q * root), k, v, nullptr);
-    const double d_scaled =
-        median_row_norm(scaled_dot_product_attention_backward(scaled, gy).queries) / root;
-    const double d_unscaled =
-        median_row_norm(scaled_dot_product_attention_backward(unscaled, gy).queries);
+    const AttentionGradients d_scaled = scaled_dot_product_attention_backward(scaled, gy);
+    const AttentionGradients d_unscaled = scaled_dot_product_attention_backward(unscaled, gy);
     const auto largest = [](const Tensor3& w) {
       double sum = 0.0;
       const std::size_t n = w.shape(2);
@@ -213,116 +266,139 @@ LessonRun run_backward(const LessonOptions& options) {
         sum += *std::max_element(w.data() + r * n, w.data() + (r + 1) * n);
       return sum / static_cast<double>(w.size() / n);
     };
-    scaled_last = d_scaled, unscaled_last = d_unscaled;
-    scaling.rows.push_back({fmt::format("{}", size), fmt::format("{:.3g}", d_scaled),
-                            fmt::format("{:.3g}", d_unscaled),
-                            fmt::format("{:.3f}", largest(scaled.weights)),
-                            fmt::format("{:.3f}", largest(unscaled.weights))});
+    const ScalingRow row{size, median_row_norm(d_scaled.queries) / root,
+                         median_row_norm(d_unscaled.queries), rms(d_scaled.values),
+                         rms(d_unscaled.values)};
+    measured.push_back(row);
+    scaling.rows.push_back(
+        {fmt::format("{}", size), fmt::format("{:.3g}", row.scaled),
+         fmt::format("{:.3g}", row.unscaled), fmt::format("{:.3g}", row.scaled_values),
+         fmt::format("{:.3g}", row.unscaled_values), fmt::format("{:.3f}", largest(scaled.weights)),
+         fmt::format("{:.3f}", largest(unscaled.weights))});
   }
   run.section("scaling");
   run.table(std::move(scaling));
-  run.check("without the √hs, a typical query's gradient collapses as hs grows",
-            unscaled_last < 0.1 * scaled_last,
-            fmt::format("{:.2g} unscaled at hs = 1024, against {:.2g} scaled", unscaled_last,
-                        scaled_last));
+  const ScalingRow &narrow = measured[1], &wide = measured.back();
+  run.check("without the √hs, dQ is at first larger",
+            measured[0].unscaled > measured[0].scaled && narrow.unscaled > narrow.scaled,
+            fmt::format("at hs = {}: {:.3g} unscaled, {:.3g} scaled; at hs = {}: {:.3g}, {:.3g}",
+                        measured[0].size, measured[0].unscaled, measured[0].scaled, narrow.size,
+                        narrow.unscaled, narrow.scaled));
+  run.check("then it collapses", wide.unscaled < 0.1 * wide.scaled,
+            fmt::format("{:.2g} unscaled at hs = {}, against {:.2g} scaled", wide.unscaled,
+                        wide.size, wide.scaled));
+  run.check("the values' gradient does not collapse", wide.unscaled_values >= wide.scaled_values,
+            fmt::format("rms of dV {:.3g} unscaled at hs = {}, {:.3g} scaled", wide.unscaled_values,
+                        wide.size, wide.scaled_values));
 
-  // Pre-LN against post-LN: the same weights, a gradient from the top of 12 layers.
+  // Pre-LN against post-LN as the stack deepens: the same weights for both at each depth, a
+  // cross-entropy on top.
   EncoderConfig config;
   config.hidden_size = kStackWidth;
   config.num_attention_heads = 4;
   config.intermediate_size = 4 * kStackWidth;
-  config.num_hidden_layers = kStackLayers;
-  const Tensor3 stack_x = normal(rng, 2, kStackTokens, kStackWidth);
-  const Tensor3 stack_g = normal(rng, 2, kStackTokens, kStackWidth);
-  const auto layer_gradients = [&](NormPlacement placement) {
+  const Tensor3 stack_x = normal(rng, 2, kStackTokens, kStackWidth);  // (B,T,D)
+  const Tensor3 stack_g = normal(rng, 2, kStackTokens, kStackWidth);  // (B,T,D)
+  Ids labels({2, kStackTokens});                                      // (B,T)
+  for (std::int64_t& label : labels)
+    label = static_cast<std::int64_t>(rng.next_u64() % kStackClasses);
+  const auto deepest = [&](NormPlacement placement, std::size_t layers) {
     Rng weights(options.seed ^ kStackStream);
-    Encoder encoder = init_encoder(weights, config, placement, false);
-    Encoder grads = zeros_like(encoder);
-    const EncoderTape tape = forward_tape(encoder, stack_x);
-    // Per layer: the gradient's rms at its input, and the Frobenius norm of the gradient of its
-    // feed-forward's second weight (what Xiong et al. plot).
-    std::vector<std::pair<double, double>> out(kStackLayers);
-    Tensor3 d = stack_g;
-    for (std::size_t i = kStackLayers; i-- > 0;) {
-      d = backward(encoder.layers[i], tape.layers[i], d, grads.layers[i]);
-      double w2 = 0.0;
-      for (float v : grads.layers[i].feed_forward.linear_2.weight)
-        w2 += static_cast<double>(v) * v;
-      out[i] = {rms(d), std::sqrt(w2)};
-    }
-    return out;
+    config.num_hidden_layers = layers;
+    DepthStack stack{init_encoder(weights, config, placement, false), init_layer_norm(kStackWidth),
+                     init_linear(weights, kStackWidth, kStackClasses, true)};
+    init_xavier_normal(weights, stack.encoder);
+    init_xavier_normal(weights, stack.head);
+    return depth_gradients(stack, stack_x, labels);
   };
-  const auto pre = layer_gradients(NormPlacement::pre);
-  const auto post = layer_gradients(NormPlacement::post);
-  Table placement{fmt::format("Gradients at initialisation, {} layers, D = {}: dx at each layer's "
-                              "input (rms), ‖dW2‖",
-                              kStackLayers, kStackWidth),
-                  {"layer", "pre-LN: dx", "post-LN: dx", "pre-LN: ‖dW2‖", "post-LN: ‖dW2‖"},
+  Table placement{fmt::format("The last layer's ‖dW2‖ at initialisation as the stack deepens, "
+                              "D = {}, cross-entropy over {} classes",
+                              kStackWidth, kStackClasses),
+                  {"layers L", "pre-LN: stream rms", "pre-LN: ‖dW2‖", "÷ at L = 2", "√(2/L)",
+                   "post-LN: ‖dW2‖", "÷ at L = 2"},
                   {}};
-  for (std::size_t i = kStackLayers; i-- > 0;)
-    placement.rows.push_back({fmt::format("{}", i), fmt::format("{:.3g}", pre[i].first),
-                              fmt::format("{:.3g}", post[i].first),
-                              fmt::format("{:.3g}", pre[i].second),
-                              fmt::format("{:.3g}", post[i].second)});
+  double pre_first = 0.0, post_first = 0.0, pre_ratio = 0.0, post_ratio = 0.0;
+  for (std::size_t layers : kStackDepths) {
+    const DepthGradients pre = deepest(NormPlacement::pre, layers);
+    const DepthGradients post = deepest(NormPlacement::post, layers);
+    const double pre_last = pre.feed_forward_norms.back(),
+                 post_last = post.feed_forward_norms.back();
+    if (layers == kStackDepths.front()) pre_first = pre_last, post_first = post_last;
+    pre_ratio = pre_last / pre_first, post_ratio = post_last / post_first;
+    placement.rows.push_back(
+        {fmt::format("{}", layers), fmt::format("{:.3g}", pre.stream_rms),
+         fmt::format("{:.3g}", pre_last), fmt::format("{:.2f}", pre_ratio),
+         fmt::format("{:.2f}", std::sqrt(static_cast<double>(kStackDepths.front()) / layers)),
+         fmt::format("{:.3g}", post_last), fmt::format("{:.2f}", post_ratio)});
+  }
   run.section("placement");
   run.table(std::move(placement));
-  const auto spread = [](const std::vector<double>& v) {
-    return *std::max_element(v.begin(), v.end()) / *std::min_element(v.begin(), v.end());
-  };
-  const auto column = [](const std::vector<std::pair<double, double>>& v, bool second) {
-    std::vector<double> c;
-    for (const auto& [a, b] : v)
-      c.push_back(second ? b : a);
-    return c;
-  };
-  run.prose(fmt::format(
-      "Largest over smallest across the layers: dx {:.2f} pre-LN, {:.2f} post-LN;\n‖dW2‖ {:.2f} "
-      "pre-LN, {:.2f} post-LN.\n",
-      spread(column(pre, false)), spread(column(post, false)), spread(column(pre, true)),
-      spread(column(post, true))));
+  const std::size_t most = kStackDepths.back(), fewest = kStackDepths.front();
+  run.check("pre-LN's last-layer gradient shrinks with depth, post-LN's does not",
+            pre_ratio < 0.6 && post_ratio > 0.8 && pre_ratio < 0.5 * post_ratio,
+            fmt::format("at L = {} pre-LN's is {:.2f}x its L = {} value (√({}/{}) = {:.2f}); "
+                        "post-LN's {:.2f}x",
+                        most, pre_ratio, fewest, fewest, most,
+                        std::sqrt(static_cast<double>(fewest) / most), post_ratio));
 
-  // Residual connections: 12 blocks x + f(x) against f(x) alone.
-  const auto block_gradients = [&](bool skip) {
+  // Residual connections: blocks x + f(x) against f(x) alone, f with and without a LayerNorm.
+  const auto block_gradient = [&](std::size_t count, bool skip, bool norm) {
     Rng weights(options.seed ^ kBlocksStream);
     std::vector<Block> blocks;
-    for (std::size_t i = 0; i < kStackLayers; ++i)
+    for (std::size_t i = 0; i < count; ++i)
       blocks.push_back(
           {init_layer_norm(kStackWidth), init_linear(weights, kStackWidth, kStackWidth, true)});
-    std::vector<Tensor3> inputs, normed, hidden;
-    std::vector<LayerNormSteps> norm_steps;
+    std::vector<Tensor3> inputs, hidden;
+    std::vector<LayerNormSteps> norm_steps(count);
     Tensor3 h = stack_x;
-    for (const Block& b : blocks) {
+    for (std::size_t i = 0; i < count; ++i) {
       inputs.push_back(h);
-      norm_steps.push_back(forward(b.norm, h));
-      hidden.push_back(forward(b.linear, norm_steps.back().output));
+      if (norm) norm_steps[i] = forward(blocks[i].norm, h);
+      hidden.push_back(forward(blocks[i].linear, norm ? norm_steps[i].output : h));  // (B,T,D)
       const Tensor3 f = gelu(hidden.back(), GeluApproximation::none);
       h = skip ? Tensor3(h + f) : f;
     }
-    std::vector<double> at_input(kStackLayers);
     Tensor3 d = stack_g;
-    for (std::size_t i = kStackLayers; i-- > 0;) {
+    for (std::size_t i = count; i-- > 0;) {
       Block grad{zeros_like(blocks[i].norm), zeros_like(blocks[i].linear)};
       const Tensor3 d_hidden = gelu_backward(hidden[i], d, GeluApproximation::none);
-      const Tensor3 d_normed =
-          backward(blocks[i].linear, norm_steps[i].output, d_hidden, grad.linear);
-      Tensor3 d_in = backward(blocks[i].norm, inputs[i], norm_steps[i], d_normed, grad.norm);
+      Tensor3 d_in = backward(blocks[i].linear, norm ? norm_steps[i].output : inputs[i], d_hidden,
+                              grad.linear);
+      if (norm) d_in = backward(blocks[i].norm, inputs[i], norm_steps[i], d_in, grad.norm);
       d = skip ? Tensor3(d + d_in) : d_in;
-      at_input[i] = rms(d);
     }
-    return at_input;
+    return rms(d);
   };
-  const std::vector<double> with_skip = block_gradients(true), without = block_gradients(false);
-  Table residual{"The gradient at each block's input: rms of dL/dx, 12 blocks of LN, Linear, GELU",
-                 {"block", "x + f(x)", "f(x) alone"},
+  Table residual{fmt::format("The gradient reaching the first block's input: rms of dL/dx (it "
+                             "enters the top at {:.3g})",
+                             rms(stack_g)),
+                 {"block y", fmt::format("{} blocks", kBlockDepths[0]),
+                  fmt::format("{} blocks", kBlockDepths[1])},
                  {}};
-  for (std::size_t i = kStackLayers; i-- > 0;)
-    residual.rows.push_back({fmt::format("{}", i), fmt::format("{:.3g}", with_skip[i]),
-                             fmt::format("{:.3g}", without[i])});
+  double grid[2][2][2] = {};  // [skip][LayerNorm][depth]
+  for (int skip = 1; skip >= 0; --skip)
+    for (int norm = 1; norm >= 0; --norm) {
+      for (std::size_t k = 0; k < 2; ++k)
+        grid[skip][norm][k] = block_gradient(kBlockDepths[k], skip == 1, norm == 1);
+      residual.rows.push_back(
+          {fmt::format("{}, {}", skip ? "x + f(x)" : "f(x) alone",
+                       norm ? "f = GELU(Linear(LN(x)))" : "f = GELU(Linear(x))"),
+           fmt::format("{:.3g}", grid[skip][norm][0]), fmt::format("{:.3g}", grid[skip][norm][1])});
+    }
   run.section("residual");
   run.table(std::move(residual));
-  run.prose(fmt::format(
-      "Largest over smallest across the blocks: {:.2f} with the skip, {:.2f} without.\n",
-      spread(with_skip), spread(without)));
+  const double top = rms(stack_g);
+  run.check("without the skip the gradient vanishes", grid[0][0][0] < 1e-3 * grid[1][0][0],
+            fmt::format("{:.2g} at the first of {} blocks without it, {:.3g} with it",
+                        grid[0][0][0], kBlockDepths[0], grid[1][0][0]));
+  run.check("with the skip but no LayerNorm it grows with depth",
+            grid[1][0][1] > 10.0 * grid[1][0][0],
+            fmt::format("{:.3g} at {} blocks, {:.3g} at {}", grid[1][0][1], kBlockDepths[1],
+                        grid[1][0][0], kBlockDepths[0]));
+  run.check("with both it stays within 10x of what enters the top",
+            grid[1][1][1] < 10.0 * top && grid[1][1][1] > 0.1 * top,
+            fmt::format("{:.3g} at {} blocks, against {:.3g} at the top", grid[1][1][1],
+                        kBlockDepths[1], top));
   run.section("parameters");
   run.parameters = count_parameters(describe_attention_head(width, hs));
   return run;

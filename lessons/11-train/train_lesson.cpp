@@ -17,6 +17,7 @@ namespace attn::lessons {
 namespace {
 constexpr std::size_t kShownSequences = 4;  // the data table
 constexpr std::size_t kLogRows = 10;        // the log table: about every tenth step
+constexpr std::size_t kAdamWSteps = 3;      // the AdamW table's first steps
 constexpr std::size_t kMapLayers = 4, kMapHeads = 4;
 // A look at the training data, from a stream apart from the training batches'.
 constexpr std::uint64_t kShownStream = 0x5a3e1ULL;
@@ -359,6 +360,84 @@ void check_lowered_loss(LessonRun& run, const std::vector<double>& losses) {
                         tenth, last, tenth));
 }
 
+// One weight's AdamW state after each of the first steps, read from the trainer's optimizer: the
+// last weight matrix (the output head's), at its largest gradient of step 1.
+class AdamWWatch {
+ public:
+  explicit AdamWWatch(const Trainer& trainer) : trainer_(trainer) {
+    const std::vector<ParameterSlot>& slots = trainer.parameters();
+    slot_ = slots.size() - 1;
+    while (slot_ > 0 &&
+           (slots[slot_].count < 2 || slots[slot_].key.find("weight") == std::string::npos))
+      --slot_;
+  }
+  // Around each trainer.step(): the weight before it, then what the step did.
+  void before(std::size_t step) {
+    if (step > kAdamWSteps) return;
+    const ParameterSlot& s = trainer_.parameters()[slot_];
+    kept_.assign(s.value, s.value + s.count);
+  }
+  void after(std::size_t step) {
+    if (step > kAdamWSteps) return;
+    const ParameterSlot& s = trainer_.parameters()[slot_];
+    if (step == 1)
+      element_ = static_cast<std::size_t>(
+          std::max_element(s.grad, s.grad + s.count,
+                           [](float a, float b) { return std::fabs(a) < std::fabs(b); }) -
+          s.grad);
+    const AdamW& adamw = trainer_.optimizer();
+    rows_.push_back({adamw.lr, s.grad[element_], adamw.m[slot_][element_], adamw.v[slot_][element_],
+                     kept_[element_], s.value[element_]});
+  }
+
+  // The table of the first steps and the check that step 1 is lr·sign(g).
+  void report(LessonRun& run) const {
+    if (rows_.empty()) return;
+    const AdamW& adamw = trainer_.optimizer();
+    Table table{
+        fmt::format("AdamW on one weight, {} entry {} (its largest gradient at step 1)",
+                    trainer_.parameters()[slot_].key, element_),
+        {"step", "lr", "g", "m", "v", "m̂ = m/(1-β1ᵗ)", "v̂ = v/(1-β2ᵗ)", "m̂/√v̂", "update Δp"},
+        {}};
+    for (std::size_t i = 0; i < rows_.size(); ++i) {
+      const Row& r = rows_[i];
+      const double t = static_cast<double>(i + 1);
+      const double m_hat = r.m / (1.0 - std::pow(static_cast<double>(adamw.beta1), t));
+      const double v_hat = r.v / (1.0 - std::pow(static_cast<double>(adamw.beta2), t));
+      table.rows.push_back(
+          {fmt::format("{}", i + 1), fmt::format("{:.3g}", r.lr), fmt::format("{:.4g}", r.grad),
+           fmt::format("{:.4g}", r.m), fmt::format("{:.4g}", r.v), fmt::format("{:.4g}", m_hat),
+           fmt::format("{:.4g}", v_hat), fmt::format("{:.4f}", m_hat / std::sqrt(v_hat)),
+           fmt::format("{:.4g}", r.after - r.before)});
+    }
+    run.table(std::move(table));
+    // Step 1 without the decay (p·lr·wd, applied first) against -lr·sign(g); float32 round-off of
+    // p, and eps against |g|, allow a little.
+    const Row& first = rows_.front();
+    const double decayed =
+        static_cast<double>(first.before * (1.0f - first.lr * adamw.weight_decay));
+    const double step = static_cast<double>(first.after) - decayed;
+    const double expected = -static_cast<double>(first.lr) * (first.grad > 0.0f ? 1.0 : -1.0);
+    const double ulp = std::fabs(std::nextafter(static_cast<float>(decayed), INFINITY) -
+                                 static_cast<float>(decayed));
+    const double allowed = 4.0 * ulp + first.lr * adamw.eps / std::fabs(first.grad);
+    run.check("step 1 moves the weight by -lr·sign(g), whatever the size of g",
+              std::fabs(step - expected) <= allowed,
+              fmt::format("{:.6g} against -lr·sign(g) = {:.6g}, beside the decay; difference "
+                          "{:.1e}, float round-off allows {:.1e}",
+                          step, expected, std::fabs(step - expected), allowed));
+  }
+
+ private:
+  struct Row {
+    float lr, grad, m, v, before, after;
+  };
+  const Trainer& trainer_;
+  std::size_t slot_ = 0, element_ = 0;
+  std::vector<float> kept_;
+  std::vector<Row> rows_;
+};
+
 template <class View>
 TrainLessonResult run_with(View view, const TrainLessonOptions& options) {
   const TrainConfig& c = options.config;
@@ -380,8 +459,11 @@ TrainLessonResult run_with(View view, const TrainLessonOptions& options) {
   view.before(run, trainer.model());
 
   std::vector<double> losses, accuracies, rates;
+  AdamWWatch adamw(trainer);
   for (std::size_t step = 1; step <= c.steps; ++step) {
+    adamw.before(step);
     const TrainStep s = trainer.step();
+    adamw.after(step);
     losses.push_back(s.loss);
     accuracies.push_back(100.0 * s.accuracy);
     rates.push_back(s.lr);
@@ -396,6 +478,9 @@ TrainLessonResult run_with(View view, const TrainLessonOptions& options) {
   start.rows.push_back(
       {chance_what, fmt::format("{:.4f}", std::log(static_cast<double>(choices)))});
   run.table(std::move(start));
+
+  run.section("adamw");
+  adamw.report(run);
 
   run.section("training");
   const auto [loss_what, accuracy_what] = view.curves_what();

@@ -1,6 +1,7 @@
 // attn train from the command line: a short run learns its task on held-out sequences, the log
 // is in the JSON, the checkpoint holds the book's keys and the task in its metadata, the same
 // seed gives the same checkpoint bits, and bad options are refused.
+#include <cmath>
 #include <filesystem>
 
 #include <catch2/catch.hpp>
@@ -127,4 +128,39 @@ TEST_CASE("attn train --dropout: seeded masks, the same bits run after run, and 
   attn::read_weights((dir.path / "a.safetensors").string(), &metadata);
   CHECK(nlohmann::json::parse(metadata.at("attn_training"))["dropout"].get<double>() ==
         Approx(0.1));
+}
+
+TEST_CASE("attn train shows AdamW's state for one weight over the first steps, as the run had it",
+          "[cli][train][adamw]") {
+  const auto run = run_attn({"train", "--task", "reverse", "--steps", "20", "--format", "json"});
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  const auto doc = nlohmann::json::parse(run.out);
+  const nlohmann::json* table = nullptr;
+  for (const auto& t : doc["tables"])
+    if (t["title"].get<std::string>().rfind("AdamW on one weight", 0) == 0) table = &t;
+  REQUIRE(table != nullptr);
+  REQUIRE((*table)["rows"].size() == 3);
+  // step, lr, g, m, v, m̂, v̂, m̂/√v̂, Δp: printed to 4 significant digits (lr to 3).
+  const auto cell = [&](std::size_t row, std::size_t column) {
+    return std::stod((*table)["rows"][row][column].get<std::string>());
+  };
+  const double lr = cell(0, 1), g1 = cell(0, 2), g2 = cell(1, 2);
+  CHECK(std::fabs(g1) > 0.0);
+  // torch.optim.AdamW's moments: m = β1 m + (1 - β1) g, v = β2 v + (1 - β2) g², from zero.
+  CHECK(cell(0, 3) == Approx(0.1 * g1).epsilon(2e-3));
+  CHECK(cell(0, 4) == Approx(0.001 * g1 * g1).epsilon(2e-3));
+  CHECK(cell(1, 3) == Approx(0.9 * cell(0, 3) + 0.1 * g2).epsilon(5e-3));
+  CHECK(cell(1, 4) == Approx(0.999 * cell(0, 4) + 0.001 * g2 * g2).epsilon(5e-3));
+  // After bias correction step 1 is lr·sign(g): m̂/√v̂ = ±1, Δp = -lr·sign(g) beside a decay of
+  // lr·wd·p, far below the printed digits.
+  CHECK(std::fabs(cell(0, 7)) == Approx(1.0).epsilon(1e-4));
+  CHECK(cell(0, 8) == Approx(g1 > 0.0 ? -lr : lr).epsilon(2e-3));
+  bool checked = false;
+  for (const auto& check : doc["checks"])
+    if (check["name"].get<std::string>().rfind("step 1 moves the weight by -lr·sign(g)", 0) == 0) {
+      CHECK(check["passed"] == true);
+      checked = true;
+    }
+  CHECK(checked);
 }
