@@ -6,7 +6,6 @@
 // course/harness/grading.hpp).
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -21,32 +20,21 @@ using attn::Tensor2;
 using attn::Tensor3;
 using attn::grading::check_close;
 using attn::grading::expected;
+using attn::grading::ids_of;
 using attn::grading::input;
+using attn::grading::load_parameters;
 
 namespace {
 
 constexpr attn::testing::Tolerance kTolerance{1e-5, 1e-4};
 
-// The layer PyTorch drew for `weights` (D, H): cross-attention/<weights>.<key>.npy by key.
+// The layer PyTorch drew for `weights` (D, H), by state_dict key.
 FusedMultiHead load_layer(const std::string& weights, std::size_t d_model, std::size_t heads) {
   attn::Rng rng(0);
   FusedMultiHead layer = std::get<FusedMultiHead>(
       attn::init_multi_head(rng, attn::MultiHeadVariant::fused, d_model, heads));
-  attn::visit_parameters(layer, [&](const std::string& key, float* data, const attn::Shape& shape) {
-    const attn::Array array = attn::to_array(input<2>("cross-attention/" + weights + "." + key));
-    INFO(key << " has shape " << attn::shape_string(array.shape) << ", the struct expects "
-             << attn::shape_string(shape));
-    REQUIRE(array.shape == shape);
-    std::memcpy(data, array.bytes.data(), array.bytes.size());
-  });
+  load_parameters(layer, "cross-attention/" + weights + ".");
   return layer;
-}
-
-attn::Ids ids_of(const Tensor2& values) {
-  attn::Ids ids({values.shape(0), values.shape(1)});
-  for (std::size_t i = 0; i < values.size(); ++i)
-    ids.data()[i] = static_cast<std::int64_t>(values.data()[i]);
-  return ids;
 }
 
 // One case: weights e.g. "layer_d8_h2", sample e.g. "b2_t3_s5"; every step against PyTorch's.

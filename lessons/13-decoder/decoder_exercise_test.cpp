@@ -5,7 +5,6 @@
 // STUDENT(...), and expected values are used only in checks (see course/harness/grading.hpp).
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -20,13 +19,15 @@ using attn::Tensor3;
 using attn::exercise::DecoderBlockSteps;
 using attn::grading::check_close;
 using attn::grading::expected;
+using attn::grading::ids_of;
 using attn::grading::input;
+using attn::grading::load_parameters;
 
 namespace {
 
 constexpr attn::testing::Tolerance kTolerance{1e-5, 1e-4};
 
-// The block PyTorch drew for `weights` (D, H, F): decoder/<weights>.<key>.npy by key.
+// The block PyTorch drew for `weights` (D, H, F), by state_dict key.
 DecoderBlock load_block(const std::string& weights, std::size_t d_model, std::size_t heads,
                         std::size_t d_ff) {
   attn::TransformerConfig config;
@@ -35,23 +36,8 @@ DecoderBlock load_block(const std::string& weights, std::size_t d_model, std::si
   config.d_ff = d_ff;
   attn::Rng rng(0);
   DecoderBlock block = attn::init_decoder_block(rng, config);
-  attn::visit_parameters(block, [&](const std::string& key, float* data, const attn::Shape& shape) {
-    const std::string name = "decoder/" + weights + "." + key;
-    const attn::Array array =
-        shape.size() == 1 ? attn::to_array(input<1>(name)) : attn::to_array(input<2>(name));
-    INFO(name << " has shape " << attn::shape_string(array.shape) << ", the struct expects "
-              << attn::shape_string(shape));
-    REQUIRE(array.shape == shape);
-    std::memcpy(data, array.bytes.data(), array.bytes.size());
-  });
+  load_parameters(block, "decoder/" + weights + ".");
   return block;
-}
-
-attn::Ids ids_of(const Tensor2& values) {
-  attn::Ids ids({values.shape(0), values.shape(1)});
-  for (std::size_t i = 0; i < values.size(); ++i)
-    ids.data()[i] = static_cast<std::int64_t>(values.data()[i]);
-  return ids;
 }
 
 struct Case {

@@ -4,7 +4,6 @@
 // [.hidden] shown after the due date. The student's functions are called only through
 // STUDENT(...), and expected values are used only in checks (see course/harness/grading.hpp).
 #include <cstdint>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -24,6 +23,7 @@ using attn::exercise::SamplingSettings;
 using attn::grading::check_close;
 using attn::grading::expected;
 using attn::grading::input;
+using attn::grading::load_parameters;
 
 namespace {
 
@@ -54,17 +54,12 @@ void check_sampling(const std::string& name) {
               expected<1>(prefix + "tokens"), {0.0, 0.0});
 }
 
+// The layer PyTorch drew for `weights` (D, H), by state_dict key.
 FusedMultiHead load_layer(const std::string& weights, std::size_t d_model, std::size_t heads) {
   attn::Rng rng(0);
   FusedMultiHead layer = std::get<FusedMultiHead>(
       attn::init_multi_head(rng, attn::MultiHeadVariant::fused, d_model, heads));
-  attn::visit_parameters(layer, [&](const std::string& key, float* data, const attn::Shape& shape) {
-    const attn::Array array = attn::to_array(input<2>("generate/" + weights + "." + key));
-    INFO(key << " has shape " << attn::shape_string(array.shape) << ", the struct expects "
-             << attn::shape_string(shape));
-    REQUIRE(array.shape == shape);
-    std::memcpy(data, array.bytes.data(), array.bytes.size());
-  });
+  load_parameters(layer, "generate/" + weights + ".");
   return layer;
 }
 
