@@ -14,7 +14,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <type_traits>
@@ -77,6 +79,28 @@ xt::xtensor<float, N> expected(const std::string& relative) {
 #endif
   return read_fixture<N>(fixtures_dir("ATTN_GRADE_EXPECTED"), relative);
 #endif
+}
+
+// Copies <inputs>/<prefix><key>.npy into every parameter visit_parameters(layer, ...) offers (the
+// state_dict's keys), requiring each file's shape to be the parameter's.
+template <class Layer>
+void load_parameters(Layer& layer, const std::string& prefix) {
+  visit_parameters(layer, [&](const std::string& key, float* data, const Shape& shape) {
+    const std::string name = prefix + key;
+    const Array array = shape.size() == 1 ? to_array(input<1>(name)) : to_array(input<2>(name));
+    INFO(name << " has shape " << shape_string(array.shape) << ", the struct expects "
+              << shape_string(shape));
+    REQUIRE(array.shape == shape);
+    std::memcpy(data, array.bytes.data(), array.bytes.size());
+  });
+}
+
+// Token ids saved as float (whole numbers) -> int64 ids of the same shape.
+inline xt::xtensor<std::int64_t, 2> ids_of(const xt::xtensor<float, 2>& values) {
+  xt::xtensor<std::int64_t, 2> ids = xt::xtensor<std::int64_t, 2>::from_shape(values.shape());
+  for (std::size_t i = 0; i < values.size(); ++i)
+    ids.data()[i] = static_cast<std::int64_t>(values.data()[i]);
+  return ids;
 }
 
 // Fails the test (and carries on) when got and expected differ in shape or in any element beyond

@@ -13,11 +13,12 @@
 namespace attn::exercise {
 
 Tensor3 softmax_backward(const Tensor3& weights, const Tensor3& d_weights) {
-  // TODO(lesson 10): dL/dscores from dL/dweights, row by row. With p one row of weights and g
-  // its row of d_weights, the Jacobian of softmax is diag(p) - p pᵀ, so
-  // dL/ds_j = p_j (g_j - Σ_k p_k g_k). A weight of 0 (a masked key) passes no gradient.
-  // PyTorch: torch.autograd.grad(torch.softmax(s, -1), s, g), or ATen's softmax_backward_data:
-  // (g - (g * p).sum(-1, keepdim=True)) * p
+  // TODO(lesson 10): the gradient of the loss with respect to the scores, from the softmax's
+  // output and the gradient with respect to that output. A row of weights depends on every score
+  // of its row and on nothing else. weights, d_weights (B,T,S) -> d_scores (B,T,S). The checks:
+  // each row of d_scores sums to 0 (adding a constant to a row of scores changes no weight), a
+  // masked key (weight 0) gets 0, and the tests compare with torch autograd and with finite
+  // differences. PyTorch: torch.autograd.grad(torch.softmax(s, -1), s, g)
   // BEGIN SOLUTION
   Tensor3 d_scores(weights.shape());
   const std::size_t rows = weights.shape(0) * weights.shape(1), n = weights.shape(2);
@@ -36,10 +37,13 @@ Tensor3 softmax_backward(const Tensor3& weights, const Tensor3& d_weights) {
 
 LayerNormGradients layer_norm_backward(const Tensor3& x, const Tensor1& weight, float eps,
                                        const Tensor3& d_output) {
-  // TODO(lesson 10): LayerNorm's backward, one token at a time. Recompute the token's mean, its
-  // biased variance and rstd = 1 / sqrt(var + eps), and x̂ = (x - mean) rstd. Then
-  // dweight += dy ⊙ x̂ and dbias += dy over every token, and with g = dy ⊙ weight:
-  // dx = rstd (g - mean(g) - x̂ mean(g ⊙ x̂)), the means over the token's D numbers.
+  // TODO(lesson 10): nn.LayerNorm's backward (biased variance, eps inside the root): the
+  // gradients of the loss with respect to x, weight and bias, from the gradient with respect to
+  // the output. A token's mean and variance depend on all D of its numbers, so each element of dx
+  // gathers from the whole token. x, d_output (B,T,D), weight (D) -> d_x (B,T,D), d_weight and
+  // d_bias (D), summed over every token. The checks: each token's dx sums to 0 (shifting a whole
+  // token changes nothing once its mean is taken out), and the tests compare with torch autograd
+  // and with finite differences.
   // PyTorch: x.grad, norm.weight.grad and norm.bias.grad after norm(x).backward(dy)
   // BEGIN SOLUTION
   const std::size_t width = x.shape(2), rows = x.shape(0) * x.shape(1);

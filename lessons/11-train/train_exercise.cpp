@@ -12,9 +12,11 @@
 namespace attn::exercise {
 
 Tensor3 cross_entropy_backward(const Tensor3& logits, const Ids& labels) {
-  // TODO(lesson 11): per token, softmax(logits) minus 1 at the label, divided by N, the number of
-  // labels that are not -100; a token labelled -100 gets all zeros. Compute the softmax stably
-  // (subtract the row's largest logit first).
+  // TODO(lesson 11): the gradient of F.cross_entropy's loss (the mean over the tokens whose label
+  // is not -100) with respect to the logits. logits (B,T,C), labels (B,T) -> d_logits (B,T,C).
+  // The checks: each scored row sums to 0, a row labelled -100 is all 0, the label's entry is the
+  // only negative one, and the gradient shrinks as more tokens are scored. Any exp you take must
+  // not overflow on large logits.
   // PyTorch: logits.grad after F.cross_entropy(logits.reshape(-1, C), labels.reshape(-1))
   // .backward()
   // BEGIN SOLUTION
@@ -49,10 +51,13 @@ Tensor3 cross_entropy_backward(const Tensor3& logits, const Ids& labels) {
 
 AdamWState adamw_step(const AdamWState& state, const Tensor1& grad, std::int64_t step,
                       const AdamWSettings& settings) {
-  // TODO(lesson 11): AdamW, one element at a time, in torch's order: first the decoupled weight
-  // decay p *= 1 - lr·wd; then m = β1·m + (1 - β1)·g and v = β2·v + (1 - β2)·g²; then, with the
-  // bias corrections c1 = 1 - β1^step and c2 = 1 - β2^step,
-  // p -= (lr / c1) · m / (sqrt(v) / sqrt(c2) + eps).
+  // TODO(lesson 11): one step of torch.optim.AdamW on one parameter: the state after step number
+  // `step` (1 for the first) given this step's gradient. The weight decay is decoupled (it shrinks
+  // the parameter itself; it is not added to the gradient), the two moments are moving averages of
+  // the gradient and of its square, both corrected for starting at zero, in torch's order.
+  // state (value, first_moment, second_moment), grad, each (N) -> the next state (N each). The
+  // checks: at step 1 without weight decay every element moves by about lr against the sign of its
+  // gradient, whatever the gradient's size; the moments match torch's exp_avg and exp_avg_sq.
   // PyTorch: torch.optim.AdamW([p], lr, betas=(β1, β2), eps, weight_decay).step()
   // BEGIN SOLUTION
   AdamWState next = state;

@@ -232,7 +232,7 @@ void check_bug_is_caught(const std::string& name) {
 TEST_CASE("every exercise has tests with points, TODO markers, solutions and staged hints",
           "[assignments]") {
   const std::vector<fs::path> folders = exercise_folders();
-  REQUIRE(folders.size() == 11);
+  REQUIRE(folders.size() == 14);
   static const std::regex test_case(
       R"re(TEST_CASE\(\s*"[^"]+",\s*"\[([a-z-]+)\](\[points=[0-9.]+\])(\[\.hidden\])?"\))re");
   for (const fs::path& folder : folders) {
@@ -316,7 +316,7 @@ TEST_CASE("attn grade gives this checkout full marks in every format", "[assignm
   }
   CHECK(report["score"].get<double>() == total);
   CHECK(total > 100);
-  CHECK(lessons.size() == 11);
+  CHECK(lessons.size() == 14);
 
   // The same results as JUnit XML (no rebuild needed: the objects are cached in the tree).
   const auto junit = run_attn({"grade", "--dir", kSource.string(), "--lesson", "softmax",
@@ -343,7 +343,7 @@ TEST_CASE("the released student tree has stubs and no solutions, and grades to z
   const auto released = run_attn({"assignments", "release", "--out", student.string()});
   INFO(released.err);
   REQUIRE(released.exit_code == 0);
-  CHECK(released.out.find("11 exercises") != std::string::npos);
+  CHECK(released.out.find("14 exercises") != std::string::npos);
   CHECK(!fs::exists(scratch.path / "student.partial"));
   // Nothing between solution markers, no hidden tests, every stub naming its function.
   std::size_t stubs = 0;
@@ -364,7 +364,7 @@ TEST_CASE("the released student tree has stubs and no solutions, and grades to z
   CHECK(fs::exists(student / "assignments.json"));
   CHECK(fs::exists(student / "README.md"));
   CHECK(fs::exists(student / "lessons" / "03-softmax" / "hints.md"));
-  CHECK(json::parse(read_text(student / "assignments.json"))["lessons"].size() == 11);
+  CHECK(json::parse(read_text(student / "assignments.json"))["lessons"].size() == 14);
 
   // Graded: every test fails (score 0), exit 1, and results.json lists them all with evidence.
   const fs::path results = scratch.path / "results.json";
@@ -390,7 +390,7 @@ TEST_CASE("the released student tree has stubs and no solutions, and grades to z
   CHECK(check.out.find("exception: not implemented: softmax") != std::string::npos);
   CHECK(check.out.find("Stuck? `attn hint softmax`") != std::string::npos);
   CHECK(check.out.find("Progress: [>") != std::string::npos);
-  CHECK(check.out.find("0/11 exercises done") != std::string::npos);
+  CHECK(check.out.find("0/14 exercises done") != std::string::npos);
 
   // The student tree's manifest counts only the visible tests (G7).
   const json manifest = json::parse(read_text(student / "assignments.json"));
@@ -445,7 +445,7 @@ TEST_CASE("a student's solution copied into a released tree passes, and list mar
   INFO(check.out << check.err);
   CHECK(check.exit_code == 0);
   CHECK(check.out.find("✓ 03 softmax is done.") != std::string::npos);
-  CHECK(check.out.find("1/11 exercises done") != std::string::npos);
+  CHECK(check.out.find("1/14 exercises done") != std::string::npos);
   CHECK(check.out.find("Next exercise: 01 dot-product") != std::string::npos);
 
   // attn list, run inside the tree, marks softmax done and the others pending.
@@ -456,7 +456,7 @@ TEST_CASE("a student's solution copied into a released tree passes, and list mar
   CHECK(list.exit_code == 0);
   CHECK(list.out.find("03  softmax              done") != std::string::npos);
   CHECK(list.out.find("04  attention            pending") != std::string::npos);
-  CHECK(list.out.find("1/11 exercises done") != std::string::npos);
+  CHECK(list.out.find("1/14 exercises done") != std::string::npos);
 
   // Editing the file again makes it pending until it is checked again.
   std::ofstream(student / "lessons" / "03-softmax" / "softmax_exercise.cpp", std::ios::app) << "\n";
@@ -663,6 +663,20 @@ TEST_CASE("planted bug: AdamW's weight decay as L2 in the gradient", "[assignmen
   check_bug_is_caught("adamw_l2_weight_decay");
 }
 
+TEST_CASE("planted bug: cross-attention's padding filled with 0 instead of -1e9",
+          "[assignments][bugs]") {
+  check_bug_is_caught("cross_attention_mask_fill_zero");
+}
+TEST_CASE("planted bug: a decoder residual added to the normalised copy", "[assignments][bugs]") {
+  check_bug_is_caught("decoder_residual_on_norm");
+}
+TEST_CASE("planted bug: top-p before top-k's renormalisation", "[assignments][bugs]") {
+  check_bug_is_caught("generate_top_p_before_renormalising");
+}
+TEST_CASE("planted bug: the KV cache's new value taken from the key", "[assignments][bugs]") {
+  check_bug_is_caught("generate_cache_value_from_key");
+}
+
 TEST_CASE("every planted bug file has its test case above", "[assignments][bugs]") {
   const std::string self = read_text(kSource / "tests" / "cli" / "assignments_test.cpp");
   std::size_t files = 0;
@@ -672,7 +686,7 @@ TEST_CASE("every planted bug file has its test case above", "[assignments][bugs]
     CHECK(self.find("check_bug_is_caught(\"" + entry.path().stem().string() + "\")") !=
           std::string::npos);
   }
-  CHECK(files == 13);
+  CHECK(files == 17);
 }
 
 TEST_CASE("the Gradescope run_autograder grades a submission and always writes results.json",
