@@ -22,6 +22,9 @@ const std::vector<TaskInfo>& task_list() {
       {Task::masked, "masked",
        "each '?' in a window of English text outputs the character it hides",
        "each '?' looking at the letters beside it, which spell its word"},
+      {Task::previous_minus_mirror, "previous-minus-mirror",
+       "position i outputs (x[i-1] - x[T-1-i]) mod V, x[-1] counting as a",
+       "two relations at once: key i-1 and key T-1-i, one head each"},
   };
   return tasks;
 }
@@ -41,6 +44,7 @@ std::size_t task_classes(Task task, const TaskSizes& sizes) {
   switch (task) {
     case Task::reverse:
     case Task::sort:
+    case Task::previous_minus_mirror:
       return sizes.vocab;
     case Task::histogram:
       return sizes.tokens + 1;
@@ -107,6 +111,12 @@ std::vector<std::int64_t> task_labels(Task task, const TaskSizes& sizes,
     case Task::masked:
       std::fill(labels.begin(), labels.end(), kIgnoredLabel);
       break;
+    case Task::previous_minus_mirror: {
+      const auto v = static_cast<std::int64_t>(sizes.vocab);
+      for (std::size_t i = 0; i < t; ++i)
+        labels[i] = ((i > 0 ? ids[i - 1] : 0) + v - ids[t - 1 - i]) % v;
+      break;
+    }
   }
   return labels;
 }

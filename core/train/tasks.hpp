@@ -21,7 +21,7 @@
 
 namespace attn {
 
-enum class Task { reverse, sort, histogram, previous_token, masked };
+enum class Task { reverse, sort, histogram, previous_token, masked, previous_minus_mirror };
 
 // The masked task's tokens: a..z are 0..25, the space 26, the mask 27.
 inline constexpr std::int64_t kTextSpace = 26, kTextMask = 27;
@@ -44,7 +44,7 @@ struct TaskSizes {
   std::size_t tokens = 8;  // T: tokens per sequence
 };
 
-// The labels' classes: V for reverse and sort, T + 1 for histogram (counts 0..T), V + 1 for
+// The labels' classes: V for reverse, sort and previous-minus-mirror, T + 1 for histogram (counts 0..T), V + 1 for
 // previous-token (the last class is "-", position 0's label), 27 for masked (a..z and the space).
 std::size_t task_classes(Task task, const TaskSizes& sizes);
 // The tokens the model embeds: V, or kTextTokens for masked.
