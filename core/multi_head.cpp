@@ -41,6 +41,23 @@ xt::xtensor<T, 3> merge_heads(const xt::xtensor<T, 3>& y, std::size_t heads) {
   return out;
 }
 
+// Zeroes the ablated heads' slices of a (B,T,H*hs) tensor of either precision.
+template <class T>
+void zero_heads(xt::xtensor<T, 3>& concatenated, const HeadMask& ablated, std::size_t heads) {
+  if (ablated.size() > heads) {
+    throw Error(ErrorKind::bad_size, "multi_head",
+                fmt::format("{} heads are marked ablated or kept, but the layer has {}",
+                            ablated.size(), heads));
+  }
+  const std::size_t rows = concatenated.shape(0) * concatenated.shape(1),
+                    hs = concatenated.shape(2) / heads;
+  for (std::size_t h = 0; h < ablated.size(); ++h) {
+    if (!ablated[h]) continue;
+    for (std::size_t r = 0; r < rows; ++r)
+      std::fill_n(concatenated.data() + r * heads * hs + h * hs, hs, T(0));
+  }
+}
+
 // (B*H,T,X) viewed as (B,H,T,X).
 Tensor4 as_4d(const Tensor3& x, std::size_t heads) {
   Tensor4 out({x.shape(0) / heads, heads, x.shape(1), x.shape(2)});
@@ -63,19 +80,20 @@ Tensor3 repeat_mask(const Tensor3& mask, std::size_t heads) {
 struct Roles {
   const Linear &queries, &keys, &values, &output;
   std::size_t heads;
+  const HeadMask& ablated;
 };
 struct GradRoles {
   Linear &queries, &keys, &values, &output;
 };
 
 Roles roles(const Seed004MultiHead& m) {
-  return {m.toqueries, m.tokeys, m.tovalues, m.unifyheads, m.heads};
+  return {m.toqueries, m.tokeys, m.tovalues, m.unifyheads, m.heads, m.ablated};
 }
 GradRoles roles(Seed004MultiHead& m) {
   return {m.toqueries, m.tokeys, m.tovalues, m.unifyheads};
 }
 Roles roles(const FusedMultiHead& m) {
-  return {m.W_Q, m.W_K, m.W_V, m.W_O, m.heads};
+  return {m.W_Q, m.W_K, m.W_V, m.W_O, m.heads, m.ablated};
 }
 GradRoles roles(FusedMultiHead& m) {
   return {m.W_Q, m.W_K, m.W_V, m.W_O};
@@ -308,7 +326,8 @@ MultiHeadSteps forward_all_heads(const Roles& r, const Tensor3& x, const Tensor3
   s.scores = as_4d(a.scaled_scores, heads);
   s.weights = as_4d(a.weights, heads);
   s.concatenated = merge_heads(a.output, heads);  // (B*H,T,hs) -> (B,T,H*hs)
-  s.output = forward(r.output, s.concatenated);   // (B,T,H*hs) -> (B,T,D)
+  zero_heads(s.concatenated, r.ablated, heads);
+  s.output = forward(r.output, s.concatenated);  // (B,T,H*hs) -> (B,T,D)
   return s;
 }
 
@@ -333,8 +352,9 @@ Tensor3 one_head(const Tensor3& folded, std::size_t heads, std::size_t h) {
 // output projection.
 AttentionGradients backward_heads(const Linear& output, const MultiHeadSteps& s,
                                   const Tensor3& d_output, Linear& d_output_linear,
-                                  std::size_t heads) {
-  const Tensor3 d_concatenated = backward(output, s.concatenated, d_output, d_output_linear);
+                                  std::size_t heads, const HeadMask& ablated) {
+  Tensor3 d_concatenated = backward(output, s.concatenated, d_output, d_output_linear);
+  zero_heads(d_concatenated, ablated, heads);  // an ablated head's output reaches nothing
   return attention_backward(fold_heads(s.queries), fold_heads(s.keys), fold_heads(s.values),
                             fold_heads(s.weights), split_heads(d_concatenated, heads));
 }
@@ -342,7 +362,7 @@ AttentionGradients backward_heads(const Linear& output, const MultiHeadSteps& s,
 Tensor3 backward_all_heads(const Roles& r, const Tensor3& x, const MultiHeadSteps& s,
                            const Tensor3& d_output, const GradRoles& d) {
   check_input(r.output.weight.shape(0), x, nullptr);
-  const AttentionGradients g = backward_heads(r.output, s, d_output, d.output, r.heads);
+  const AttentionGradients g = backward_heads(r.output, s, d_output, d.output, r.heads, r.ablated);
   Tensor3 d_x = backward(r.queries, x, merge_heads(g.queries, r.heads), d.queries);
   d_x += backward(r.keys, x, merge_heads(g.keys, r.heads), d.keys);
   d_x += backward(r.values, x, merge_heads(g.values, r.heads), d.values);
@@ -387,6 +407,7 @@ MultiHeadSteps forward(const BookMultiHead& m, const Tensor3& x, const Tensor3* 
           s.weights(b, h, t, j) = per_head[h].weights(b, t, j);
         }
       }
+  zero_heads(s.concatenated, m.ablated, heads);
   s.output = forward(m.output_linear, s.concatenated);  // (B,T,D)
   return s;
 }
@@ -409,7 +430,7 @@ Tensor3 backward(const BookMultiHead& m, const Tensor3& x, const MultiHeadSteps&
   const std::size_t heads = m.heads.size();
   check_grad(heads, grad.heads.size());
   const AttentionGradients g =
-      backward_heads(m.output_linear, s, d_output, grad.output_linear, heads);
+      backward_heads(m.output_linear, s, d_output, grad.output_linear, heads, m.ablated);
   // Each head's q, k, v saw the whole input: their input gradients add up.
   Tensor3 d_x = xt::zeros<float>(x.shape());
   for (std::size_t h = 0; h < heads; ++h) {
@@ -420,6 +441,33 @@ Tensor3 backward(const BookMultiHead& m, const Tensor3& x, const MultiHeadSteps&
     d_x += backward(head.v, x, one_head(g.values, heads, h), d_head.v);
   }
   return d_x;
+}
+
+void zero_ablated_heads(Tensor3& concatenated, const HeadMask& ablated, std::size_t heads) {
+  zero_heads(concatenated, ablated, heads);
+}
+
+namespace {
+void mark_ablated(HeadMask& ablated, std::size_t heads, std::size_t head) {
+  if (head >= heads) {
+    throw Error(ErrorKind::bad_value, "ablate_head",
+                fmt::format("head {} does not exist: the layer has {} head{}, 0 to {}", head, heads,
+                            heads == 1 ? "" : "s", heads - 1))
+        .about("ablate");
+  }
+  ablated.resize(heads, false);
+  ablated[head] = true;
+}
+}  // namespace
+
+void ablate_head(BookMultiHead& layer, std::size_t head) {
+  mark_ablated(layer.ablated, layer.heads.size(), head);
+}
+void ablate_head(FusedMultiHead& layer, std::size_t head) {
+  mark_ablated(layer.ablated, layer.heads, head);
+}
+void ablate_head(MultiHeadAttention& layer, std::size_t head) {
+  std::visit([&](auto& m) { mark_ablated(m.ablated, heads_of(m), head); }, layer);
 }
 
 Tensor3 split_into_heads(const Tensor3& x, std::size_t heads) {
@@ -459,6 +507,7 @@ MultiHeadSteps forward(const FusedMultiHead& m, const Tensor3& x, const Tensor3&
   s.scores = as_4d(scores, heads);
   s.weights = as_4d(weights, heads);
   s.concatenated = merge_heads(Tensor3(batched_matmul(weights, values)), heads);
+  zero_heads(s.concatenated, m.ablated, heads);
   s.output = forward(m.W_O, s.concatenated);
   return s;
 }
@@ -467,7 +516,8 @@ CrossAttentionGradients backward(const FusedMultiHead& m, const Tensor3& x, cons
                                  const MultiHeadSteps& s, const ScoreMask* mask,
                                  const Tensor3& d_output, FusedMultiHead& grad) {
   check_grad(m.heads, grad.heads);
-  const Tensor3 d_concatenated = backward(m.W_O, s.concatenated, d_output, grad.W_O);
+  Tensor3 d_concatenated = backward(m.W_O, s.concatenated, d_output, grad.W_O);
+  zero_heads(d_concatenated, m.ablated, m.heads);
   const Tensor3 keep = mask != nullptr ? fold_heads(mask->keep) : Tensor3();
   const AttentionGradients g = attention_backward(
       fold_heads(s.queries), fold_heads(s.keys), fold_heads(s.values), fold_heads(s.weights),
@@ -512,7 +562,9 @@ Tensor3d forward_float64_all_heads(const Roles& r, const Tensor3& x, const Tenso
   const Tensor3d y = attention_float64(split_heads(queries, heads), split_heads(keys, heads),
                                        split_heads(values, heads), divisor,
                                        mask != nullptr ? &mask_per_head : nullptr);
-  return forward_float64(r.output, merge_heads(y, heads));  // (B,T,H*hs) -> (B,T,D)
+  Tensor3d concatenated = merge_heads(y, heads);  // (B*H,T,hs) -> (B,T,H*hs)
+  zero_heads(concatenated, r.ablated, heads);
+  return forward_float64(r.output, concatenated);  // (B,T,H*hs) -> (B,T,D)
 }
 
 Tensor3d forward_float64_form(const Seed004MultiHead& m, const Tensor3& x, const Tensor3* mask) {
@@ -530,6 +582,7 @@ Tensor3d forward_float64_form(const BookMultiHead& m, const Tensor3& x, const Te
     const Tensor3d y = forward_float64(m.heads[h], x, mask);  // (B,T,hs)
     xt::view(concatenated, xt::all(), xt::all(), xt::range(h * hs, (h + 1) * hs)) = y;
   }
+  zero_heads(concatenated, m.ablated, heads);
   return forward_float64(m.output_linear, concatenated);
 }
 }  // namespace

@@ -41,11 +41,17 @@ struct MultiHeadSteps {
   Tensor3 output;        // (B,T,D) after the output projection
 };
 
+// Head ablation: ablated[h] zeroes head h's output, its slice of the concatenation, before the
+// output projection (so the layer computes W_O applied to the other heads alone). Empty, or every
+// entry false: every head kept. Not a parameter: it is in no state_dict.
+using HeadMask = std::vector<bool>;
+
 // Seed 004's class: one projection per role, H*hs wide, cut into H heads; unifyheads joins them.
 // Narrow and wide are this class at two sizes, kept as two types so that a layer says which it is.
 struct Seed004MultiHead {
   std::size_t heads = 0;
   Linear tokeys, toqueries, tovalues, unifyheads;
+  HeadMask ablated = {};
 };
 struct NarrowMultiHead : Seed004MultiHead {};  // hs = D / H
 struct WideMultiHead : Seed004MultiHead {};    // hs = D
@@ -54,12 +60,14 @@ struct WideMultiHead : Seed004MultiHead {};    // hs = D
 struct BookMultiHead {
   std::vector<AttentionHead> heads;  // heads.N
   Linear output_linear;
+  HeadMask ablated = {};
 };
 
 // Seed 001's class: W_Q, W_K, W_V, W_O, all D x D without bias; one projection viewed as H heads.
 struct FusedMultiHead {
   std::size_t heads = 0;
   Linear W_Q, W_K, W_V, W_O;
+  HeadMask ablated = {};
 };
 
 using MultiHeadAttention =
@@ -116,6 +124,15 @@ CrossAttentionGradients backward(const FusedMultiHead& layer, const Tensor3& x,
                                  const Tensor3& memory, const MultiHeadSteps& steps,
                                  const ScoreMask* mask, const Tensor3& d_output,
                                  FusedMultiHead& grad);
+
+// Zeroes the ablated heads' slices of `concatenated` (B,T,H*hs) in place; throws attn::Error
+// when the mask has more entries than H.
+void zero_ablated_heads(Tensor3& concatenated, const HeadMask& ablated, std::size_t heads);
+// Marks head `head` of a layer ablated; throws attn::Error about "ablate" when there is no such
+// head.
+void ablate_head(MultiHeadAttention& layer, std::size_t head);
+void ablate_head(BookMultiHead& layer, std::size_t head);
+void ablate_head(FusedMultiHead& layer, std::size_t head);
 
 // (B,T,H*hs) -> (B*H,T,hs), torch's x.view(B,T,H,hs).transpose(1,2), and back.
 Tensor3 split_into_heads(const Tensor3& x, std::size_t heads);

@@ -506,7 +506,9 @@ Tensor3 attend_cached(const FusedMultiHead& m, const Tensor3& x, const Tensor3& 
       batched_matmul_transposed(queries, keys) / std::sqrt(static_cast<float>(keys.shape(2)));
   if (mask != nullptr) apply_mask(*mask, scores);
   const Tensor3 context = batched_matmul(softmax(scores), values);
-  return forward(m.W_O, merge_from_heads(context, m.heads));
+  Tensor3 concatenated = merge_from_heads(context, m.heads);  // (B,1,H*hs)
+  zero_ablated_heads(concatenated, m.ablated, m.heads);
+  return forward(m.W_O, concatenated);
 }
 }  // namespace
 

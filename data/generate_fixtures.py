@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from generator import (attention, encoder, exercises, feed_forward, gradients, layer_norm, lessons,  # noqa: E402
+from generator import (ablation, attention, encoder, exercises, feed_forward, gradients, layer_norm, lessons,  # noqa: E402
                        npy_files, positional_encoding, printing, tokens, training, transformer, weights_files)
 
 FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures"
@@ -44,6 +44,7 @@ def main() -> None:
             "gradients": gradients.generate(FIXTURES),
             "training": training.generate(FIXTURES),
             "transformer": transformer.generate(FIXTURES),
+            "ablation": ablation.generate(FIXTURES),
         },
     }
     (FIXTURES / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")

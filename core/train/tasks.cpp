@@ -28,6 +28,10 @@ const std::vector<TaskInfo>& task_list() {
        "each '?' in a window of English text outputs the character it hides",
        "each '?' looking at the letters beside it, which spell its word",
        "the letters beside the '?'", HeadsClaim::none},
+      {Task::previous_minus_mirror, "previous-minus-mirror",
+       "position i outputs (x[i-1] - x[T-1-i]) mod V, x[-1] counting as a",
+       "two relations at once: key i-1 and key T-1-i, one head each", "keys i-1 and T-1-i",
+       HeadsClaim::pattern},
   };
   return tasks;
 }
@@ -47,6 +51,7 @@ std::size_t task_classes(Task task, const TaskSizes& sizes) {
   switch (task) {
     case Task::reverse:
     case Task::sort:
+    case Task::previous_minus_mirror:
       return sizes.vocab;
     case Task::histogram:
       return sizes.tokens + 1;
@@ -113,6 +118,12 @@ std::vector<std::int64_t> task_labels(Task task, const TaskSizes& sizes,
     case Task::masked:
       std::fill(labels.begin(), labels.end(), kIgnoredLabel);
       break;
+    case Task::previous_minus_mirror: {
+      const auto v = static_cast<std::int64_t>(sizes.vocab);
+      for (std::size_t i = 0; i < t; ++i)
+        labels[i] = ((i > 0 ? ids[i - 1] : 0) + v - ids[t - 1 - i]) % v;
+      break;
+    }
   }
   return labels;
 }
@@ -268,6 +279,13 @@ SequenceTargets task_targets(Task task, const std::vector<std::int64_t>& ids) {
         for (std::size_t j = 0; j < t; ++j)
           if (ids[j] == sorted[i]) out[i].keys.push_back(j);
       }
+      return out;
+    }
+    case Task::previous_minus_mirror: {
+      SequenceTargets out = previous_targets(t);
+      for (std::size_t i = 0; i < t; ++i)
+        if (out[i].keys.empty() || out[i].keys.front() != t - 1 - i)
+          out[i].keys.push_back(t - 1 - i);
       return out;
     }
     case Task::masked: {

@@ -26,7 +26,7 @@
 
 namespace attn {
 
-enum class Task { reverse, sort, histogram, previous_token, masked };
+enum class Task { reverse, sort, histogram, previous_token, masked, previous_minus_mirror };
 
 // The masked task's tokens: a..z are 0..25, the space 26, the mask 27.
 inline constexpr std::int64_t kTextSpace = 26, kTextMask = 27;
@@ -51,7 +51,7 @@ struct TaskSizes {
   std::size_t tokens = 8;  // T: tokens per sequence
 };
 
-// The labels' classes: V for reverse and sort, T + 1 for histogram (counts 0..T), V + 1 for
+// The labels' classes: V for reverse, sort and previous-minus-mirror, T + 1 for histogram (counts 0..T), V + 1 for
 // previous-token (the last class is "-", position 0's label), 27 for masked (a..z and the space).
 std::size_t task_classes(Task task, const TaskSizes& sizes);
 // The tokens the model embeds: V, or kTextTokens for masked.
@@ -86,7 +86,8 @@ std::vector<std::int64_t> task_labels(Task task, const TaskSizes& sizes,
 // The keys a head that solves the task by attention would read, for each query of `ids`
 // (head_patterns.hpp): reverse the mirrored key, sort every key holding the token of the query's
 // rank, histogram every copy of the query's own token, previous-token the key before, masked the
-// letters on either side of each "?" (other queries have no target).
+// letters on either side of each "?" (other queries have no target), previous-minus-mirror both
+// key i-1 and key T-1-i.
 SequenceTargets task_targets(Task task, const std::vector<std::int64_t>& ids);
 
 // A task's default example of T tokens, as text parse_task_text reads.

@@ -16,8 +16,14 @@ tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 printf '{\n  "checkpoints": [\n' > "$tmp"
 first=1
-for task in reverse sort histogram previous-token; do
-  command="attn train --task $task --steps 2000 --seed 0 --threads 1 --save-checkpoint $out/$task.safetensors"
+# Each encoder checkpoint: its task, its seed and the options beyond the defaults.
+# previous-minus-mirror needs two relations at once (lesson 05's head ablation): one layer, two heads.
+for entry in "reverse 0" "sort 0" "histogram 0" "previous-token 0" "previous-minus-mirror 1 --layers 1 --heads 2"; do
+  # shellcheck disable=SC2086
+  set -- $entry
+  task=$1 seed=$2
+  shift 2
+  command="attn train --task $task${*:+ $*} --steps 2000 --seed $seed --threads 1 --save-checkpoint $out/$task.safetensors"
   start=$(date +%s.%N)
   # shellcheck disable=SC2086
   json=$("$attn" ${command#attn } --format json)
@@ -27,8 +33,8 @@ for task in reverse sort histogram previous-token; do
   set -- $accuracy
   [ $first -eq 1 ] || printf ',\n' >> "$tmp"
   first=0
-  printf '    {"name": "%s", "command": "%s", "seed": 0, "steps": 2000, "held_out_sequences": 10000,\n     "held_out_token_accuracy": %s, "held_out_sequence_accuracy": %s, "seconds": %s}' \
-    "$task" "$command" "$1" "$2" "$seconds" >> "$tmp"
+  printf '    {"name": "%s", "command": "%s", "seed": %s, "steps": 2000, "held_out_sequences": 10000,\n     "held_out_token_accuracy": %s, "held_out_sequence_accuracy": %s, "seconds": %s}' \
+    "$task" "$command" "$seed" "$1" "$2" "$seconds" >> "$tmp"
 done
 # Seed 001's encoder-decoder on reverse: its held-out step is [exact match, token accuracy].
 command="attn train --model transformer --task reverse --steps 4000 --seed 0 --threads 1 --save-checkpoint $out/transformer-reverse.safetensors"

@@ -413,6 +413,7 @@ LessonRun run_multi_head(const MultiHeadLessonOptions& options) {
   } else {
     run_variant(run, options, variant, x, masked ? &mask : nullptr);
   }
+  if (options.ablation) show_head_ablation(run, *options.ablation);
   run.section("parameters");
   return run;
 }

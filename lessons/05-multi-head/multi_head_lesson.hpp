@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "05-multi-head/head_ablation_lesson.hpp"
 #include "lesson.hpp"
 
 namespace attn::lessons {
@@ -16,7 +17,8 @@ struct MultiHeadLessonOptions {
   std::vector<std::size_t> lengths;
   std::optional<StateDict> weights;  // --weights, already read (one variant only)
   std::string weights_name;
-  std::optional<TrainedSource> trained;  // --checkpoint: the book's layer of a trained model
+  std::optional<TrainedSource> trained;       // --checkpoint: the book's layer of a trained model
+  std::optional<HeadAblationInput> ablation;  // and the whole model: its heads ablated
 };
 
 // Lesson 05: multi-head attention in the notebooks' four forms, side by side or step by step.
