@@ -17,7 +17,8 @@ import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from generator import (attention, encoder, exercises, feed_forward, gradients, layer_norm, lessons,  # noqa: E402
-                       npy_files, positional_encoding, printing, tokens, training, transformer, weights_files)
+                       npy_files, positional_encoding, printing, sampling, tokens, training, transformer,
+                       weights_files)
 
 FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures"
 
@@ -44,6 +45,7 @@ def main() -> None:
             "gradients": gradients.generate(FIXTURES),
             "training": training.generate(FIXTURES),
             "transformer": transformer.generate(FIXTURES),
+            "sampling": sampling.generate(FIXTURES),
         },
     }
     (FIXTURES / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
