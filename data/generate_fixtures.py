@@ -16,8 +16,9 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from generator import (ablation, attention, encoder, exercises, feed_forward, gradients, layer_norm, lessons,  # noqa: E402
-                       npy_files, positional_encoding, printing, tokens, training, transformer, weights_files)
+from generator import (ablation, attention, encoder, exercises, feed_forward, gradients, layer_norm,  # noqa: E402
+                       lessons, npy_files, positional_encoding, printing, sampling, tokens, training,
+                       transformer, weights_files)
 
 FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures"
 
@@ -45,6 +46,7 @@ def main() -> None:
             "training": training.generate(FIXTURES),
             "transformer": transformer.generate(FIXTURES),
             "ablation": ablation.generate(FIXTURES),
+            "sampling": sampling.generate(FIXTURES),
         },
     }
     (FIXTURES / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")

@@ -59,10 +59,15 @@ struct Heatmap {
 // (the numbers stay in the steps, and --save writes them).
 inline constexpr std::size_t kHeatmapMaxTokens = 64;
 
+// Which scale a group of weight maps takes: the renderer's choice (per row when every weight is
+// small), or always 0 to 1, for maps compared with other groups (before and after training).
+enum class WeightsScale { automatic, fixed };
+
 // Heatmaps to compare, drawn side by side as far as the width allows, on one scale choice.
 struct Heatmaps {
   std::string title;
   std::vector<Heatmap> maps;
+  WeightsScale scale = WeightsScale::automatic;  // --heatmap-scale fixed|row overrides it
 };
 
 // A series over steps, drawn as a curve in the terminal (a training run's loss).

@@ -17,6 +17,27 @@
 
 namespace attn::render {
 
+RowSpread row_spread(const float* weights, std::size_t count) {
+  RowSpread r;
+  double sum = 0.0;
+  for (std::size_t j = 0; j < count; ++j) {
+    const double w = weights[j];
+    if (!(w > 0.0) || !std::isfinite(w)) continue;
+    ++r.keys;
+    sum += w;
+  }
+  if (r.keys < 2) return r;
+  double entropy = 0.0;  // of the row divided by its sum (a softmax row's sum is 1)
+  for (std::size_t j = 0; j < count; ++j) {
+    const double w = weights[j];
+    if (w > 0.0 && std::isfinite(w)) entropy -= w / sum * std::log(w / sum);
+  }
+  const double n = static_cast<double>(r.keys);
+  r.entropy_ratio = entropy / std::log(n);
+  r.near_uniform = r.entropy_ratio >= kNearUniform;
+  return r;
+}
+
 namespace {
 
 constexpr std::string_view kReset = "\x1b[0m";
@@ -33,7 +54,8 @@ struct Glyph {
 };
 
 // Splits UTF-8 into printable glyphs. Invalid bytes, control characters (which could move the
-// cursor or start an escape) and, when `ascii`, anything outside ASCII become '?'.
+// cursor or start an escape) and, when `ascii`, anything outside ASCII become '?' (but an arrow
+// "→", as in a decoder's "<s>→h" label, becomes "->").
 std::vector<Glyph> split_glyphs(std::string_view s, bool ascii) {
   std::vector<Glyph> glyphs;
   std::size_t i = 0;
@@ -43,6 +65,11 @@ std::vector<Glyph> split_glyphs(std::string_view s, bool ascii) {
     const std::size_t used = length == 0 ? 1 : length;
     i += used;
     const bool control = c < 0x20 || (c >= 0x7F && c < 0xA0) || c == 0xFFFD;
+    if (ascii && c == U'\u2192') {
+      glyphs.push_back({"-", 1});
+      glyphs.push_back({">", 1});
+      continue;
+    }
     if (control || (ascii && c >= 0x80)) {
       glyphs.push_back({"?", 1});
       continue;
@@ -292,8 +319,11 @@ class Renderer {
         max_width_(options.max_width == 0 ? kHeatmapMaxWidth : options.max_width) {
     if (per_row_) {
       row_max_.resize(rows);
-      for (std::size_t i = 0; i < rows; ++i)
+      row_spread_.resize(rows);
+      for (std::size_t i = 0; i < rows; ++i) {
         row_max_[i] = largest_magnitude(values + i * cols, cols);
+        row_spread_[i] = row_spread(values + i * cols, cols);
+      }
     }
   }
 
@@ -330,14 +360,21 @@ class Renderer {
     return fmt::format("{:.{}f}", v, options_.digits);
   }
 
-  // Per row: the row's largest value after its cells, " max 0.31".
+  // Per row: the row's largest value after its cells and, over n > 1 keys, its entropy over
+  // ln n, " max 0.31 H 0.62", with " near uniform" where the row is drawn from 0 to 1.
   std::string row_suffix(std::size_t i) const {
-    return per_row_ ? fmt::format(" max {}", number(row_max_[i])) : std::string();
+    if (!per_row_) return std::string();
+    std::string s = fmt::format(" max {}", number(row_max_[i]));
+    if (row_spread_[i].keys > 1) s += fmt::format(" H {:.2f}", row_spread_[i].entropy_ratio);
+    if (row_spread_[i].near_uniform) s += " near uniform";
+    return s;
   }
 
-  // Where v lies on the scale, in [0, 1]; per row, from 0 to the row's largest value.
+  // Where v lies on the scale, in [0, 1]; per row, from 0 to the row's largest value, but from 0
+  // to 1 for a near-uniform row, so that it never looks like a one-hot row.
   double position(std::size_t i, float v) const {
     if (!per_row_) return scale_.position(v);
+    if (row_spread_[i].near_uniform) return std::clamp(static_cast<double>(v), 0.0, 1.0);
     const float m = row_max_[i];
     return m > 0.0f ? std::clamp(static_cast<double>(v) / m, 0.0, 1.0) : 0.0;
   }
@@ -494,7 +531,7 @@ class Renderer {
 
   std::string_view negative_mark() const { return ascii_ ? "_" : "-"; }
 
-  // "scale per row: 0 [ ░▒▓█] the row's max, printed after it"
+  // "scale per row: 0 [ ░▒▓█] the row's max, after it with H = entropy / ln n ..."
   std::string per_row_legend() const {
     std::string line = "scale per row: 0 ";
     if (colour_) {
@@ -512,7 +549,7 @@ class Renderer {
         line += shade(options_.palette, k);
       line += "] ";
     }
-    return line + "the row's max, printed after it";
+    return line + "row max; H = entropy / ln n (1 uniform); near uniform, H ≥ 0.9: 0 to 1";
   }
 
   // In colour every line ends with a reset, so that no colour leaks past the map.
@@ -544,6 +581,7 @@ class Renderer {
   bool per_row_, diverging_;
   std::size_t max_width_;
   std::vector<float> row_max_;
+  std::vector<RowSpread> row_spread_;
   std::size_t label_width_ = 0, value_width_ = 1, cell_width_ = 2;
   bool with_values_ = true;
 };

@@ -15,8 +15,9 @@ namespace attn::render {
 enum class Palette { truecolor, color256, shades, ascii };
 
 // How values map to colours. range: one scale from low to high (default: the data's finite min
-// and max). per_row: each row from 0 to its own largest value, which is printed at the row's end,
-// so near-uniform rows of small weights still show their structure. diverging: signed values on a
+// and max). per_row: each row from 0 to its own largest value, which is printed at the row's end
+// with its entropy over ln n, so rows of small weights still show their structure; a near-uniform
+// row (row_spread) is drawn from 0 to 1 instead and marked. diverging: signed values on a
 // scale centred on 0, from -m to m (m: `high` when given, else the largest |value|); colours run
 // from blue through white to red, and shades show |value| with negative cells marked `-`.
 enum class HeatmapScale { range, per_row, diverging };
@@ -46,6 +47,18 @@ std::string render_heatmap(const float* values, std::size_t rows, std::size_t co
                            const std::vector<std::string>& row_labels,
                            const std::vector<std::string>& col_labels,
                            const HeatmapOptions& options);
+
+// How spread one row of attention weights is, for the per-row scale: n, the keys with a weight
+// above 0 (exact zeros are masked); its entropy over ln n (1: uniform, 0: one-hot; for n > 1); and
+// whether it is near uniform (that ratio at least kNearUniform), which a per-row picture draws
+// from 0 to 1 instead, so that a near-uniform row never looks like a one-hot row.
+inline constexpr double kNearUniform = 0.9;
+struct RowSpread {
+  std::size_t keys = 0;
+  double entropy_ratio = 0.0;
+  bool near_uniform = false;
+};
+RowSpread row_spread(const float* weights, std::size_t count);
 
 // One cell of `width` columns at scale position t in [0, 1] (0 for nothing, 1 for the most): a
 // coloured background and a reset (truecolor, 256 colours; `text` printed on it, padded), or the

@@ -27,6 +27,7 @@ using lessons::LessonRun;
 using lessons::Prose;
 using lessons::Step;
 using lessons::Table;
+using lessons::WeightsScale;
 
 struct Style {
   bool color;
@@ -146,9 +147,12 @@ std::string render_table(const Table& table, const Style& style) {
 }
 
 // Per row when asked, or automatically when every finite weight of the maps is below 0.5 (the
-// near-uniform rows of untrained weights would all be blank on a fixed 0..1 scale).
-bool weights_per_row(const std::vector<Heatmap>& maps, WeightScale scale) {
+// near-uniform rows of untrained weights would all be blank on a fixed 0..1 scale), unless the
+// lesson fixes the scale so that its groups compare.
+bool weights_per_row(const std::vector<Heatmap>& maps, WeightScale scale,
+                     WeightsScale lesson_scale) {
   if (scale != WeightScale::automatic) return scale == WeightScale::per_row;
+  if (lesson_scale == WeightsScale::fixed) return false;
   for (const Heatmap& map : maps)
     for (float v : to_float_vector(map.values))
       if (std::isfinite(v) && v >= 0.5f) return false;
@@ -174,8 +178,9 @@ HeatmapOptions heatmap_options(const Heatmap& map, bool per_row, bool color) {
 
 // Maps side by side, as many to a line as fit in kHeatmapMaxWidth (values in the cells first).
 std::string render_maps(const std::vector<Heatmap>& maps, const std::string& title,
-                        const OutputOptions& options, bool color) {
-  const bool per_row = weights_per_row(maps, options.weight_scale);
+                        const OutputOptions& options, bool color,
+                        WeightsScale lesson_scale = WeightsScale::automatic) {
+  const bool per_row = weights_per_row(maps, options.weight_scale, lesson_scale);
   constexpr std::size_t kGap = 3;
   std::vector<std::string> blocks;
   std::string legend;  // the legend of every map, when they all have the same one
@@ -363,7 +368,7 @@ std::string render_text(const LessonRun& run, const OutputOptions& options, bool
     } else if (const auto* map = std::get_if<Heatmap>(&item)) {
       out += render_maps({*map}, "", options, color);
     } else if (const auto* maps = std::get_if<Heatmaps>(&item)) {
-      out += render_maps(maps->maps, maps->title, options, color);
+      out += render_maps(maps->maps, maps->title, options, color, maps->scale);
     } else if (const auto* curve = std::get_if<lessons::Curve>(&item)) {
       CurveOptions c;
       c.title = curve->title;

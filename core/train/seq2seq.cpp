@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -229,6 +230,12 @@ std::string target_text(Seq2SeqTask task, const std::vector<std::int64_t>& ids) 
   return out;
 }
 
+std::string read_and_written(Seq2SeqTask task, std::int64_t read, std::int64_t written) {
+  const std::vector<std::string>& tokens = target_tokens(task);
+  return tokens.at(static_cast<std::size_t>(read)) + "→" +
+         tokens.at(static_cast<std::size_t>(written));
+}
+
 std::string seq2seq_example(Seq2SeqTask task) {
   switch (task) {
     case Seq2SeqTask::reverse:
@@ -324,40 +331,53 @@ void check_decode_options(const DecodeOptions& o) {
         .about("top_p");
 }
 
-namespace {
-// The distribution a pick is drawn from: softmax(log_probs / temperature), top-k, top-p.
-std::vector<float> sampling_distribution(const std::vector<float>& log_probs,
-                                         const DecodeOptions& o) {
-  const std::size_t v = log_probs.size();
-  std::vector<double> p(v);
-  const float largest = *std::max_element(log_probs.begin(), log_probs.end());
-  double sum = 0.0;
+std::vector<float> sampling_distribution(const std::vector<float>& scores, const DecodeOptions& o) {
+  const std::size_t v = scores.size();
+  const double inf = std::numeric_limits<double>::infinity();
+  // TemperatureLogitsWarper: divide the scores.
+  std::vector<double> z(v);
   for (std::size_t i = 0; i < v; ++i)
-    sum += p[i] = std::exp((static_cast<double>(log_probs[i]) - largest) / o.temperature);
-  for (double& x : p)
-    x /= sum;
+    z[i] = static_cast<double>(scores[i]) / o.temperature;
+  // Most likely first; equal scores keep their ids' order.
   std::vector<std::size_t> order(v);
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return p[a] > p[b]; });
-  std::size_t keep = o.top_k == 0 ? v : std::min(o.top_k, v);
-  double cumulative = 0.0;
-  for (std::size_t i = 0; i < keep; ++i) {
-    cumulative += p[order[i]];
-    if (cumulative >= o.top_p) {
-      keep = i + 1;
-      break;
+                   [&](std::size_t a, std::size_t b) { return z[a] > z[b]; });
+  // TopKLogitsWarper: remove every score below the k-th largest, so ties with it stay.
+  if (o.top_k > 0 && o.top_k < v) {
+    const double kth = z[order[o.top_k - 1]];
+    for (double& x : z)
+      if (x < kth) x = -inf;
+  }
+  std::vector<double> p(v, 0.0);
+  const double largest = z[order[0]];
+  if (largest == -inf)
+    throw Error(ErrorKind::bad_value, "sampling_distribution",
+                "every score is -inf: nothing to draw");
+  double sum = 0.0;
+  for (std::size_t i = 0; i < v; ++i)
+    sum += p[i] = z[i] == -inf ? 0.0 : std::exp(z[i] - largest);
+  for (double& x : p)
+    x /= sum;
+  // TopPLogitsWarper on top-k's renormalised probabilities: from the least likely up, remove a
+  // token while it and all below it hold at most 1 - p; the most likely always stays. What is
+  // left is the smallest set whose probability is at least p.
+  if (o.top_p < 1.0f) {
+    double tail = 0.0;
+    for (std::size_t r = v; r-- > 1;) {
+      tail += p[order[r]];
+      if (tail > 1.0 - static_cast<double>(o.top_p)) break;
+      p[order[r]] = 0.0;
     }
   }
   double kept = 0.0;
-  for (std::size_t i = 0; i < keep; ++i)
-    kept += p[order[i]];
-  std::vector<float> out(v, 0.0f);
-  for (std::size_t i = 0; i < keep; ++i)
-    out[order[i]] = static_cast<float>(p[order[i]] / kept);
+  for (double x : p)
+    kept += x;
+  std::vector<float> out(v);
+  for (std::size_t i = 0; i < v; ++i)
+    out[i] = static_cast<float>(p[i] / kept);
   return out;
 }
-}  // namespace
 
 Decoded decode(const Transformer& model, const std::vector<std::int64_t>& source,
                const DecodeOptions& o) {
@@ -383,11 +403,15 @@ Decoded decode(const Transformer& model, const std::vector<std::int64_t>& source
     }
     DecodeStep step;
     step.log_probs.assign(log_probs.begin(), log_probs.end());
+    // <pad> and <s> are never written: masked before any filter, greedy or sampled.
+    std::vector<float> scores = step.log_probs;
+    scores[static_cast<std::size_t>(kPadId)] = scores[static_cast<std::size_t>(kStartId)] =
+        -std::numeric_limits<float>::infinity();
     const DecodeCost cost = decode_cost(c, source.size(), prefix.size() - 1);
     step.multiply_adds = o.cache ? cost.cached : cost.recomputed;
     DecodeOptions shown = o;
     if (!o.sample) shown = DecodeOptions{};  // greedy: show the plain softmax
-    step.probabilities = sampling_distribution(step.log_probs, shown);
+    step.probabilities = sampling_distribution(scores, shown);
     if (o.sample) {
       double u = rng.uniform(), cumulative = 0.0;
       step.pick = static_cast<std::int64_t>(step.probabilities.size()) - 1;
@@ -401,8 +425,7 @@ Decoded decode(const Transformer& model, const std::vector<std::int64_t>& source
       while (step.probabilities[static_cast<std::size_t>(step.pick)] == 0.0f)
         --step.pick;
     } else {
-      step.pick =
-          std::max_element(step.log_probs.begin(), step.log_probs.end()) - step.log_probs.begin();
+      step.pick = std::max_element(scores.begin(), scores.end()) - scores.begin();
     }
     out.steps.push_back(step);
     out.tokens.push_back(step.pick);

@@ -60,6 +60,9 @@ std::vector<std::int64_t> parse_source(Seq2SeqTask task, std::string_view text);
 // Ids as text: letters run together ("abcd"), words with spaces ("three hundred five").
 std::string source_text(Seq2SeqTask task, const std::vector<std::int64_t>& ids);
 std::string target_text(Seq2SeqTask task, const std::vector<std::int64_t>& ids);
+// A decoder position as one label: the target token it reads and the one it is to write,
+// "<s>→h" (lessons 11, 12 and 14 label cross-attention's rows this way).
+std::string read_and_written(Seq2SeqTask task, std::int64_t read, std::int64_t written);
 // A task's default example source, as text.
 std::string seq2seq_example(Seq2SeqTask task);
 
@@ -80,9 +83,8 @@ struct Seq2SeqBatch {
 };
 Seq2SeqBatch make_batch(const std::vector<Seq2SeqExample>& examples);
 
-// Sampling choices for decoding: greedy when `sample` is false; else softmax(logits /
-// temperature), restricted to the top_k most likely (0: all) and to the smallest set whose
-// probability reaches top_p (1: all), drawn from a seeded stream.
+// Sampling choices for decoding: greedy when `sample` is false; else drawn from a seeded stream
+// out of sampling_distribution's. <pad> and <s> are never picked.
 struct DecodeOptions {
   bool sample = false;
   float temperature = 1.0f;
@@ -95,9 +97,17 @@ struct DecodeOptions {
 // Throws Error(bad_value) for temperature <= 0, top_p outside (0, 1] (top_k is a count: 0 or more).
 void check_decode_options(const DecodeOptions& options);
 
+// What a sampled token is drawn from, in Hugging Face's order (TemperatureLogitsWarper,
+// TopKLogitsWarper, TopPLogitsWarper): scores / temperature; only scores at least the k-th largest
+// (top_k, 0: all; ties with the k-th stay); softmax; then the smallest set of the most likely
+// tokens whose probability is at least top_p (1: all; the most likely always stays), renormalised.
+// A score of -inf (a masked token) gets 0. (V) -> (V)
+std::vector<float> sampling_distribution(const std::vector<float>& scores,
+                                         const DecodeOptions& options);
+
 struct DecodeStep {
   std::vector<float> log_probs;      // (V) the model's, before temperature
-  std::vector<float> probabilities;  // (V) what the pick was drawn from (after the filters)
+  std::vector<float> probabilities;  // (V) what the pick was drawn from (specials masked, filters)
   std::int64_t pick = 0;
   std::uint64_t multiply_adds = 0;  // the decoder's and projection's, for this step
 };

@@ -71,7 +71,9 @@ void attention_maps(LessonRun& run, const TokenClassifier& model, const Ids& exa
     labels.push_back(token_text(example(0, i)));
   for (std::size_t l = 0; l < std::min(tape.layers.size(), kMapLayers); ++l) {
     const Tensor4& weights = tape.layers[l].attention.weights;  // (1,H,T,T)
-    Heatmaps maps{fmt::format("layer {}, {} (rows: queries, columns: keys)", l, when), {}};
+    Heatmaps maps{fmt::format("layer {}, {} (rows: queries, columns: keys)", l, when),
+                  {},
+                  WeightsScale::fixed};
     for (std::size_t h = 0; h < std::min<std::size_t>(weights.shape(1), kMapHeads); ++h)
       maps.maps.push_back({fmt::format("head {}", h), head_matrix(weights, h), labels, labels});
     run.heatmaps(std::move(maps));
@@ -304,8 +306,9 @@ class Seq2SeqTaskView {
     run.table(std::move(outputs));
     run.heatmaps(cross_attention_maps(
         model, task_, example.source, decoded.tokens,
-        fmt::format("decoder layer {}, cross-attention (rows: tokens written, columns: source)",
-                    c_.layers - 1)));
+        fmt::format(
+            "decoder layer {}, cross-attention (rows: token read→token written, columns: source)",
+            c_.layers - 1)));
     const Seq2SeqTaskInfo& info = seq2seq_task_info(task_);
     if (!info.keys.empty())
       show_head_patterns(run, measure_cross_attention(model, task_, held_out), info.keys,
@@ -515,7 +518,9 @@ Heatmaps cross_attention_maps(const Transformer& model, Seq2SeqTask task,
   const Array causal = target_causal_mask({t}, t);
   const TransformerTape tape = forward(model, s, input, nullptr, &causal);
   const Tensor4& weights = tape.decoder_layers.back().cross_attention.weights;  // (1,H,T,S)
-  std::vector<std::string> rows = target_words(task, {decoded.begin(), decoded.begin() + t}), cols;
+  std::vector<std::string> rows, cols;
+  for (std::size_t i = 0; i < t; ++i)
+    rows.push_back(read_and_written(task, input(0, i), decoded[i]));
   for (std::int64_t id : source)
     cols.push_back(source_tokens(task).at(static_cast<std::size_t>(id)));
   Heatmaps maps{title, {}};

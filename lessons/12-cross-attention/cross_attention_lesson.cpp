@@ -93,8 +93,9 @@ CrossInputs trained_inputs(const TrainedCrossAttention& t) {
   in.memory = tape.memory();
   in.layer = t.model.decoder.layers[t.layer].cross_attention;
   in.model_weights = block.cross_attention.weights;
-  for (std::int64_t id : target)
-    in.rows.push_back(target_tokens(t.task)[static_cast<std::size_t>(id)]);
+  for (std::size_t i = 0; i < target.size(); ++i)
+    in.rows.push_back(
+        read_and_written(t.task, target[i], i + 1 < target.size() ? target[i + 1] : kEndId));
   for (std::int64_t id : t.source)
     in.columns.push_back(source_tokens(t.task)[static_cast<std::size_t>(id)]);
   return in;
@@ -211,9 +212,10 @@ LessonRun run_cross_attention(const CrossAttentionLessonOptions& o) {
   Tensor4 one({1, heads, sizes.seq, s_count});
   std::copy(steps.weights.data() + shown * per_sequence,
             steps.weights.data() + (shown + 1) * per_sequence, one.data());
-  Heatmaps maps{fmt::format("sequence {}'s weights (rows: the decoder's tokens, columns: the "
+  Heatmaps maps{fmt::format("sequence {}'s weights (rows: the decoder's tokens{}, columns: the "
                             "source's{})",
-                            shown, o.source_lengths.empty() ? "" : "; a padded key is ·"),
+                            shown, o.trained ? ", read→to write" : "",
+                            o.source_lengths.empty() ? "" : "; a padded key is ·"),
                 {}};
   for (std::size_t h = 0; h < heads && h < 4; ++h) {
     Heatmap map{fmt::format("head {}", h), head_matrix(one, h), in.rows, in.columns};

@@ -1,13 +1,17 @@
-// Lesson 14, generation. Legend: S source tokens, V the target vocabulary, t the step.
+// Lesson 14, generation. Legend: S source tokens, V the target vocabulary, t the step, L decoder
+// layers, D model width, H heads, hs head size.
 #include "14-generate/generate_lesson.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include <fmt/format.h>
 
 #include "11-train/train_lesson.hpp"
 #include "base/array.hpp"
+#include "base/count.hpp"
+#include "io/shipped.hpp"
 
 namespace attn::lessons {
 
@@ -42,6 +46,119 @@ std::string candidates(Seq2SeqTask task, const std::vector<float>& p) {
 
 std::string count(std::uint64_t n) {
   return fmt::format("{}", n);
+}
+
+// The model's own distribution at a step: <pad> and <s> masked as decoding masks them, then
+// only a temperature, or a top-p.
+std::vector<float> filtered(const DecodeStep& s, float temperature, float top_p) {
+  std::vector<float> scores = s.log_probs;
+  scores[static_cast<std::size_t>(kPadId)] = scores[static_cast<std::size_t>(kStartId)] =
+      -std::numeric_limits<float>::infinity();
+  DecodeOptions o;
+  o.sample = true;
+  o.temperature = temperature;
+  o.top_p = top_p;
+  return sampling_distribution(scores, o);
+}
+
+// How sure the model is: its top token's probability at each temperature, and how many tokens
+// top-p 0.9 keeps, each averaged over the steps.
+void certainty(LessonRun& run, const Decoded& shown) {
+  const std::size_t n = shown.steps.size();
+  double top = 0.0, lowest = 1.0;
+  for (const DecodeStep& s : shown.steps) {
+    const std::vector<float> p = filtered(s, 1.0f, 1.0f);
+    const double most = *std::max_element(p.begin(), p.end());
+    top += most / static_cast<double>(n);
+    lowest = std::min(lowest, most);
+  }
+  constexpr double kCertain = 0.99;
+  const std::string measured = fmt::format(
+      "its most likely token holds {:.4f} on average over the {} step{} (the lowest "
+      "{:.4f})",
+      top, n, n == 1 ? "" : "s", lowest);
+  if (top >= kCertain)
+    run.check("this model is certain", true, fmt::format("{} ✓ above {}", measured, kCertain));
+  else
+    run.prose(wrapped_prose(fmt::format(
+        "This model is not certain here: {}, below {}, so temperature, top-k and top-p change "
+        "what is drawn.",
+        measured, kCertain)));
+  Table sweep{"What sampling would draw from, averaged over the same steps",
+              {"temperature", "the most likely token's probability", "tokens top-p 0.9 keeps"},
+              {}};
+  for (float temperature : {0.5f, 1.0f, 2.0f, 5.0f}) {
+    double most = 0.0, kept = 0.0;
+    for (const DecodeStep& s : shown.steps) {
+      const std::vector<float> p = filtered(s, temperature, 1.0f);
+      most += *std::max_element(p.begin(), p.end()) / static_cast<double>(n);
+      const std::vector<float> nucleus = filtered(s, temperature, 0.9f);
+      kept += static_cast<double>(
+                  std::count_if(nucleus.begin(), nucleus.end(), [](float x) { return x > 0.0f; })) /
+              static_cast<double>(n);
+    }
+    sweep.rows.push_back({fmt::format("{:g}", temperature), fmt::format("{:.4f}", most),
+                          fmt::format("{:.1f}", kept)});
+  }
+  run.table(std::move(sweep));
+}
+
+std::string bytes(std::uint64_t floats) {
+  const std::uint64_t b = floats * sizeof(float);
+  const std::string n = with_commas(static_cast<std::int64_t>(b));
+  if (b < 10 * 1024) return n;
+  if (b < 10 * 1024 * 1024)
+    return fmt::format("{} ({:.0f} KiB)", n, static_cast<double>(b) / 1024.0);
+  return fmt::format("{} ({:.0f} MiB)", n, static_cast<double>(b) / (1024.0 * 1024.0));
+}
+
+// What the cache holds after the decoding, counted in a cache filled the way decode fills it,
+// against 2 L t D; the shapes a step multiplies; and the same count at BERT-base's size.
+void cache_memory_and_shapes(LessonRun& run, const Transformer& model, const Decoded& shown) {
+  const TransformerConfig& c = model.config;
+  DecoderCache cache = start_decoding(model, shown.memory, nullptr);
+  std::int64_t last = kStartId;
+  for (std::int64_t token : shown.tokens) {  // the last pick is never fed back
+    decode_step(model, cache, {last});
+    last = token;
+  }
+  std::uint64_t self_floats = 0, cross_floats = 0;
+  for (std::size_t l = 0; l < c.layers; ++l) {
+    self_floats += cache.self_keys[l].size() + cache.self_values[l].size();
+    cross_floats += cache.cross_keys[l].size() + cache.cross_values[l].size();
+  }
+  const std::size_t t = cache.tokens, s = shown.memory.shape()[1], d = c.d_model,
+                    hs = c.d_model / c.heads;
+  const std::uint64_t formula = 2 * c.layers * t * d;
+  run.check("the cache holds 2 · L · t · D floats of keys and values", self_floats == formula,
+            fmt::format("counted {}; 2 · {} · {} · {} = {}",
+                        with_commas(static_cast<std::int64_t>(self_floats)), c.layers, t, d,
+                        with_commas(static_cast<std::int64_t>(formula))));
+  Table memory{
+      "What the cache keeps per sequence (float32)", {"keys and values of", "floats", "bytes"}, {}};
+  memory.rows.push_back({fmt::format("this model: {} tokens fed in, {} layers", t, c.layers),
+                         with_commas(static_cast<std::int64_t>(self_floats)), bytes(self_floats)});
+  memory.rows.push_back({fmt::format("this model's cross-attention: {} source tokens", s),
+                         with_commas(static_cast<std::int64_t>(cross_floats)),
+                         bytes(cross_floats)});
+  const EncoderConfig big = shipped_config("bert-base").value();
+  const std::uint64_t big_floats =
+      2 * big.num_hidden_layers * big.max_position_embeddings * big.hidden_size;
+  memory.rows.push_back(
+      {fmt::format("BERT-base's size at {} tokens: 2 · {} · {} · {}", big.max_position_embeddings,
+                   big.num_hidden_layers, big.max_position_embeddings, big.hidden_size),
+       with_commas(static_cast<std::int64_t>(big_floats)), bytes(big_floats)});
+  run.table(std::move(memory));
+  Table shapes{fmt::format("One head's self-attention at the last step (t = {})", t - 1),
+               {"", "query", "keys", "scores"},
+               {}};
+  shapes.rows.push_back({"recomputing the prefix", fmt::format("({}, {})", t, hs),
+                         fmt::format("({}, {})", t, hs), fmt::format("({}, {})", t, t)});
+  shapes.rows.push_back(
+      {"with the cache", fmt::format("(1, {})", hs),
+       fmt::format("({}, {}) cached", cache.self_keys[0].shape()[1], cache.self_keys[0].shape()[2]),
+       fmt::format("(1, {})", t)});
+  run.table(std::move(shapes));
 }
 }  // namespace
 
@@ -98,6 +215,9 @@ LessonRun run_generate(const GenerateLessonOptions& o) {
            make_float32({n, v}, probabilities));
   run.step("tokens", "the picks (steps)", make_int64({n}, shown.tokens));
 
+  run.section("certainty");
+  certainty(run, shown);
+
   run.section("cache");
   const bool same_tokens = with.tokens == without.tokens;
   // |a - b| over 1 + |b|: log-probabilities reach -20 and below, where a float's last bit is 2e-6.
@@ -134,11 +254,12 @@ LessonRun run_generate(const GenerateLessonOptions& o) {
   run.step("multiply_adds", "the decoding's multiply-adds with the cache and without (2)",
            make_float64(
                {2}, {static_cast<double>(total_cached), static_cast<double>(total_recomputed)}));
+  cache_memory_and_shapes(run, o.model, shown);
 
   run.section("attention");
   run.heatmaps(cross_attention_maps(o.model, task, o.source, shown.tokens,
-                                    fmt::format("decoder layer {}, cross-attention (rows: tokens "
-                                                "written, columns: source)",
+                                    fmt::format("decoder layer {}, cross-attention (rows: token "
+                                                "read→token written, columns: source)",
                                                 c.layers - 1)));
 
   run.section("output");

@@ -248,7 +248,7 @@ TEST_CASE("heatmap scales: per row where every weight is small, fixed on request
   };
   // Untrained weights at T = 5: every weight is below 0.5, so the default scales per row.
   const std::string automatic = map_of({});
-  CHECK(automatic.find("scale per row: 0 [ ░▒▓█] the row's max, printed after it") !=
+  CHECK(automatic.find("scale per row: 0 [ ░▒▓█] row max; H = entropy / ln n (1 uniform)") !=
         std::string::npos);
   CHECK(automatic == map_of({"--heatmap-scale", "row"}));
   const std::string fixed = map_of({"--heatmap-scale", "fixed"});

@@ -136,7 +136,7 @@ TEST_CASE("cross-attention --checkpoint transformer-reverse: the answer reads th
                               "dcba", "--color", "never"});
   REQUIRE(text.exit_code == 0);
   CHECK(text.out.find("d      c      b      a") != std::string::npos);  // the source as columns
-  CHECK(text.out.find("<s> ") != std::string::npos);  // the decoder's tokens as rows
+  CHECK(text.out.find("<s>→a ") != std::string::npos);  // rows: the token read→the one written
   CHECK(text.out.find("the anti-diagonal") != std::string::npos);
 }
 

@@ -1,9 +1,12 @@
 // The encoder-decoder from the command line: attn train --model transformer saves a checkpoint
 // that PyTorch's state_dict keys describe, attn generate decodes the shipped one right, greedily
 // and sampled (seeded), with and without the KV cache, and bad options are refused.
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <string>
 
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -73,6 +76,76 @@ TEST_CASE("sampling is seeded: the same seed the same tokens, and top-k 1 is gre
   CHECK(tokens(doc) == std::vector<std::int64_t>{7, 9, 3, 4, 4, 3, 5, 2});  // egabbac </s>
 }
 
+TEST_CASE("top-p is taken after top-k's renormalisation, as Hugging Face does", "[cli][generate]") {
+  // Step 0 at temperature 5: top-k 2 leaves h 0.857 and g 0.143; 0.857 is at least 0.7, so top-p
+  // keeps h alone (a threshold before renormalising would keep g too).
+  const auto run = run_attn(
+      {"generate", "--temperature", "5", "--top-k", "2", "--top-p", "0.7", "--format", "json"});
+  REQUIRE(run.exit_code == 0);
+  const auto doc = nlohmann::json::parse(run.out);
+  const auto first = step(doc, "probabilities")["values"][0].get<std::vector<double>>();
+  CHECK(first[10] == 1.0);  // h
+  CHECK(std::count_if(first.begin(), first.end(), [](double p) { return p > 0.0; }) == 1);
+}
+
+TEST_CASE("attn generate measures its model's certainty and its cache's memory",
+          "[cli][generate]") {
+  const auto run = run_attn({"generate", "--format", "json"});
+  REQUIRE(run.exit_code == 0);
+  const auto doc = nlohmann::json::parse(run.out);
+  // The top token's probability with <pad> and <s> masked, averaged over the steps, recomputed
+  // from the printed log-probabilities.
+  double top = 0.0;
+  const auto& rows = step(doc, "log_probs")["values"];
+  for (const auto& row : rows) {
+    const auto lp = row.get<std::vector<double>>();
+    double sum = 0.0, most = 0.0;
+    for (std::size_t i = 2; i < lp.size(); ++i) {
+      sum += std::exp(lp[i]);
+      most = std::max(most, std::exp(lp[i]));
+    }
+    top += most / sum / static_cast<double>(rows.size());
+  }
+  CHECK(top > 0.99);
+  bool certain = false, memory = false;
+  for (const auto& check : doc["checks"]) {
+    if (check["name"] == "this model is certain") {
+      certain = true;
+      CHECK(check["passed"] == true);
+      CHECK(check["detail"].get<std::string>().find(fmt::format("holds {:.4f}", top)) !=
+            std::string::npos);
+    }
+    if (check["name"].get<std::string>().starts_with("the cache holds 2")) {
+      memory = true;
+      CHECK(check["passed"] == true);
+      // 2 layers, 9 tokens fed in (<s> and the 8 letters), D = 32.
+      CHECK(check["detail"].get<std::string>().find("counted 1,152;") != std::string::npos);
+    }
+  }
+  CHECK(certain);
+  CHECK(memory);
+  const auto text = run_attn({"generate", "--color", "never"});
+  CHECK(
+      text.out.find("BERT-base's size at 512 tokens: 2 · 12 · 512 · 768  9,437,184  37,748,736") !=
+      std::string::npos);
+  CHECK(text.out.find("with the cache          (1, 16)  (9, 16) cached  (1, 9)") !=
+        std::string::npos);
+}
+
+TEST_CASE("lessons 12 and 14 label cross-attention's rows alike: the token read→the token written",
+          "[cli][generate]") {
+  const auto generated = run_attn({"generate", "--text", "abcdefgh", "--color", "never"});
+  const auto cross = run_attn({"cross-attention", "--checkpoint", "transformer-reverse", "--layer",
+                               "1", "--color", "never"});
+  REQUIRE(generated.exit_code == 0);
+  REQUIRE(cross.exit_code == 0);
+  for (const char* label : {"<s>→h ", "h→g ", "b→a ", "a→</s> "}) {
+    INFO(label);
+    CHECK(generated.out.find(std::string("\n") + label) != std::string::npos);
+    CHECK(cross.out.find(std::string("\n") + label) != std::string::npos);
+  }
+}
+
 TEST_CASE("attn train --model transformer trains seed 001's model and saves PyTorch's keys",
           "[cli][generate][train]") {
   ScratchDir dir("train-transformer");
@@ -92,11 +165,18 @@ TEST_CASE("attn train --model transformer trains seed 001's model and saves PyTo
   CHECK(weights.at("projection.linear.weight").shape == attn::Shape{33, 32});
   CHECK(weights.at("target_positional_encoding.pe").shape == attn::Shape{1, 7, 32});
   CHECK(nlohmann::json::parse(metadata.at("attn_model"))["kind"] == "transformer");
-  // Its own checkpoint decodes (40 steps teach it little; it runs and stops).
+  // Its own checkpoint decodes (40 steps teach it little; it runs and stops), and is not certain:
+  // the lesson says so instead of claiming it.
   const auto generated =
       run_attn({"generate", "--checkpoint", checkpoint, "--text", "305", "--format", "json"});
   INFO(generated.err);
   CHECK(generated.exit_code == 0);
+  const auto decoded = nlohmann::json::parse(generated.out);
+  for (const auto& check : decoded["checks"])
+    CHECK(check["name"] != "this model is certain");
+  const auto text = run_attn({"generate", "--checkpoint", checkpoint, "--text", "305"});
+  CHECK(text.exit_code == 0);
+  CHECK(text.out.find("This model is not certain here") != std::string::npos);
 }
 
 TEST_CASE("attn generate refuses what it cannot decode, in one line",

@@ -1,13 +1,17 @@
 // The encoder-decoder's tasks, batches and decoding (core/train/seq2seq.hpp): number words as English
 // writes them, sources parsed and refused, held-out numbers kept out of training, batches framed
-// for teacher forcing, and sampling's filters.
+// for teacher forcing, sampling's filters in Hugging Face's order against transformers' warpers run
+// by torch (data/fixtures/sampling/, data/generator/sampling.py), and special tokens never drawn.
 #include "train/seq2seq.hpp"
 
+#include <cmath>
 #include <set>
 
 #include <catch2/catch.hpp>
 
+#include "allclose.hpp"
 #include "base/error.hpp"
+#include "fixture_case.hpp"
 #include "loss.hpp"
 #include "train/trainer.hpp"
 
@@ -124,4 +128,87 @@ TEST_CASE("a short training run lowers the loss, and the same seed gives the sam
     vb.insert(vb.end(), d, d + attn::element_count(s));
   });
   CHECK(va == vb);
+}
+
+TEST_CASE("sampling's filters are Hugging Face's: temperature, top-k, renormalise, top-p",
+          "[seq2seq][fixture]") {
+  // Regenerate with /usr/bin/python3 data/generate_fixtures.py (data/generator/sampling.py).
+  const auto c = attn::testing::load_case("sampling", "hugging_face_order");
+  const auto& cases = c.meta.at("cases");
+  REQUIRE(cases.size() >= 10);
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    attn::DecodeOptions o;
+    o.sample = true;
+    o.temperature = cases[i].at("temperature").get<float>();
+    o.top_k = cases[i].at("top_k").get<std::size_t>();
+    o.top_p = cases[i].at("top_p").get<float>();
+    const std::vector<float> scores = attn::to_float_vector(c.at("scores." + std::to_string(i)));
+    const attn::Array& expected = c.at("probabilities." + std::to_string(i));
+    const std::vector<float> got = attn::sampling_distribution(scores, o);
+    INFO("case " << i << ": temperature " << o.temperature << ", top-k " << o.top_k << ", top-p "
+                 << o.top_p);
+    CHECK_ALLCLOSE(attn::make_float32({got.size()}, got), expected, {1e-6, 1e-5});
+    // The same tokens kept: a filtered token is exactly 0 on both sides.
+    const std::vector<float> want = attn::to_float_vector(expected);
+    for (std::size_t t = 0; t < got.size(); ++t)
+      CHECK((got[t] > 0.0f) == (want[t] > 0.0f));
+  }
+}
+
+TEST_CASE("top-p is taken after top-k's renormalisation: the review's case keeps one token",
+          "[seq2seq]") {
+  // h far ahead of g at temperature 5: after top-k 2, h holds 0.857 >= 0.7, so top-p keeps h.
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> scores{-inf,   -inf,   -12.0f, -15.0f, -14.0f, -13.5f,
+                                  -11.0f, -12.5f, -13.0f, -8.96f, 0.0f};
+  attn::DecodeOptions o;
+  o.sample = true;
+  o.temperature = 5.0f;
+  o.top_k = 2;
+  o.top_p = 1.0f;
+  const std::vector<float> two = attn::sampling_distribution(scores, o);
+  CHECK(two[10] == Approx(0.857).margin(1e-3));
+  CHECK(two[9] == Approx(0.143).margin(1e-3));
+  o.top_p = 0.7f;
+  const std::vector<float> one = attn::sampling_distribution(scores, o);
+  CHECK(one[10] == 1.0f);
+  CHECK(one[9] == 0.0f);
+  // A set that reaches p exactly is enough ("at least p"), and the most likely token always stays.
+  o.top_k = 0;
+  o.temperature = 1.0f;
+  o.top_p = 0.5f;
+  const std::vector<float> halves =
+      attn::sampling_distribution({0.0f, 0.0f, std::log(2.0f), -inf}, o);
+  CHECK(halves[2] == 1.0f);
+  o.top_p = 0.01f;
+  CHECK(attn::sampling_distribution({1.0f, 3.0f, 2.0f}, o)[1] == 1.0f);
+}
+
+TEST_CASE("<pad> and <s> are never drawn, however flat the distribution", "[seq2seq]") {
+  attn::TrainConfig c;
+  c.task = Seq2SeqTask::reverse;
+  attn::Trainer untrained(c);
+  const attn::Transformer model = std::get<attn::Transformer>(untrained.model());
+  const auto source = attn::parse_source(Seq2SeqTask::reverse, "abcdefgh");
+  attn::DecodeOptions o;
+  o.sample = true;
+  o.temperature = 100.0f;  // every token about equally likely: each special near 2 in V
+  std::size_t steps = 0;
+  double special_mass = 0.0;  // what the unmasked distribution would give them
+  for (std::uint64_t seed = 0; seed < 40; ++seed) {
+    o.seed = seed;
+    const attn::Decoded d = attn::decode(model, source, o);
+    for (const attn::DecodeStep& s : d.steps) {
+      ++steps;
+      CHECK(s.pick != attn::kPadId);
+      CHECK(s.pick != attn::kStartId);
+      CHECK(s.probabilities[attn::kPadId] == 0.0f);
+      CHECK(s.probabilities[attn::kStartId] == 0.0f);
+      const std::vector<float> unmasked = attn::sampling_distribution(s.log_probs, o);
+      special_mass += unmasked[attn::kPadId] + unmasked[attn::kStartId];
+    }
+  }
+  // Unmasked, the specials would hold about 2/V of every draw: dozens of draws over these steps.
+  CHECK(steps >= 100);
+  CHECK(special_mass / static_cast<double>(steps) > 0.1);
 }

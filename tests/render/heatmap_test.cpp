@@ -342,18 +342,46 @@ TEST_CASE(
 }
 
 TEST_CASE("per row: each row from 0 to its own largest value, printed after it", "[heatmap]") {
-  // Two near-uniform rows of small weights: on 0..1 every cell would be blank.
-  const std::vector<float> w = {0.10f, 0.20f, 0.30f, 0.05f, 0.05f, 0.10f};
+  // Rows of small weights over 8 keys (uniform 0.125): on 0..1 every cell would be blank.
+  const std::vector<float> w = {0.02f, 0.02f, 0.02f, 0.02f, 0.02f, 0.10f, 0.20f, 0.60f,
+                                0.04f, 0.04f, 0.04f, 0.04f, 0.04f, 0.08f, 0.32f, 0.40f};
   HeatmapOptions options;
   options.palette = Palette::shades;
   options.scale = attn::render::HeatmapScale::per_row;
-  const auto lines = lines_of(render_heatmap(w.data(), 2, 3, {}, {}, options));
+  options.digits = 1;
+  const auto lines = lines_of(render_heatmap(w.data(), 2, 8, {}, {}, options));
   REQUIRE(lines.size() == 4);
-  CHECK(lines[0] == "   0      1      2");
-  // 0.10/0.30 = 0.33 -> ░, 0.20/0.30 = 0.67 -> ▓, the row's max -> █; the second row's max is 0.10.
-  CHECK(lines[1] == "0  ░ 0.10 ▓ 0.20 █ 0.30 max 0.30");
-  CHECK(lines[2] == "1  ▒ 0.05 ▒ 0.05 █ 0.10 max 0.10");
-  CHECK(lines[3] == "scale per row: 0 [ ░▒▓█] the row's max, printed after it");
+  // 0.10/0.60 = 0.17 -> blank, 0.20/0.60 = 0.33 -> ░, the row's max -> █; the entropy over ln 8.
+  CHECK(lines[1] == "0    0.0   0.0   0.0   0.0   0.0   0.1 ░ 0.2 █ 0.6 max 0.6 H 0.60");
+  CHECK(lines[2] == "1    0.0   0.0   0.0   0.0   0.0   0.1 ▓ 0.3 █ 0.4 max 0.4 H 0.76");
+  CHECK(lines[3] ==
+        "scale per row: 0 [ ░▒▓█] row max; H = entropy / ln n (1 uniform); near uniform, H ≥ 0.9: "
+        "0 to 1");
+}
+
+TEST_CASE("per row: a near-uniform row is drawn from 0 to 1, never like a one-hot row",
+          "[heatmap]") {
+  // Row 0 is nearly uniform over 7 keys (uniform 0.143), row 1 one-hot. On its own scale row 0
+  // would be solid █, the same glyph as row 1's 0.99.
+  const std::vector<float> w = {0.15f, 0.14f, 0.14f, 0.15f, 0.14f, 0.14f, 0.14f,
+                                0.99f, 0.01f, 0.0f,  0.0f,  0.0f,  0.0f,  0.0f};
+  HeatmapOptions options;
+  options.palette = Palette::shades;
+  options.scale = attn::render::HeatmapScale::per_row;
+  const auto lines = lines_of(render_heatmap(w.data(), 2, 7, {}, {}, options));
+  REQUIRE(lines.size() == 4);
+  CHECK(lines[1].find("█") == std::string::npos);
+  CHECK(lines[1].find("H 1.00 near uniform") != std::string::npos);
+  CHECK(lines[2].find("█ 0.99") != std::string::npos);
+  CHECK(lines[2].find("near uniform") == std::string::npos);
+  const attn::render::RowSpread flat = attn::render::row_spread(w.data(), 7),
+                                peaked = attn::render::row_spread(w.data() + 7, 7);
+  CHECK(flat.keys == 7);
+  CHECK(flat.near_uniform);
+  CHECK(flat.entropy_ratio > 0.99);
+  CHECK(peaked.keys == 2);  // exact zeros are masked keys
+  CHECK(!peaked.near_uniform);
+  CHECK(peaked.entropy_ratio < 0.1);
 }
 
 TEST_CASE("diverging: centred on 0, shades by |value|, a minus marks narrow negative cells",
