@@ -22,6 +22,19 @@ constexpr std::size_t kMapLayers = 4, kMapHeads = 4;
 // A look at the training data, from a stream apart from the training batches'.
 constexpr std::uint64_t kShownStream = 0x5a3e1ULL;
 
+// What attn claims of the heads is how a model that solves the task does it: a run that has not
+// solved it yet (fewer steps, another size) has its heads measured with nothing claimed.
+constexpr double kSolved = 0.95;  // held-out sequences entirely right
+HeadsClaim claim_if_solved(LessonRun& run, HeadsClaim claim, double sequences_right) {
+  if (sequences_right >= kSolved || claim == HeadsClaim::none) return claim;
+  run.prose(wrapped_prose(fmt::format(
+      "This run has not solved the task yet ({:.2f}% of held-out sequences entirely right, "
+      "below {:.0f}%), so nothing is claimed of its heads; their measurement says what they "
+      "attend to so far.",
+      100.0 * sequences_right, 100.0 * kSolved)));
+  return HeadsClaim::none;
+}
+
 std::string commas(std::size_t n) {
   return with_commas(static_cast<std::int64_t>(n));
 }
@@ -154,7 +167,8 @@ class EncoderTaskView {
     run.section("after");
     attention_maps(run, model, example_, "after training");
     const TaskInfo& info = task_info(task_);
-    show_head_patterns(run, measure_heads(model, task_, held_out_), info.keys, info.claim,
+    show_head_patterns(run, measure_heads(model, task_, held_out_), info.keys,
+                       claim_if_solved(run, info.claim, e.sequence_accuracy),
                        fmt::format("the {} held-out sequences", commas(e.sequences)));
     const Tensor3 logits = forward(model.head, forward_tape(model.encoder, example_).output());
     const std::vector<std::int64_t> labels(held_out_.labels.data(),
@@ -312,7 +326,7 @@ class Seq2SeqTaskView {
     const Seq2SeqTaskInfo& info = seq2seq_task_info(task_);
     if (!info.keys.empty())
       show_head_patterns(run, measure_cross_attention(model, task_, held_out), info.keys,
-                         info.claim,
+                         claim_if_solved(run, info.claim, e.exact_match),
                          fmt::format("the {} held-out sources (the decoder reading each answer)",
                                      commas(held_out.size())));
     return {{"exact_match", "held-out answers right (greedy)", e.exact_match},

@@ -7,8 +7,10 @@
 #include <nlohmann/json.hpp>
 
 #include "run_attn.hpp"
+#include "scratch.hpp"
 
 using attn::testing::run_attn;
+using attn::testing::ScratchDir;
 
 namespace {
 const nlohmann::json& step(const nlohmann::json& doc, const std::string& name) {
@@ -137,7 +139,38 @@ TEST_CASE("cross-attention --checkpoint transformer-reverse: the answer reads th
   REQUIRE(text.exit_code == 0);
   CHECK(text.out.find("d      c      b      a") != std::string::npos);  // the source as columns
   CHECK(text.out.find("<s>→a ") != std::string::npos);  // rows: the token read→the one written
-  CHECK(text.out.find("the anti-diagonal") != std::string::npos);
+  // What the heads do is measured on held-out sources and the claim checked, not asserted.
+  CHECK(text.out.find("✓ heads_read: a head of the model reads the letter it writes") !=
+        std::string::npos);
+}
+
+TEST_CASE("a checkpoint whose heads do not do what its task's claim says fails the claim's check",
+          "[cli][checkpoint][claims]") {
+  // One step of training leaves reverse's heads near uniform: the lessons measure them and the
+  // claim (a head reads the mirrored key) fails, where the shipped checkpoint passes.
+  ScratchDir dir("planted-heads");
+  const std::string planted = (dir.path / "planted.safetensors").string();
+  const auto trained = run_attn({"train", "--task", "reverse", "--steps", "1", "--quiet",
+                                 "--save-checkpoint", planted});
+  INFO(trained.err);
+  REQUIRE(trained.exit_code == 0);  // an unsolved run claims nothing of its heads
+  CHECK(trained.out.find("nothing is claimed of its heads") != std::string::npos);
+  for (const char* lesson : {"attention", "multi-head", "encoder"}) {
+    INFO(lesson);
+    const auto run = run_attn({lesson, "--checkpoint", planted, "--color", "never"});
+    CHECK(run.exit_code == 1);
+    CHECK(run.out.find("✗ FAILED heads_pattern: a head of the model reads the mirrored key") !=
+          std::string::npos);
+    const auto shipped = run_attn({lesson, "--checkpoint", "reverse", "--color", "never"});
+    CHECK(shipped.exit_code == 0);
+    CHECK(shipped.out.find("✓ heads_pattern: a head of the model reads the mirrored key") !=
+          std::string::npos);
+  }
+  // sort's claim is the other way round: no head reads the keys of its rank alone.
+  const auto sort = run_attn({"multi-head", "--checkpoint", "sort", "--color", "never"});
+  CHECK(sort.exit_code == 0);
+  CHECK(sort.out.find("✓ heads_spread: no head of the model reads the keys of its rank alone") !=
+        std::string::npos);
 }
 
 TEST_CASE("cross-attention refuses beside --checkpoint what it replaces, and encoder checkpoints",

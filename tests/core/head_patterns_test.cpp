@@ -42,7 +42,7 @@ TEST_CASE("a head on the pattern scores 1, a uniform head scores uniform's share
   CHECK_FALSE(attn::claim_holds(attn::HeadsClaim::spread, {on}));
 }
 
-TEST_CASE("queries without a target are left out; a causal query sees keys up to itself",
+TEST_CASE("queries without a target are left out, and a causal query sees keys up to itself",
           "[patterns]") {
   const attn::SequenceTargets previous = attn::previous_targets(5, true);
   CHECK(previous[0].keys.empty());  // the first token has no previous one
