@@ -59,69 +59,73 @@ bool computed_differently(const std::string& ablated, const std::string& whole) 
   return kept(ablated) != kept(whole);
 }
 
+// `command` run whole and with --ablate `heads`: both outputs, each run checked to exit 0.
+struct Runs {
+  std::string whole, ablated;
+};
+Runs run_whole_and_ablated(std::vector<std::string> command, const std::string& heads) {
+  const auto whole = run_attn(command);
+  command.insert(command.end(), {"--ablate", heads});
+  const auto ablated = run_attn(command);
+  INFO(whole.err << ablated.err);
+  REQUIRE(whole.exit_code == 0);
+  REQUIRE(ablated.exit_code == 0);
+  return {whole.out, ablated.out};
+}
+
+// reverse without both its layer-0 heads: the printed sequence accuracy falls from above 0.9 to
+// below 0.1, and `says` follows the numbers.
+void check_reverse_falls(const std::string& out, const std::string& says) {
+  const auto [before, after] = before_after(out, "sequence accuracy");
+  CHECK(before > 0.9);
+  CHECK(after < 0.1);
+  CHECK(flat(out).find("(2000 sequences); " + says) != std::string::npos);
+}
+
 }  // namespace
 
 TEST_CASE("attn encoder --ablate: reverse needs one of its layer-0 heads, not both",
           "[ablation][cli]") {
-  const auto whole = run_attn({"encoder", "--checkpoint", "reverse"});
-  const auto both = run_attn({"encoder", "--checkpoint", "reverse", "--ablate", "0.0,0.1"});
-  const auto one = run_attn({"encoder", "--checkpoint", "reverse", "--ablate", "0.1"});
-  INFO(both.err << one.err);
-  REQUIRE(both.exit_code == 0);
-  REQUIRE(one.exit_code == 0);
-  CHECK(flat(both.out).find("ablating layer 0 head 0, layer 0 head 1: held-out token accuracy") !=
-        std::string::npos);
-  CHECK(flat(both.out).find("(2000 sequences); everything below is computed with these heads "
-                            "ablated.") != std::string::npos);
-  const auto [before, after] = before_after(both.out, "sequence accuracy");
-  CHECK(before > 0.9);
-  CHECK(after < 0.1);
+  const Runs both = run_whole_and_ablated({"encoder", "--checkpoint", "reverse"}, "0.0,0.1");
+  CHECK(flat(both.ablated)
+            .find("ablating layer 0 head 0, layer 0 head 1: held-out token "
+                  "accuracy") != std::string::npos);
+  check_reverse_falls(both.ablated, "everything below is computed with these heads ablated.");
+  CHECK(computed_differently(both.ablated, both.whole));
   // One head ablated, the other still reads the mirrored key: most tokens stay right.
-  const auto [one_before, one_after] = before_after(one.out, "token accuracy");
-  CHECK(one_before > 0.9);
-  CHECK(one_after > 0.9);
-  CHECK(computed_differently(both.out, whole.out));
+  const auto one = run_attn({"encoder", "--checkpoint", "reverse", "--ablate", "0.1"});
+  REQUIRE(one.exit_code == 0);
+  const auto [before, after] = before_after(one.out, "token accuracy");
+  CHECK(before > 0.9);
+  CHECK(after > 0.9);
 }
 
 TEST_CASE("attn attention --ablate: layer 1 reads what the ablated layer 0 wrote",
           "[ablation][cli]") {
-  const std::vector<std::string> base = {"attention", "--checkpoint", "reverse", "--layer", "1"};
-  const auto whole = run_attn(base);
-  auto args = base;
-  args.insert(args.end(), {"--ablate", "0.0,0.1"});
-  const auto ablated = run_attn(args);
-  INFO(ablated.err);
-  REQUIRE(ablated.exit_code == 0);
-  const auto [before, after] = before_after(ablated.out, "sequence accuracy");
-  CHECK(before > 0.9);
-  CHECK(after < 0.1);
-  CHECK(flat(ablated.out).find("what layer 1 reads above was computed with these heads ablated") !=
-        std::string::npos);
-  CHECK(computed_differently(ablated.out, whole.out));
-
+  const std::vector<std::string> layer_1 = {"attention", "--checkpoint", "reverse", "--layer", "1"};
+  const Runs earlier = run_whole_and_ablated(layer_1, "0.0,0.1");
+  check_reverse_falls(earlier.ablated,
+                      "what layer 1 reads above was computed with these heads ablated.");
+  CHECK(computed_differently(earlier.ablated, earlier.whole));
   // A head of the layer shown or later changes nothing it reads, and the line says so.
-  auto later = base;
-  later.insert(later.end(), {"--ablate", "1.0"});
-  const auto same = run_attn(later);
-  REQUIRE(same.exit_code == 0);
-  CHECK(flat(same.out).find("so what layer 1 reads above does not change") != std::string::npos);
-  CHECK_FALSE(computed_differently(same.out, whole.out));
+  const Runs later = run_whole_and_ablated(layer_1, "1.0");
+  CHECK(flat(later.ablated).find("so what layer 1 reads above does not change") !=
+        std::string::npos);
+  CHECK_FALSE(computed_differently(later.ablated, later.whole));
 }
 
 TEST_CASE("attn generate --ablate: transformer-reverse's cross-attention carries the source",
           "[ablation][cli]") {
-  const auto whole = run_attn({"generate"});
-  const auto cross = run_attn({"generate", "--ablate", "0.0,0.1"});
-  INFO(cross.err);
-  REQUIRE(cross.exit_code == 0);
-  CHECK(flat(cross.out).find("the decoder's cross-attention (--part cross, the default)") !=
+  const Runs cross = run_whole_and_ablated({"generate"}, "0.0,0.1");
+  CHECK(flat(cross.ablated).find("the decoder's cross-attention (--part cross, the default)") !=
         std::string::npos);
-  CHECK(flat(cross.out).find("(2000 sources); the decoding above ran with these heads ablated.") !=
+  CHECK(flat(cross.ablated)
+            .find("(2000 sources); the decoding above ran with these heads ablated.") !=
         std::string::npos);
-  const auto [before, after] = before_after(cross.out, "exact match");
+  const auto [before, after] = before_after(cross.ablated, "exact match");
   CHECK(before > 0.9);
   CHECK(after < 0.5 * before);
-  CHECK(computed_differently(cross.out, whole.out));
+  CHECK(computed_differently(cross.ablated, cross.whole));
 
   const auto encoder = run_attn({"generate", "--ablate", "0.0", "--part", "encoder"});
   REQUIRE(encoder.exit_code == 0);
@@ -130,20 +134,10 @@ TEST_CASE("attn generate --ablate: transformer-reverse's cross-attention carries
 }
 
 TEST_CASE("attn view --ablate: the weights of a later layer change", "[ablation][cli]") {
-  const std::vector<std::string> base = {"view",    "head", "--checkpoint", "reverse",
-                                         "--layer", "1",    "--color",      "never"};
-  const auto whole = run_attn(base);
-  auto args = base;
-  args.insert(args.end(), {"--ablate", "0.0,0.1"});
-  const auto ablated = run_attn(args);
-  INFO(ablated.err);
-  REQUIRE(ablated.exit_code == 0);
-  const auto [before, after] = before_after(ablated.out, "sequence accuracy");
-  CHECK(before > 0.9);
-  CHECK(after < 0.1);
-  CHECK(flat(ablated.out).find("the weights below are computed with these heads ablated") !=
-        std::string::npos);
-  CHECK(computed_differently(ablated.out, whole.out));
+  const Runs view = run_whole_and_ablated(
+      {"view", "head", "--checkpoint", "reverse", "--layer", "1", "--color", "never"}, "0.0,0.1");
+  check_reverse_falls(view.ablated, "the weights below are computed with these heads ablated");
+  CHECK(computed_differently(view.ablated, view.whole));
 }
 
 TEST_CASE("attn train --ablate: the trained model's held-out accuracy with and without heads",
