@@ -127,9 +127,11 @@ AttentionView checkpoint_view(const ViewCliOptions& o, const CLI::App& app, std:
           read_ablation(app, AblateCliOptions{o.ablate.ablate, o.part}, c.model, shown, "view",
                         encoder_has_one_part(o.checkpoint),
                         /*part_alone_means_nothing=*/false)) {
-    ablated = ablation_line(c.model, c.config, *a,
-                            "the weights below are computed with these heads ablated (an ablated "
-                            "head still shows its weights: what it writes is zeroed).");
+    ablated = ablation_line(
+        c.model, c.config, *a,
+        fmt::format("the weights {} are computed with these heads ablated (an ablated head still "
+                    "shows its weights: what it writes is zeroed).",
+                    o.export_path.empty() ? "below" : "exported"));
     without = fmt::format(", with {} ablated", ablated_heads_words(c.model, *a));
     ablate_heads_in_weights(c.model, a->heads, a->part);
   }
@@ -228,7 +230,6 @@ int run_view(ViewCliOptions& o, const CLI::App& app, Context& context) {
   std::string ablated;
   AttentionView view =
       o.checkpoint.empty() ? book_view(o, app, context) : checkpoint_view(o, app, ablated);
-  if (!ablated.empty()) std::fputs((ablated + "\n").c_str(), stdout);
   if (o.sentences != "all" && view.pair_split == 0)
     refuse("sentences",
            "the view holds one sentence, so it has no sentence A and B: give a "
@@ -247,6 +248,7 @@ int run_view(ViewCliOptions& o, const CLI::App& app, Context& context) {
     check_index("token", "query token", o.token, view.rows.size(),
                 fmt::format("the view has {} query tokens", view.rows.size()));
 
+  if (!ablated.empty()) std::fputs((ablated + "\n").c_str(), stdout);  // the run's checks passed
   render::ViewStyle style;
   float top = 0.0f;
   for (float w : view.weights)
