@@ -3,6 +3,7 @@
 #include <string>
 
 #include "04-attention/attention_lesson.hpp"
+#include "ablate.hpp"
 #include "base/error.hpp"
 #include "command.hpp"
 #include "lesson_io.hpp"
@@ -21,6 +22,8 @@ struct AttentionCliOptions {
   std::string weights;
   CheckpointCliOptions checkpoint;
   std::size_t head = 0;
+  AblateCliOptions ablate;
+  std::string ablated, ablated_words;  // the line --ablate prints, and its heads
 };
 
 // --checkpoint: head `o.head` of the trained layer, as seed 000's AttentionHead on what the layer
@@ -29,8 +32,28 @@ void use_checkpoint(AttentionCliOptions& o, const CLI::App& app) {
   std::optional<lessons::TrainedAttention> a = checkpoint_attention(
       app, o.checkpoint,
       {"--input", "--weights", "--batch", "--seq", "--d-model", "--variant", "--head-size"},
-      "attention");
+      "attention", [&](TrainedCheckpoint& c) {
+        const std::optional<Ablation> ablation =
+            read_ablation(app, o.ablate, c.model, ViewPart::encoder, "attention",
+                          encoder_has_one_part(o.checkpoint.checkpoint));
+        if (!ablation) return;
+        bool earlier = false;  // a head before the layer shown, which changes what it reads
+        for (const HeadRef& h : ablation->heads)
+          earlier = earlier || h.layer < o.checkpoint.layer;
+        o.ablated = ablation_line(
+            c.model, c.config, *ablation,
+            earlier ? fmt::format("what layer {} reads above was computed with these heads "
+                                  "ablated.",
+                                  o.checkpoint.layer)
+                    : fmt::format("these heads are in layer {} or later, so what layer {} "
+                                  "reads above does not change.",
+                                  o.checkpoint.layer, o.checkpoint.layer));
+        o.ablated_words = ablated_heads_words(c.model, *ablation);
+        ablate_heads_in_weights(c.model, ablation->heads, ablation->part);
+      });
   if (!a) {
+    refuse_ablate_without_model(app, "attention",
+                                "add --checkpoint reverse (or another checkpoint)");
     if (app.count("--head") > 0)
       throw Error(ErrorKind::bad_value, "attention",
                   "--head picks a trained model's head: add --checkpoint reverse "
@@ -51,7 +74,8 @@ void use_checkpoint(AttentionCliOptions& o, const CLI::App& app) {
   l.head_size = a->x.shape(2) / heads;
   l.weights = collect_state_dict(a->attention.heads[o.head]);
   l.weights_name =
-      fmt::format("{}, layer {} head {}", o.checkpoint.checkpoint, o.checkpoint.layer, o.head);
+      fmt::format("{}, layer {} head {}{}", o.checkpoint.checkpoint, o.checkpoint.layer, o.head,
+                  o.ablated.empty() ? "" : fmt::format(", with {} ablated", o.ablated_words));
   l.trained = a->source;
   l.trained_head = o.head;
 }
@@ -75,6 +99,7 @@ void setup(CLI::App& app, Context& context) {
   sub->add_option("--head", o->head, "with --checkpoint: which of the layer's heads (default 0)")
       ->check(CLI::NonNegativeNumber)
       ->option_text("H");
+  add_ablate_option(*sub, o->ablate, "with --checkpoint");
   sub->callback([o, sub, &context] {
     check_outputs(o->cli.output);
     load_lesson_input(o->cli, context);
@@ -84,7 +109,9 @@ void setup(CLI::App& app, Context& context) {
     o->lesson.lengths = mask_lengths(o->mask);
     load_weights_option(o->lesson, o->weights, context);
     use_checkpoint(*o, *sub);
-    context.exit_code = publish(lessons::run_attention(o->lesson), o->cli.output, context);
+    lessons::LessonRun run = lessons::run_attention(o->lesson);
+    if (!o->ablated.empty()) run.prose(o->ablated);
+    context.exit_code = publish(run, o->cli.output, context);
   });
 }
 

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "09-encoder/encoder_lesson.hpp"
+#include "ablate.hpp"
 #include "base/error.hpp"
 #include "command.hpp"
 #include "io/file_io.hpp"
@@ -30,6 +31,7 @@ struct EncoderCliOptions {
   const CLI::Option *batch_option = nullptr, *seq_option = nullptr, *vocab_option = nullptr,
                     *special_option = nullptr;
   std::string config, norm = "pre", text, ids, ids_file, vocab, input, weights, checkpoint;
+  AblateCliOptions ablate;
   std::size_t d_model = 0, heads = 0, d_ff = 0, layers = 0, max_positions = 0;
   bool no_embeddings = false, add_special_tokens = false;
 };
@@ -95,24 +97,36 @@ void refuse_unused(const CLI::Option* option, bool used, std::string_view why) {
 
 // --checkpoint: the model, its weights and its task from a checkpoint of attn train; --text is
 // then the task's letters.
-void run_checkpoint(EncoderCliOptions& o, Context& context) {
+void run_checkpoint(EncoderCliOptions& o, const CLI::App& app, Context& context) {
   lessons::EncoderLessonOptions& l = o.lesson;
   TrainedCheckpoint checkpoint = load_encoder_checkpoint(o.checkpoint);
   const TrainConfig& c = checkpoint.config;
+  const std::optional<Ablation> ablation =
+      read_ablation(app, o.ablate, checkpoint.model, ViewPart::encoder, "encoder",
+                    encoder_has_one_part(o.checkpoint));
   const Task task = std::get<Task>(c.task);
   TokenClassifier& model = std::get<TokenClassifier>(checkpoint.model);
   l.config = encoder_config(c);
   l.config_name = o.checkpoint;
   l.placement = c.norm;
   l.weights_name = o.checkpoint;
-  l.weights = collect_state_dict(model.encoder);
   lessons::TrainedHead trained;
   const TaskInfo& info = task_info(task);
   trained.task = info.name;
   trained.description = info.description;
   trained.pattern = info.pattern;
   trained.checkpoint = o.checkpoint;
-  trained.measured = lessons::measured_source(model, c, o.checkpoint);
+  trained.measured = lessons::measured_source(model, c, o.checkpoint);  // every head
+  if (ablation) {
+    // The steps below run the ablated model: the output projections' columns that read the
+    // heads are zeroed in the weights the lesson loads.
+    l.ablated = ablation_line(checkpoint.model, c, *ablation,
+                              "everything below is computed with these heads ablated.");
+    ablate_heads_in_weights(checkpoint.model, ablation->heads, ablation->part);
+    l.weights_name = fmt::format("{}, with {} ablated", o.checkpoint,
+                                 ablated_heads_words(checkpoint.model, *ablation));
+  }
+  l.weights = collect_state_dict(model.encoder);
   const std::size_t classes = task_classes(task, c.sizes);
   trained.head = model.head;
   for (std::size_t k = 0; k < classes; ++k)
@@ -137,8 +151,10 @@ void run_checkpoint(EncoderCliOptions& o, Context& context) {
   context.exit_code = publish(lessons::run_encoder(l), o.output, context);
 }
 
-void run(EncoderCliOptions& o, Context& context) {
+void run(EncoderCliOptions& o, const CLI::App& app, Context& context) {
   lessons::EncoderLessonOptions& l = o.lesson;
+  if (o.checkpoint.empty())
+    refuse_ablate_without_model(app, "encoder", "add --checkpoint reverse (or another checkpoint)");
   if (!o.checkpoint.empty()) {
     const bool other_model = !o.config.empty() || o.d_model != 0 || o.heads != 0 || o.d_ff != 0 ||
                              o.layers != 0 || o.max_positions != 0 || !o.weights.empty() ||
@@ -150,7 +166,7 @@ void run(EncoderCliOptions& o, Context& context) {
                   "sizes, --weights, --ids, --ids-file, --vocab and --no-embeddings, and give "
                   "--text in the task's letters")
           .about("checkpoint");
-    return run_checkpoint(o, context);
+    return run_checkpoint(o, app, context);
   }
   if (!o.config.empty()) {
     l.config = resolve_config(o.config);
@@ -335,9 +351,10 @@ void setup(CLI::App& app, Context& context) {
                   "sort, histogram, previous-token); --text is then its letters")
       ->check(not_empty_validator("--checkpoint", "reverse"))
       ->option_text("NAME|FILE");
+  add_ablate_option(*sub, o->ablate, "with --checkpoint");
   add_output_options(*sub, o->output);
   add_heatmap_option(*sub, o->output);
-  sub->callback([o, &context] { run(*o, context); });
+  sub->callback([o, sub, &context] { run(*o, *sub, context); });
 }
 
 const Registration kRegistration{"encoder", setup};

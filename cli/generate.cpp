@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "14-generate/generate_lesson.hpp"
+#include "ablate.hpp"
 #include "command.hpp"
 #include "io/weights.hpp"
 #include "lesson_io.hpp"
@@ -24,6 +25,7 @@ struct GenerateCliOptions {
   std::string text;
   DecodeOptions decode;
   bool no_cache = false;
+  AblateCliOptions ablate;
   render::OutputOptions output;
 };
 
@@ -32,6 +34,17 @@ int run_generate(GenerateCliOptions& o, const CLI::App& app, const Context& cont
   const Seq2SeqTask task = std::get<Seq2SeqTask>(checkpoint.config.task);
   lessons::GenerateLessonOptions lesson;
   lesson.checkpoint_name = o.checkpoint;
+  const std::optional<Ablation> ablation =
+      read_ablation(app, o.ablate, checkpoint.model, ViewPart::cross, "generate",
+                    encoder_has_one_part(o.checkpoint));
+  std::string ablation_text;
+  if (ablation) {
+    ablation_text = ablation_line(checkpoint.model, checkpoint.config, *ablation,
+                                  "the decoding above ran with these heads ablated.");
+    ablate_heads_in_weights(checkpoint.model, ablation->heads, ablation->part);
+    lesson.checkpoint_name = fmt::format("{}, with {} ablated", o.checkpoint,
+                                         ablated_heads_words(checkpoint.model, *ablation));
+  }
   lesson.task = task;
   lesson.model = std::move(std::get<Transformer>(checkpoint.model));
   lesson.source = parse_source(task, o.text.empty() ? seq2seq_example(task) : o.text);
@@ -46,7 +59,9 @@ int run_generate(GenerateCliOptions& o, const CLI::App& app, const Context& cont
   lesson.decode.cache = !o.no_cache;
   check_decode_options(lesson.decode);
   cli::check_outputs(o.output);
-  return publish(lessons::run_generate(lesson), o.output, context);
+  lessons::LessonRun run = lessons::run_generate(lesson);
+  if (ablation) run.prose(ablation_text);
+  return publish(run, o.output, context);
 }
 
 void setup(CLI::App& app, Context& context) {
@@ -78,6 +93,8 @@ void setup(CLI::App& app, Context& context) {
       ->option_text("N");
   sub->add_flag("--no-cache", o->no_cache,
                 "recompute the whole prefix at every step instead of keeping keys and values");
+  add_ablate_option(*sub, o->ablate, "in --part's attention");
+  add_ablate_part_option(*sub, o->ablate, ViewPart::cross);
   add_output_options(*sub, o->output);
   add_heatmap_option(*sub, o->output);
   sub->callback([o, sub, &context] { context.exit_code = run_generate(*o, *sub, context); });

@@ -308,7 +308,7 @@ void add_checkpoint_options(CLI::App& app, CheckpointCliOptions& o) {
 
 std::optional<lessons::TrainedAttention> checkpoint_attention(
     const CLI::App& app, const CheckpointCliOptions& o, const std::vector<std::string>& replaced,
-    std::string_view command) {
+    std::string_view command, const std::function<void(TrainedCheckpoint&)>& prepare) {
   if (o.checkpoint.empty()) {
     for (const char* name : {"--text", "--layer"})
       if (app.count(name) > 0)
@@ -326,7 +326,8 @@ std::optional<lessons::TrainedAttention> checkpoint_attention(
                               "drop {} (the sizes, --input and --weights come from it)",
                               name))
           .about(name.substr(2));
-  const TrainedCheckpoint c = load_encoder_checkpoint(o.checkpoint);
+  TrainedCheckpoint c = load_encoder_checkpoint(o.checkpoint);
+  if (prepare) prepare(c);
   return lessons::trained_attention(std::get<TokenClassifier>(c.model), c.config,
                                     checkpoint_ids(c, o.text, command), o.layer, o.checkpoint);
 }

@@ -3,6 +3,7 @@
 // the exit code.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -78,10 +79,11 @@ void add_checkpoint_options(CLI::App& app, CheckpointCliOptions& options);
 // Refuses --text and --layer without --checkpoint, and with it every option a checkpoint
 // replaces (`replaced`: given options by name, such as "--d-model"); errors name the option.
 // Without --checkpoint: nothing. With it: the trained layer's attention on what it reads for
-// --text in the task's tokens.
+// --text in the task's tokens; `prepare`, when given, may change the model first (--ablate).
 std::optional<lessons::TrainedAttention> checkpoint_attention(
     const CLI::App& app, const CheckpointCliOptions& options,
-    const std::vector<std::string>& replaced, std::string_view command);
+    const std::vector<std::string>& replaced, std::string_view command,
+    const std::function<void(TrainedCheckpoint&)>& prepare = {});
 
 // Refuses the outputs that cannot be written (render::check_outputs), before a lesson computes.
 void check_outputs(const render::OutputOptions& output);

@@ -1,15 +1,14 @@
 // attn multi-head: lesson 05.
-#include <algorithm>
 #include <memory>
 #include <string>
 
 #include "05-multi-head/multi_head_lesson.hpp"
+#include "ablate.hpp"
 #include "base/error.hpp"
 #include "command.hpp"
 #include "lesson_io.hpp"
 #include "options.hpp"
 #include "state_dict.hpp"
-#include "train/ablation.hpp"
 
 namespace attn::cli {
 
@@ -21,43 +20,8 @@ struct MultiHeadCliOptions {
   MaskCliOptions mask;
   std::string weights;
   CheckpointCliOptions checkpoint;
-  std::string ablate;  // --ablate L.H[,L.H...]
+  AblateCliOptions ablate;
 };
-
-// --ablate's list, "0.1" or "0.0,1.1": layer.head pairs, whole numbers separated by commas.
-std::vector<HeadRef> parse_head_list(const std::string& text) {
-  std::vector<HeadRef> heads;
-  if (text.empty()) return heads;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const std::size_t end = std::min(text.find(',', start), text.size());
-    const std::string item = text.substr(start, end - start);
-    const std::size_t dot = item.find('.');
-    const auto digits = [](std::string_view part) {
-      return !part.empty() && part.size() <= 6 &&
-             std::all_of(part.begin(), part.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
-    };
-    if (dot == std::string::npos || !digits(std::string_view(item).substr(0, dot)) ||
-        !digits(std::string_view(item).substr(dot + 1))) {
-      throw Error(ErrorKind::bad_value, "multi_head",
-                  fmt::format("'{}' is not a head: give layer.head, e.g. 0.1, or several "
-                              "separated by commas, e.g. 0.0,0.1",
-                              item))
-          .about("ablate");
-    }
-    heads.push_back({std::stoul(item.substr(0, dot)), std::stoul(item.substr(dot + 1))});
-    start = end + 1;
-  }
-  return heads;
-}
-
-void add_ablate_option(CLI::App& app, std::string& ablate) {
-  app.add_option("--ablate", ablate,
-                 "with --checkpoint: zero these heads' outputs (layer.head, e.g. 0.1 or 0.0,0.1) "
-                 "and print the held-out accuracy with and without them")
-      ->check(not_empty_validator("--ablate", "0.1"))
-      ->option_text("L.H[,L.H...]");
-}
 
 // --checkpoint: the trained layer's attention, the book's form, on what the layer reads.
 void use_checkpoint(MultiHeadCliOptions& o, const CLI::App& app) {
@@ -66,11 +30,8 @@ void use_checkpoint(MultiHeadCliOptions& o, const CLI::App& app) {
       {"--input", "--weights", "--batch", "--seq", "--d-model", "--variant", "--heads"},
       "multi_head");
   if (!a) {
-    if (app.count("--ablate") > 0)
-      throw Error(ErrorKind::bad_value, "multi_head",
-                  "it zeroes a trained model's heads: add --checkpoint previous-minus-mirror "
-                  "(or another checkpoint), or drop --ablate")
-          .about("ablate");
+    refuse_ablate_without_model(app, "multi_head",
+                                "add --checkpoint previous-minus-mirror (or another checkpoint)");
     return;
   }
   lessons::MultiHeadLessonOptions& l = o.lesson;
@@ -84,7 +45,7 @@ void use_checkpoint(MultiHeadCliOptions& o, const CLI::App& app) {
   TrainedCheckpoint c = load_encoder_checkpoint(o.checkpoint.checkpoint);
   l.ablation = lessons::HeadAblationInput{std::get<TokenClassifier>(std::move(c.model)), c.config,
                                           o.checkpoint.checkpoint, o.checkpoint.layer,
-                                          parse_head_list(o.ablate)};
+                                          parse_head_list(o.ablate.ablate, "multi_head")};
 }
 
 void setup(CLI::App& app, Context& context) {
@@ -103,7 +64,7 @@ void setup(CLI::App& app, Context& context) {
   add_mask_options(*sub, o->mask);
   add_weights_options(*sub, o->weights, o->cli.output);
   add_checkpoint_options(*sub, o->checkpoint);
-  add_ablate_option(*sub, o->ablate);
+  add_ablate_option(*sub, o->ablate, "with --checkpoint");
   sub->callback([o, sub, &context] {
     if (o->lesson.variant == "compare" && !o->cli.output.save_weights.empty()) {
       throw Error(

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "11-train/train_lesson.hpp"
+#include "ablate.hpp"
 #include "base/budget.hpp"
 #include "command.hpp"
 #include "image_file.hpp"
@@ -38,6 +39,7 @@ struct TrainCliOptions {
   std::string checkpoint;
   std::string export_path;  // --export: the curves as a picture
   bool vocab_given = false;
+  AblateCliOptions ablate;
   render::OutputOptions output;
 };
 
@@ -212,6 +214,11 @@ int run_train(TrainCliOptions& o, const CLI::App& app, const Context& context) {
   c.norm = o.norm == "post" ? NormPlacement::post : NormPlacement::pre;
   check_train_config(c);
   if (!is_seq2seq(c.task)) check_budget("train", plan_training(c));
+  const std::string one_part =
+      "--model encoder trains an encoder, which has one part, its self-attention: drop --part, or "
+      "add --model transformer";
+  // The heads are checked against the model's shapes before it trains.
+  read_ablation(app, o.ablate, initial_model(c), ViewPart::cross, "train", one_part);
   check_checkpoint_path(o.checkpoint);
   check_export_path(o.export_path);
   cli::check_outputs(o.output);
@@ -240,6 +247,10 @@ int run_train(TrainCliOptions& o, const CLI::App& app, const Context& context) {
                        model_words(c), run_words(c), curves, std::move(marks)),
         o.export_path, shown);
   }
+  if (const std::optional<Ablation> a =
+          read_ablation(app, o.ablate, result.model, ViewPart::cross, "train", one_part))
+    result.run.prose(
+        ablation_line(result.model, c, *a, "the model saved and shown above has every head."));
   return publish(result.run, o.output, context);
 }
 
@@ -293,6 +304,8 @@ void setup(CLI::App& app, Context& context) {
                   "FILE.svg or FILE.png")
       ->check(not_empty_validator("--export", "loss.png"))
       ->option_text("FILE");
+  add_ablate_option(*sub, o->ablate, "after training");
+  add_ablate_part_option(*sub, o->ablate, ViewPart::cross);
   add_output_options(*sub, o->output);
   add_heatmap_option(*sub, o->output);
   sub->callback([o, sub, &context] {

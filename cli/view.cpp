@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "ablate.hpp"
 #include "attention_view.hpp"
 #include "base/error.hpp"
 #include "command.hpp"
@@ -35,6 +36,7 @@ struct ViewCliOptions {
   std::uint64_t seed = 0;
   std::size_t layer = 0, head = 0, token = 0;
   bool interactive = false;
+  AblateCliOptions ablate;  // its part is --part's
 };
 
 [[noreturn]] void refuse(std::string_view option, const std::string& message) {
@@ -48,6 +50,7 @@ AttentionView book_view(const ViewCliOptions& o, const CLI::App& app, Context& c
       refuse(std::string(name).substr(2),
              fmt::format("{} picks a part of an encoder-decoder: add --checkpoint {}, or drop {}",
                          name, kShippedSeq2Seq, name));
+  refuse_ablate_without_model(app, "view", "add --checkpoint reverse (or another checkpoint)");
   EncoderConfig config = o.config.empty() ? tiny_config() : resolve_config(o.config);
   const NormPlacement placement = o.norm == "post" ? NormPlacement::post : NormPlacement::pre;
   const Vocabulary& vocab = uses_bert_vocabulary(config) ? bert_vocabulary() : lesson_vocabulary();
@@ -108,12 +111,30 @@ AttentionView book_view(const ViewCliOptions& o, const CLI::App& app, Context& c
 
 // A checkpoint of attn train: an encoder's self-attention on the task's letters, or an
 // encoder-decoder's --part on the source and its answer (teacher forcing).
-AttentionView checkpoint_view(const ViewCliOptions& o, const CLI::App& app) {
+// With --ablate, `ablated` gets the line that says what the heads' absence costs, and the view is
+// computed with them ablated.
+AttentionView checkpoint_view(const ViewCliOptions& o, const CLI::App& app, std::string& ablated) {
   for (const char* name : {"--config", "--weights", "--seed", "--norm", "--pair", "--ids"})
     if (app.count(name) > 0)
       refuse(std::string(name).substr(2),
              fmt::format("a checkpoint brings its own model and weights: drop {}", name));
-  const TrainedCheckpoint c = load_checkpoint(o.checkpoint);
+  TrainedCheckpoint c = load_checkpoint(o.checkpoint);
+  const ViewPart shown = o.part == "encoder"   ? ViewPart::encoder
+                         : o.part == "decoder" ? ViewPart::decoder
+                                               : ViewPart::cross;
+  std::string without;  // ", with layer 0 head 1 ablated"
+  if (const std::optional<Ablation> a =
+          read_ablation(app, AblateCliOptions{o.ablate.ablate, o.part}, c.model, shown, "view",
+                        encoder_has_one_part(o.checkpoint),
+                        /*part_alone_means_nothing=*/false)) {
+    ablated = ablation_line(
+        c.model, c.config, *a,
+        fmt::format("the weights {} are computed with these heads ablated (an ablated head still "
+                    "shows its weights: what it writes is zeroed).",
+                    o.export_path.empty() ? "below" : "exported"));
+    without = fmt::format(", with {} ablated", ablated_heads_words(c.model, *a));
+    ablate_heads_in_weights(c.model, a->heads, a->part);
+  }
   if (const auto* model = std::get_if<Transformer>(&c.model)) {
     const Seq2SeqTask task = std::get<Seq2SeqTask>(c.config.task);
     const std::vector<std::int64_t> source =
@@ -129,12 +150,9 @@ AttentionView checkpoint_view(const ViewCliOptions& o, const CLI::App& app) {
       source_labels.push_back(source_tokens(task)[static_cast<std::size_t>(id)]);
     for (std::int64_t id : target)
       target_labels.push_back(target_tokens(task)[static_cast<std::size_t>(id)]);
-    const ViewPart part = o.part == "encoder"   ? ViewPart::encoder
-                          : o.part == "decoder" ? ViewPart::decoder
-                                                : ViewPart::cross;
-    return transformer_view(*model, s, t, part, source_labels, target_labels,
-                            fmt::format("checkpoint {} (seed 001's encoder-decoder, task {})",
-                                        o.checkpoint, seq2seq_task_info(task).name));
+    return transformer_view(*model, s, t, shown, source_labels, target_labels,
+                            fmt::format("checkpoint {} (seed 001's encoder-decoder, task {}){}",
+                                        o.checkpoint, seq2seq_task_info(task).name, without));
   }
   if (app.count("--part") > 0)
     refuse("part", fmt::format("'{}' is an encoder: it has one part, its self-attention; drop "
@@ -145,8 +163,8 @@ AttentionView checkpoint_view(const ViewCliOptions& o, const CLI::App& app) {
   for (std::int64_t id : ids)
     labels.push_back(token_text(id));
   return encoder_view(std::get<TokenClassifier>(c.model).encoder, ids, labels,
-                      fmt::format("checkpoint {} (the book's encoder, task {})", o.checkpoint,
-                                  task_name(c.config.task)));
+                      fmt::format("checkpoint {} (the book's encoder, task {}){}", o.checkpoint,
+                                  task_name(c.config.task), without));
 }
 
 std::vector<std::size_t> parse_heads(const std::string& text, std::size_t heads) {
@@ -209,7 +227,9 @@ int run_view(ViewCliOptions& o, const CLI::App& app, Context& context) {
              "token instead: drop --token");
     render::check_export_path(o.export_path);
   }
-  AttentionView view = o.checkpoint.empty() ? book_view(o, app, context) : checkpoint_view(o, app);
+  std::string ablated;
+  AttentionView view =
+      o.checkpoint.empty() ? book_view(o, app, context) : checkpoint_view(o, app, ablated);
   if (o.sentences != "all" && view.pair_split == 0)
     refuse("sentences",
            "the view holds one sentence, so it has no sentence A and B: give a "
@@ -228,6 +248,7 @@ int run_view(ViewCliOptions& o, const CLI::App& app, Context& context) {
     check_index("token", "query token", o.token, view.rows.size(),
                 fmt::format("the view has {} query tokens", view.rows.size()));
 
+  if (!ablated.empty()) std::fputs((ablated + "\n").c_str(), stdout);  // the run's checks passed
   render::ViewStyle style;
   float top = 0.0f;
   for (float w : view.weights)
@@ -317,10 +338,11 @@ void setup(CLI::App& app, Context& context) {
       ->check(choice_validator("a block of the pair", {"all", "a-a", "a-b", "b-a", "b-b"}))
       ->option_text("all|a-b|...");
   sub->add_option("--part", o->part,
-                  "an encoder-decoder's attention: encoder, decoder (masked self-attention) or "
-                  "cross (default)")
+                  "an encoder-decoder's attention, shown and --ablate's: encoder, decoder (masked "
+                  "self-attention) or cross (default)")
       ->check(choice_validator("a part", {"encoder", "decoder", "cross"}))
       ->option_text("encoder|decoder|cross");
+  add_ablate_option(*sub, o->ablate, "with --checkpoint");
   sub->add_option("--layer", o->layer, "head and neuron views: the layer (default 0)")
       ->check(CLI::NonNegativeNumber)
       ->option_text("L");

@@ -205,6 +205,7 @@ LessonRun run_encoder(const EncoderLessonOptions& o) {
     show_head_patterns(run, m.measured, m.keys, m.claim,
                        fmt::format("{} held-out sequences", m.measured_on));
   }
+  if (!o.ablated.empty()) run.prose(o.ablated);
   Table norms{"The residual stream: the size of each token's vector (L2 norm)",
               {"after", "mean", "largest"},
               {}};

@@ -36,6 +36,7 @@ struct EncoderLessonOptions {
   std::optional<StateDict> weights;
   std::string weights_name;
   std::optional<TrainedHead> trained;  // --checkpoint
+  std::string ablated;  // with heads ablated: which, and the held-out accuracy with and without
 };
 
 // Lesson 09: the book's encoder, embeddings and a stack of layers, one layer shown step by step.

@@ -1,6 +1,6 @@
 // Head ablation: a head's slice of the concatenation zeroed before the output projection, against
 // PyTorch doing the same in a forward pre-hook (data/generator/ablation.py), in every form; and the
-// checks ablate_head and ablate_heads make.
+// checks ablate_head and ablate_heads make; heads ablated in the weights against the mask.
 #include "train/ablation.hpp"
 
 #include <catch2/catch.hpp>
@@ -13,6 +13,9 @@
 #include "io/npy.hpp"
 #include "io/weights.hpp"
 #include "state_dict.hpp"
+#include "train/classifier.hpp"
+#include "train/seq2seq.hpp"
+#include "train/tasks.hpp"
 
 using attn::MultiHeadVariant;
 using attn::Tensor3;
@@ -93,4 +96,46 @@ TEST_CASE("ablating a head or layer that does not exist names what there is", "[
   } catch (const attn::Error& e) {
     CHECK(e.subject() == "ablate");
   }
+}
+
+TEST_CASE("heads ablated in the weights compute what the mask computes", "[ablation]") {
+  // The mask cleared after ablate_heads_in_weights: only the zeroed columns of the output
+  // projection remain, and the outputs must still be the masked model's.
+  attn::TrainConfig config;
+  attn::TrainedModel encoder = attn::initial_model(config);
+  const std::vector<attn::HeadRef> heads = {{0, 1}, {1, 0}};
+  const attn::TrainedModel masked = attn::ablated_copy(encoder, heads);
+  attn::TrainedModel zeroed = encoder;
+  attn::ablate_heads_in_weights(zeroed, heads);
+  for (attn::EncoderLayer& layer : std::get<attn::TokenClassifier>(zeroed).encoder.layers)
+    layer.attention.ablated.clear();
+  attn::Rng rng(3);
+  const attn::TaskBatch set = attn::make_task_batch(attn::Task::reverse, config.sizes, 4, rng);
+  const Tensor3 want =
+      attn::forward(std::get<attn::TokenClassifier>(masked), set.ids, set.labels).logits;
+  const Tensor3 whole =
+      attn::forward(std::get<attn::TokenClassifier>(encoder), set.ids, set.labels).logits;
+  const Tensor3 got =
+      attn::forward(std::get<attn::TokenClassifier>(zeroed), set.ids, set.labels).logits;
+  CHECK_ALLCLOSE(attn::to_array(got), attn::to_array(want), attn::testing::Tolerance{1e-6, 1e-5});
+  CHECK(xt::amax(xt::abs(whole - want))() > 1e-3f);  // the heads mattered: the test can fail
+
+  // The encoder-decoder's cross-attention, through the decoding cache, against the mask without it.
+  config.task = attn::Seq2SeqTask::reverse;
+  attn::TrainedModel transformer = attn::initial_model(config);
+  const attn::TrainedModel cross_masked =
+      attn::ablated_copy(transformer, {{0, 0}}, attn::ViewPart::cross);
+  attn::ablate_heads_in_weights(transformer, {{0, 0}}, attn::ViewPart::cross);
+  for (attn::DecoderBlock& block : std::get<attn::Transformer>(transformer).decoder.layers)
+    block.cross_attention.ablated.clear();
+  attn::DecodeOptions cached, recomputed;
+  recomputed.cache = false;
+  const std::vector<std::int64_t> source = attn::parse_source(attn::Seq2SeqTask::reverse, "cab");
+  const attn::Decoded a = attn::decode(std::get<attn::Transformer>(transformer), source, cached);
+  const attn::Decoded b =
+      attn::decode(std::get<attn::Transformer>(cross_masked), source, recomputed);
+  REQUIRE(a.steps.size() == b.steps.size());
+  for (std::size_t t = 0; t < a.steps.size(); ++t)
+    for (std::size_t v = 0; v < a.steps[t].log_probs.size(); ++v)
+      CHECK(a.steps[t].log_probs[v] == Approx(b.steps[t].log_probs[v]).margin(1e-5));
 }
