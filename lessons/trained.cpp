@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "base/count.hpp"
+
 namespace attn::lessons {
 
 namespace {
@@ -150,7 +152,8 @@ TrainedSource measured_source(const TokenClassifier& model, const TrainConfig& c
 void show_trained_heads(LessonRun& run, const TrainedSource& source,
                         std::optional<std::size_t> head) {
   show_head_patterns(run, source.measured, source.keys, source.claim,
-                     fmt::format("{} held-out sequences", source.measured_on),
+                     fmt::format("{} held-out sequences",
+                                 with_commas(static_cast<std::int64_t>(source.measured_on))),
                      {source.layer, head});
 }
 

@@ -203,7 +203,8 @@ LessonRun run_encoder(const EncoderLessonOptions& o) {
         o.trained->task, o.trained->description, o.trained->pattern)));
     const TrainedSource& m = o.trained->measured;
     show_head_patterns(run, m.measured, m.keys, m.claim,
-                       fmt::format("{} held-out sequences", m.measured_on));
+                       fmt::format("{} held-out sequences",
+                                   with_commas(static_cast<std::int64_t>(m.measured_on))));
   }
   if (!o.ablated.empty()) run.prose(o.ablated);
   Table norms{"The residual stream: the size of each token's vector (L2 norm)",

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "base/array.hpp"
+#include "base/count.hpp"
 #include "base/random.hpp"
 #include "multi_head.hpp"
 #include "trained.hpp"
@@ -240,7 +241,9 @@ LessonRun run_cross_attention(const CrossAttentionLessonOptions& o) {
       show_head_patterns(
           run,
           measure_cross_attention(o.trained->model, o.trained->task, held_out_examples(measured)),
-          info.keys, info.claim, fmt::format("{} held-out sources", kMeasuredSources),
+          info.keys, info.claim,
+          fmt::format("{} held-out sources",
+                      with_commas(static_cast<std::int64_t>(kMeasuredSources))),
           {o.trained->layer, std::nullopt});
     }
   }

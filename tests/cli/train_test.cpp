@@ -60,7 +60,7 @@ TEST_CASE("attn train learns reverse, logs every step and saves a checkpoint", "
   REQUIRE(text.exit_code == 0);
   CHECK(text.err.empty());
   CHECK(text.out.find("Loss on each step's batch") != std::string::npos);
-  CHECK(text.out.find("The held-out set: 512 sequences") != std::string::npos);
+  CHECK(text.out.find("The held-out set: 10,000 sequences") != std::string::npos);
   // --quiet: the trained head's output.
   const auto quiet = run_attn({"train", "--task", "reverse", "--steps", "50", "--quiet"});
   REQUIRE(quiet.exit_code == 0);
