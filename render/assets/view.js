@@ -160,9 +160,9 @@ function headView() {
     }
   }
   el('p', {class: 'help'}, root,
-     'Lines join each query (left) to each key (right), their opacity the weight' +
-     (D.per_row ? ': ' + D.legend_per_row : '') +
-     ', one colour per head. Point at a token to see only its attention; double-click a head ' +
+     'Lines join each query (left) to each key (right), one colour per head, their opacity ' +
+     'the weight' + (D.per_row ? ' (' + D.legend_per_row + ')' : '') +
+     '. Point at a token to see only its attention; double-click a head ' +
      'to see it alone.');
   draw();
   if (hash.layer !== undefined && Number(hash.layer) < D.layers) {
