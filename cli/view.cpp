@@ -355,9 +355,10 @@ void setup(CLI::App& app, Context& context) {
                   "neuron view: the query token (default 0); head view: a query to mark")
       ->check(CLI::NonNegativeNumber)
       ->option_text("I");
-  sub->add_option("--heatmap-scale", o->scale,
-                  "fixed (0 to 1), row (0 to each row's largest weight), auto (default: row when "
-                  "every weight is below 0.5, else fixed)")
+  sub->add_option(
+         "--heatmap-scale", o->scale,
+         "fixed (0 to 1), row (0 to each row's largest weight, a near-uniform row 0 to 1), "
+         "auto (default: row when every weight is below 0.5, else fixed)")
       ->check(choice_validator("a heatmap scale", {"auto", "fixed", "row"}))
       ->option_text("auto|fixed|row");
   sub->add_option("--color", o->color,

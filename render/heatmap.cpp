@@ -696,13 +696,15 @@ Palette choose_palette(bool colour_allowed) {
   return choose_palette(colour_allowed, TerminalEnvironment::from_process());
 }
 
-std::string heatmap_cell(Palette palette, double t, std::size_t width, std::string_view text) {
+std::string heatmap_cell(Palette palette, double t, std::size_t width, std::string_view text,
+                         bool diverging) {
   if (palette == Palette::truecolor || palette == Palette::color256) {
     const std::vector<Glyph> glyphs = split_glyphs(text, false);
-    return color_escape(palette, t) + fit(glyphs, width, "…") + std::string(kReset);
+    return color_escape(palette, t, diverging) + fit(glyphs, width, "…") + std::string(kReset);
   }
   std::string out;
-  const std::string_view glyph = shade(palette, shade_level(palette, t));
+  const double level = diverging ? std::fabs(2.0 * std::clamp(t, 0.0, 1.0) - 1.0) : t;
+  const std::string_view glyph = shade(palette, shade_level(palette, level));
   for (std::size_t i = 0; i < width; ++i)
     out += glyph;
   return out;

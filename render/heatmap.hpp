@@ -62,8 +62,10 @@ RowSpread row_spread(const float* weights, std::size_t count);
 
 // One cell of `width` columns at scale position t in [0, 1] (0 for nothing, 1 for the most): a
 // coloured background and a reset (truecolor, 256 colours; `text` printed on it, padded), or the
-// shade glyph repeated (shades, ascii), for views that draw their own grids.
-std::string heatmap_cell(Palette palette, double t, std::size_t width, std::string_view text = "");
+// shade glyph repeated (shades, ascii), for views that draw their own grids. `diverging`: the
+// colours of the diverging map (blue at 0, white at 0.5, red at 1); shades then show |2t - 1|.
+std::string heatmap_cell(Palette palette, double t, std::size_t width, std::string_view text = "",
+                         bool diverging = false);
 // A label made safe and fitted to `width` display columns: control characters (and in ascii any
 // non-ASCII character) as `?`, truncated with `…` (ASCII `~`), padded with spaces.
 std::string fit_label(std::string_view label, std::size_t width, bool ascii);

@@ -25,8 +25,10 @@ std::string legend(const ViewStyle& style) {
   std::string scale;
   for (int k = 0; k <= 4; ++k)
     scale += heatmap_cell(style.palette, k / 4.0, 1);
-  return style.per_row ? fmt::format("scale per row: 0 [{}] the row's largest weight", scale)
-                       : fmt::format("scale 0 [{}] 1", scale);
+  if (!style.per_row) return fmt::format("scale 0 [{}] 1", scale);
+  std::string words = lessons::wrapped_prose(kPerRowLegend, style.width);
+  if (!words.empty() && words.back() == '\n') words.pop_back();
+  return fmt::format("scale per row: 0 [{}] the row's largest weight\n{}", scale, words);
 }
 
 // Blocks set side by side in bands no wider than `width`.
@@ -62,9 +64,9 @@ std::string header(const AttentionView& v, std::size_t width) {
 // becomes '?'.
 std::string ascii_only(std::string text) {
   static const std::pair<std::string_view, std::string_view> kSwaps[] = {
-      {"·", "-"}, {"∘", "*"},        {"√", "sqrt "},      {"▶", ">"},
-      {"█", "#"}, {"✓", "ok:"},      {"✗", "FAILED:"},    {"…", "~"},
-      {"—", "-"}, {"↑↓", "up/down"}, {"←→", "left/right"}};
+      {"·", "-"}, {"∘", "*"},        {"√", "sqrt "},       {"▶", ">"},
+      {"█", "#"}, {"✓", "ok:"},      {"✗", "FAILED:"},     {"…", "~"},
+      {"—", "-"}, {"↑↓", "up/down"}, {"←→", "left/right"}, {"≥", ">="}};
   for (const auto& [from, to] : kSwaps)
     for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at)) {
       text.replace(at, from.size(), to);
@@ -86,12 +88,28 @@ std::string finish(std::string text, const ViewStyle& style) {
   return is_ascii(style.palette) ? ascii_only(std::move(text)) : text;
 }
 
-// A vector as one cell per element, by |value| against `top` (colour or shades).
+// A vector as one cell per element against `top`: in colour the diverging map (kSignedLegend);
+// without, a sign character by size: blank under 1/8 of `top`, + or - up to half, # or = beyond.
 std::string bar(const std::vector<float>& values, float top, Palette palette) {
+  const bool colour = palette == Palette::truecolor || palette == Palette::color256;
   std::string out;
-  for (float x : values)
-    out += heatmap_cell(palette, top > 0.0f ? std::fabs(x) / top : 0.0, 1);
+  for (float x : values) {
+    const double t = top > 0.0f ? static_cast<double>(x) / top : 0.0;  // -1 to 1
+    if (colour) {
+      out += heatmap_cell(palette, 0.5 + 0.5 * t, 1, "", true);
+    } else {
+      const double size = std::fabs(t);
+      out += size < 0.125 ? ' ' : size <= 0.5 ? (t > 0 ? '+' : '-') : (t > 0 ? '#' : '=');
+    }
+  }
   return out;
+}
+
+// The legend of `bar`'s cells.
+std::string signed_legend(Palette palette) {
+  if (palette == Palette::truecolor || palette == Palette::color256)
+    return std::string(kSignedLegend);
+  return "+ above 0, - below 0, # and = past half the largest |value| of its column, blank near 0";
 }
 
 float largest(const std::vector<std::vector<float>>& rows) {
@@ -107,11 +125,19 @@ float largest(const std::vector<std::vector<float>>& rows) {
 double weight_position(const AttentionView& v, std::size_t l, std::size_t h, std::size_t t,
                        std::size_t s, bool per_row) {
   const float w = v.weights(l, h, t, s);
-  if (!per_row) return std::clamp(static_cast<double>(w), 0.0, 1.0);
+  if (!per_row || weight_row_spread(v, l, h, t).near_uniform)
+    return std::clamp(static_cast<double>(w), 0.0, 1.0);
   float top = 0.0f;
   for (std::size_t k = 0; k < v.columns.size(); ++k)
     top = std::max(top, v.weights(l, h, t, k));
   return top > 0.0f ? static_cast<double>(w) / top : 0.0;
+}
+
+RowSpread weight_row_spread(const AttentionView& v, std::size_t l, std::size_t h, std::size_t t) {
+  std::vector<float> row(v.columns.size());
+  for (std::size_t s = 0; s < row.size(); ++s)
+    row[s] = v.weights(l, h, t, s);
+  return row_spread(row.data(), row.size());
 }
 
 void check_legible(std::size_t n, std::size_t limit, std::string_view which) {
@@ -149,11 +175,15 @@ std::string render_head_view(const AttentionView& v, std::size_t layer,
     std::vector<float> matrix(T * S);
     for (std::size_t t = 0; t < T; ++t)
       for (std::size_t s = 0; s < S; ++s)
-        matrix[t * S + s] = static_cast<float>(weight_position(v, layer, h, t, s, style.per_row));
+        matrix[t * S + s] = style.per_row
+                                ? v.weights(layer, h, t, s)
+                                : static_cast<float>(weight_position(v, layer, h, t, s, false));
     HeatmapOptions options;
     options.palette = style.palette;
     options.low = 0.0f;
     options.high = 1.0f;
+    // Per row, the heatmap's own rule (the same as weight_position's) with each row's max and H.
+    if (style.per_row) options.scale = HeatmapScale::per_row;
     options.show_values = false;
     options.zero_meaning = "";
     options.title = fmt::format("head {}", h);
@@ -257,10 +287,11 @@ std::string render_neuron_view(const AttentionView& v, const NeuronView& n,
                      numbers ? fmt::format("[{:.3f}]", fmt::join(n.query, ", "))
                              : bar(n.query, top_q, style.palette));
   if (!numbers)
-    out += fmt::format(
-        "(q, each k and q∘k drawn one cell per number, shaded by |value| against the largest of\n"
-        " its column: {:.3g}, {:.3g} and {:.3g}; the sum q·k keeps the signs)\n",
-        top_q, top_k, top_p);
+    out += lessons::wrapped_prose(
+        fmt::format("(q, each k and q∘k: one cell a number, {}; the largest |value|s: {:.3g}, "
+                    "{:.3g} and {:.3g})",
+                    signed_legend(style.palette), top_q, top_k, top_p),
+        style.width);
   out += "\n";
   std::size_t label = 3;
   for (const std::string& c : v.columns)

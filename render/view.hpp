@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -17,7 +18,8 @@ struct ViewStyle {
   Palette palette = Palette::shades;
   std::size_t width = 100;  // the widest line aimed for
   // The colour scale of the weights: fixed (0 to 1), or each row from 0 to its own largest
-  // weight (near-uniform weights of an untrained model still show their structure).
+  // weight (near-uniform weights of an untrained model still show their structure), except a
+  // near-uniform row (row_spread), drawn from 0 to 1 so that it never looks like a one-hot row.
   bool per_row = false;
   std::optional<std::size_t> token;  // a query token to point out (head view), or none
   // The model view's selected (layer, head), its title bracketed.
@@ -41,10 +43,21 @@ std::string render_model_view(const AttentionView& view, const ViewStyle& style)
 std::string render_neuron_view(const AttentionView& view, const NeuronView& neuron,
                                const ViewStyle& style);
 
+// The words under per-row weights and under signed values (q, k, q∘k), the same in the terminal,
+// the page and the pictures. Signed values use diverging_color: red above 0, blue below.
+inline constexpr std::string_view kPerRowLegend =
+    "each row from 0 to its largest weight, but a near-uniform row (H = entropy / ln n ≥ 0.9) "
+    "from 0 to 1";
+inline constexpr std::string_view kSignedLegend =
+    "red above 0, white at 0, blue below 0, by |value| against the largest of its column";
+
 // Where weight (layer, head, query t, key s) falls on the colour scale, 0 to 1: the weight itself,
-// or with `per_row` the weight over its row's largest.
+// or with `per_row` the weight over its row's largest unless the row is near uniform.
 double weight_position(const AttentionView& view, std::size_t layer, std::size_t head,
                        std::size_t t, std::size_t s, bool per_row);
+// How spread query t's row of weights is (row_spread).
+RowSpread weight_row_spread(const AttentionView& view, std::size_t layer, std::size_t head,
+                            std::size_t t);
 
 // Throws Error(bad_size) when the view has more tokens than `limit`, saying what to do; `which`
 // names the view ("the model view").

@@ -24,6 +24,7 @@
 #include "base/utf8.hpp"
 #include "image_file.hpp"
 #include "io/file_io.hpp"
+#include "view.hpp"
 #include "view_assets.hpp"
 #include "view_image.hpp"
 
@@ -89,6 +90,47 @@ void append_weights(std::string& out, const AttentionView& v) {
   out += ']';
 }
 
+// Each row's H = entropy / ln n and whether it is near uniform (row_spread), as (L,H,T) arrays,
+// so that the page draws per-row weights by the pictures' rule.
+void append_row_spreads(std::string& out, const AttentionView& v) {
+  const std::size_t T = v.rows.size();
+  std::string entropy = ",\"row_entropy\":[", uniform = ",\"row_near_uniform\":[";
+  for (std::size_t l = 0; l < v.layers; ++l) {
+    entropy += l == 0 ? "[" : ",[";
+    uniform += l == 0 ? "[" : ",[";
+    for (std::size_t h = 0; h < v.heads; ++h) {
+      entropy += h == 0 ? "[" : ",[";
+      uniform += h == 0 ? "[" : ",[";
+      for (std::size_t t = 0; t < T; ++t) {
+        const RowSpread spread = weight_row_spread(v, l, h, t);
+        if (t > 0) entropy += ',', uniform += ',';
+        append_number(entropy, spread.entropy_ratio, true);
+        uniform += spread.near_uniform ? '1' : '0';
+      }
+      entropy += ']';
+      uniform += ']';
+    }
+    entropy += ']';
+    uniform += ']';
+  }
+  out += entropy + "]" + uniform + "]";
+}
+
+// The legends' words (view.hpp) and the diverging map's five stops as hex, which the page
+// interpolates as diverging_color does.
+void append_legends(std::string& out) {
+  std::vector<std::string> stops;
+  for (int k = 0; k <= 4; ++k) {
+    const Rgb c = diverging_color(k / 4.0);
+    stops.push_back(fmt::format("#{:02x}{:02x}{:02x}", c.r, c.g, c.b));
+  }
+  const nlohmann::json legends = {{"legend_per_row", std::string(kPerRowLegend)},
+                                  {"legend_signed", std::string(kSignedLegend)},
+                                  {"signed_colours", stops}};
+  std::string text = legends.dump();
+  out += ',' + text.substr(1, text.size() - 2);
+}
+
 void check_range(std::string_view what, std::size_t value, std::size_t count,
                  std::string_view subject) {
   if (value < count) return;
@@ -152,7 +194,9 @@ std::string page_data(const AttentionView& v, const ExportRequest& r) {
   } else {
     out += ",\"weights\":";
     append_weights(out, v);
+    append_row_spreads(out, v);
   }
+  append_legends(out);
   out += '}';
   std::string safe;
   safe.reserve(out.size());

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "base/utf8.hpp"
 #include "image_canvas.hpp"
 #include "view.hpp"
 
@@ -86,10 +87,11 @@ Rgb weight_color(const AttentionView& v, std::size_t l, std::size_t h, std::size
 // masked keys when the attention is causal.
 struct WeightsLegend {
   bool per_row = false, causal = false;
+  bool marked = false;  // near-uniform rows marked ≈ (the head view)
   static constexpr double kBar = 160.0;
 
   std::string caption() const {
-    return per_row ? "colour: each row from 0 to its own largest weight"
+    return per_row ? fmt::format("colour: {}{}", kPerRowLegend, marked ? ", marked ≈" : "")
                    : "colour: the attention weight, from 0 to 1; each row sums to 1";
   }
   std::string masked_note() const { return "masked: a later token, which the decoder may not see"; }
@@ -180,6 +182,20 @@ void draw_cells(cairo_t* cr, const AttentionView& v, std::size_t l, std::size_t 
                        cell - gap, cell - gap, weight_color(v, l, h, t, s, per_row));
 }
 
+// Each row's "H 0.62" (row_spread) left-aligned at x, with "≈" after a near-uniform row's.
+void draw_row_spread(cairo_t* cr, const AttentionView& v, std::size_t l, std::size_t h, double x,
+                     double y, double cell, double font) {
+  image::set_font(cr, font);
+  for (std::size_t t = 0; t < v.rows.size(); ++t) {
+    const RowSpread spread = weight_row_spread(v, l, h, t);
+    if (spread.keys < 2) continue;
+    image::set_color(cr, spread.near_uniform ? image::kMuted : image::kText);
+    image::draw_text(
+        cr, fmt::format("H {:.2f}{}", spread.entropy_ratio, spread.near_uniform ? " ≈" : ""), x,
+        y + (static_cast<double>(t) + 0.5) * cell + font * 0.35);
+  }
+}
+
 std::string head_view(const AttentionView& v, const ExportRequest& r, ImageFormat format) {
   const std::size_t T = v.rows.size(), S = v.columns.size();
   const double cell =
@@ -198,10 +214,13 @@ std::string head_view(const AttentionView& v, const ExportRequest& r, ImageForma
                               : fmt::format("head{} {} (of {})", r.heads.size() == 1 ? "" : "s",
                                             fmt::join(r.heads, ", "), v.heads)),
        tokens_line(v)}};
-  const WeightsLegend legend{r.per_row, v.causal};
+  const WeightsLegend legend{r.per_row, v.causal, r.per_row};
   const double row_labels = std::ceil(widest_label(m, v.rows, font, kLongest) + 6.0);
   const ColumnLabels columns(m, v.columns, font, cell);
-  const double map_w = row_labels + static_cast<double>(S) * cell;
+  // Per row, each row's H = entropy / ln n after it, "≈" marking a near-uniform row.
+  image::set_font(m, font);
+  const double entropy_w = r.per_row ? std::ceil(image::text_width(m, "H 0.00 ≈") + 8.0) : 0.0;
+  const double map_w = row_labels + static_cast<double>(S) * cell + entropy_w;
   const double map_h = kMapTitle + 8.0 + columns.height() + static_cast<double>(T) * cell;
   const auto per_band =
       static_cast<std::size_t>(std::max(1.0, std::floor((kWidestRow + kGap) / (map_w + kGap))));
@@ -228,6 +247,8 @@ std::string head_view(const AttentionView& v, const ExportRequest& r, ImageForma
           columns.draw(cr, v.columns, cells_x, cells_y);
           draw_row_labels(cr, v.rows, cells_x - 6.0, cells_y, cell, font, kLongest);
           draw_cells(cr, v, r.layer, h, cells_x, cells_y, cell, r.per_row);
+          if (r.per_row)
+            draw_row_spread(cr, v, r.layer, h, cells_x + S * cell + 6.0, cells_y, cell, font);
         }
         legend.draw(cr, kMargin, legend_y);
       },
@@ -329,10 +350,9 @@ std::string neuron_view_image(const AttentionView& v, const ExportRequest& r, Im
   const double k_x = kMargin + label_w, p_x = k_x + vector_w + gap;
   const double dot_x = p_x + vector_w + gap;  // the numbers' columns, right-aligned at their ends
   const double bar_x = dot_x + 3 * number_w + gap;
-  const std::string colours = "q, k and q∘k: blue below 0, white at 0, red above,";
+  const std::string colours = fmt::format("q, k and q∘k: {}:", kSignedLegend);
   const std::string scales =
-      fmt::format("each on its own scale: |q| up to {:.3g}, |k| up to {:.3g}, |q∘k| up to {:.3g}",
-                  top_q, top_k, top_p);
+      fmt::format("|q| up to {:.3g}, |k| up to {:.3g}, |q∘k| up to {:.3g}", top_q, top_k, top_p);
   float apart = 0.0f;
   for (std::size_t s = 0; s < S; ++s)
     apart = std::max(apart, std::fabs(n.softmax[s] - n.model_weights[s]));
@@ -431,6 +451,17 @@ std::string neuron_view_image(const AttentionView& v, const ExportRequest& r, Im
       "export");
 }
 
+// The legend's words as the SVG's <desc>, which cairo draws as glyphs only: for screen readers
+// and for anything that reads the picture as text.
+std::string with_description(std::string svg, std::string_view legend) {
+  if (legend.empty()) return svg;
+  const std::size_t open = svg.find("<svg");
+  const std::size_t end = open == std::string::npos ? open : svg.find('>', open);
+  if (end == std::string::npos) return svg;
+  svg.insert(end + 1, fmt::format("\n<desc>{}</desc>", escape_markup(legend)));
+  return svg;
+}
+
 void check_request(const AttentionView& v, ExportRequest& r) {
   const auto out_of_range = [](std::string_view what, std::size_t value, std::size_t count) {
     return export_error(ErrorKind::bad_size,
@@ -463,9 +494,14 @@ std::string view_image(const AttentionView& view, const ExportRequest& request,
                        ImageFormat format) {
   ExportRequest r = request;
   check_request(view, r);
-  if (r.kind == "head") return head_view(view, r, format);
-  if (r.kind == "model") return model_view(view, r, format);
-  return neuron_view_image(view, r, format);
+  std::string picture = r.kind == "head"    ? head_view(view, r, format)
+                        : r.kind == "model" ? model_view(view, r, format)
+                                            : neuron_view_image(view, r, format);
+  if (format == ImageFormat::svg)
+    picture = with_description(std::move(picture), r.kind == "neuron" ? kSignedLegend
+                                                   : r.per_row        ? kPerRowLegend
+                                                                      : std::string_view());
+  return picture;
 }
 
 void write_view_image(const AttentionView& view, const ExportRequest& request,

@@ -33,9 +33,11 @@ function point(target) {  // the events a mouse sends when it comes over `target
   target.dispatchEvent(new MouseEvent('mouseover', {bubbles: true}));
   target.dispatchEvent(new MouseEvent('mouseenter', {bubbles: false}));
 }
-// A weight's colour strength: the weight, or its share of the row's largest with per_row.
-function strength(w, row) {
-  if (!D.per_row) return Math.min(1, Math.max(0, w));
+// A weight's colour strength: the weight, or with per_row its share of the row's largest, unless
+// the row (layer l, head h, query t) is near uniform: then the weight, so that it stays faint.
+function flat(l, h, t) { return D.row_near_uniform[l][h][t] === 1; }
+function strength(w, row, uniform) {
+  if (!D.per_row || uniform) return Math.min(1, Math.max(0, w));
   let top = 0;
   for (const x of row) top = Math.max(top, x);
   return top > 0 ? w / top : 0;
@@ -120,7 +122,7 @@ function headView() {
       const W = D.weights[layer][h], dy = (n - (heads.length - 1) / 2) * apart;
       for (let t = 0; t < T; ++t) {
         for (let s = 0; s < S; ++s) {
-          const o = strength(W[t][s], W[t]);
+          const o = strength(W[t][s], W[t], flat(layer, h, t));
           const line = sv('line', {x1: x1, y1: y(t) + dy, x2: x2, y2: y(s) + dy, stroke: colour(h),
                                    'stroke-width': 2, 'data-h': h, 'data-q': t, 'data-k': s,
                                    'data-w': W[t][s]}, lineLayer);
@@ -151,15 +153,16 @@ function headView() {
         const t = hover.side === 'q' ? hover.i : j, s = hover.side === 'q' ? j : hover.i;
         const x = (hover.side === 'q' ? x2 + 3 : left + 3) + n * width;
         const box = sv('rect', {x: x, y: y(j) - 8, width: width, height: 16, fill: colour(h),
-                                'fill-opacity': strength(W[t][s], W[t]).toFixed(3)}, boxLayer);
+                                'fill-opacity': strength(W[t][s], W[t], flat(layer, h, t)).toFixed(3)},
+                           boxLayer);
         sv('title', {}, box, 'head ' + h + ': ' + num(W[t][s], 4));
       });
     }
   }
   el('p', {class: 'help'}, root,
-     'Lines join each query (left) to each key (right), their opacity the weight' +
-     (D.per_row ? ' against the row\u2019s largest' : '') +
-     ', one colour per head. Point at a token to see only its attention; double-click a head ' +
+     'Lines join each query (left) to each key (right), one colour per head, their opacity ' +
+     'the weight' + (D.per_row ? ' (' + D.legend_per_row + ')' : '') +
+     '. Point at a token to see only its attention; double-click a head ' +
      'to see it alone.');
   draw();
   if (hash.layer !== undefined && Number(hash.layer) < D.layers) {
@@ -174,14 +177,16 @@ function headView() {
   }
 }
 
-// A heatmap of one head, queries down, keys across, with the tokens as labels.
-function heatmap(parent, W, h, cell) {
+// A heatmap of head h of layer l, queries down, keys across, with the tokens as labels; per row,
+// each row's H = entropy / ln n after it, "\u2248" marking a near-uniform row.
+function heatmap(parent, l, h, cell) {
+  const W = D.weights[l][h];
   const svg = sv('svg', {}, parent);
   // Short key labels stand upright over their columns, longer ones slant.
   const upright = D.columns.every(function (c) { return c.length <= 2; });
   const left = textWidth(svg, D.rows) + 10,
         up = upright ? 22 : textWidth(svg, D.columns) * 0.71 + 14;
-  svg.setAttribute('width', left + cell * S + 30);
+  svg.setAttribute('width', left + cell * S + (D.per_row ? 84 : 30));
   svg.setAttribute('height', up + cell * T + 4);
   D.rows.forEach(function (label, t) {
     sv('text', {x: left - 6, y: up + cell * t + cell / 2 + 4.5, 'text-anchor': 'end'}, svg, label);
@@ -194,9 +199,15 @@ function heatmap(parent, W, h, cell) {
   for (let t = 0; t < T; ++t) {
     for (let s = 0; s < S; ++s) {
       const r = sv('rect', {x: left + cell * s, y: up + cell * t, width: cell - 1, height: cell - 1,
-                            fill: colour(h), 'fill-opacity': strength(W[t][s], W[t]).toFixed(3),
+                            fill: colour(h),
+                            'fill-opacity': strength(W[t][s], W[t], flat(l, h, t)).toFixed(3),
                             'data-q': t, 'data-k': s}, svg);
       sv('title', {}, r, D.rows[t] + ' \u2192 ' + D.columns[s] + ': ' + num(W[t][s], 4));
+    }
+    if (D.per_row && S > 1) {
+      sv('text', {x: left + cell * S + 6, y: up + cell * t + cell / 2 + 4.5, class: 'spread',
+                  'data-q': t, 'data-near-uniform': flat(l, h, t) ? 1 : 0},
+         svg, 'H ' + num(D.row_entropy[l][h][t], 2) + (flat(l, h, t) ? ' \u2248' : ''));
     }
   }
   sv('rect', {x: left - 0.5, y: up - 0.5, width: cell * S, height: cell * T, fill: 'none',
@@ -241,9 +252,9 @@ function modelView() {
       return;
     }
     el('h2', {}, detail, 'layer ' + l + ', head ' + h);
-    heatmap(detail, D.weights[l][h], h, Math.max(12, Math.min(28, Math.floor(420 / Math.max(T, S)))));
+    heatmap(detail, l, h, Math.max(12, Math.min(28, Math.floor(420 / Math.max(T, S)))));
     el('p', {class: 'help'}, detail, 'Rows are the queries, columns the keys; the colour is the weight' +
-       (D.per_row ? ' against the row\u2019s largest.' : ' (0 to 1).'));
+       (D.per_row ? ', ' + D.legend_per_row + ', marked \u2248.' : ' (0 to 1).'));
     detail.setAttribute('data-layer', l);
     detail.setAttribute('data-head', h);
     place(thumbs[l * D.heads + h]);
@@ -261,7 +272,7 @@ function modelView() {
       g.fillStyle = colour(h);
       for (let t = 0; t < T; ++t) {
         for (let s = 0; s < S; ++s) {
-          g.globalAlpha = strength(W[t][s], W[t]);
+          g.globalAlpha = strength(W[t][s], W[t], flat(l, h, t));
           g.fillRect(s * px, t * px, px, px);
         }
       }
@@ -309,12 +320,22 @@ function neuronView() {
     for (const r of rows) for (const x of r) m = Math.max(m, Math.abs(x));
     return m;
   }
+  // The diverging map at t in [0, 1]: D.signed_colours' five stops, interpolated linearly as
+  // the pictures' diverging_color does.
+  const stops = D.signed_colours.map(function (hex) {
+    return [1, 3, 5].map(function (i) { return parseInt(hex.slice(i, i + 2), 16); });
+  });
+  function signed(t) {
+    const x = Math.min(1, Math.max(0, t)) * (stops.length - 1);
+    const i = Math.min(Math.floor(x), stops.length - 2), f = x - i;
+    const c = [0, 1, 2].map(function (k) { return Math.round(stops[i][k] + (stops[i + 1][k] - stops[i][k]) * f); });
+    return 'rgb(' + c.join(',') + ')';
+  }
   function vector(parent, values, top) {
     const v = el('span', {class: 'vec'}, parent);
     for (const x of values) {
-      const a = top > 0 ? Math.min(1, Math.abs(x) / top) : 0;
-      el('span', {style: 'width:' + cell + 'px;background:' + (x >= 0 ? 'rgba(31,119,180,' : 'rgba(255,127,14,') + a.toFixed(3) + ')',
-                  title: x.toFixed(4)}, v);
+      const t = top > 0 ? 0.5 + 0.5 * x / top : 0.5;
+      el('span', {style: 'width:' + cell + 'px;background:' + signed(t), title: x.toFixed(4)}, v);
     }
     return v;
   }
@@ -353,8 +374,7 @@ function neuronView() {
       el('span', {class: 'bar', style: 'width:' + Math.round(120 * N.softmax[t][s]) + 'px'}, w);
       el('span', {}, w, num(N.softmax[t][s], 4));
     }
-    el('p', {class: 'help'}, panel, 'Blue is positive, orange negative, by size against the ' +
-       'largest in the block. softmax(q\u00b7k \u00f7 \u221a' + hs + ') recomputed here is the row the model ' +
+    el('p', {class: 'help'}, panel, 'Colour: ' + D.legend_signed + '. softmax(q\u00b7k \u00f7 \u221a' + hs + ') recomputed here is the row the model ' +
        'computed: largest |difference| ' + N.apart[t] + (N.apart[t] <= 1e-5 ? ' \u2713' : ' \u2717'));
   }
   show(chosen);

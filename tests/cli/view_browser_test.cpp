@@ -257,3 +257,39 @@ TEST_CASE("in a browser, each view's screenshot is a picture of the window's siz
     CHECK(coloured > 200);  // the heads' colours, not only black text
   }
 }
+
+TEST_CASE("in a browser, per row a near-uniform row keeps its weights' opacity and says its H",
+          "[cli][view][export][browser]") {
+  ScratchDir scratch("view-browser-per-row");
+  // sort's layer-0 heads spread almost evenly (H near 1): the rows a per-row scale made solid.
+  const fs::path model = export_view(scratch.path, "model.html",
+                                     {"model", "--checkpoint", "sort", "--heatmap-scale", "row"});
+  const nlohmann::json data = embedded(read_text(model.string()));
+  REQUIRE(data["per_row"] == true);
+  const std::string opened = dom(scratch.path, model, "open=0,0");
+  const auto& W = data["weights"][0][0];
+  std::map<int, std::string> flat;  // query -> its H text's data-near-uniform
+  for (auto& a : elements(opened, "text"))
+    if (a.count("data-near-uniform") > 0)
+      flat[std::stoi(a.at("data-q"))] = a.at("data-near-uniform");
+  REQUIRE(flat.size() == W.size());
+  std::size_t uniform = 0;
+  std::map<int, double> top;  // query -> its largest opacity
+  for (auto& a : elements(opened, "rect")) {
+    if (a.count("data-q") == 0) continue;
+    const int t = std::stoi(a.at("data-q")), s = std::stoi(a.at("data-k"));
+    const double opacity = std::stod(a.at("fill-opacity")), w = W[t][s].get<double>();
+    top[t] = std::max(top[t], opacity);
+    if (flat[t] == "1") CHECK(opacity == Approx(w).margin(1e-3));
+  }
+  for (const auto& [t, near] : flat) {
+    CHECK(near == (data["row_near_uniform"][0][0][t] == 1 ? "1" : "0"));
+    uniform += near == "1";
+    // A near-uniform row never reaches full colour; any other row's largest weight does.
+    if (near == "1")
+      CHECK(top[t] < 0.5);
+    else
+      CHECK(top[t] == Approx(1.0));
+  }
+  CHECK(uniform > 0);
+}

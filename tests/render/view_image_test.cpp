@@ -9,12 +9,16 @@
 
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "attention_view.hpp"
 #include "base/error.hpp"
 #include "heatmap.hpp"
 #include "image_check.hpp"
+#include "page_data.hpp"
 #include "scratch.hpp"
+#include "view.hpp"
+#include "view_export.hpp"
 #include "view_image.hpp"
 
 using attn::render::ExportRequest;
@@ -275,4 +279,94 @@ TEST_CASE("write_view_image writes .svg or .png by the extension, whole, and not
   refused((scratch.path / "view.jpg").string(), "attn draws pictures as .svg or .png");
   refused((scratch.path / "missing" / "view.png").string(), "cannot write");
   CHECK(attn::testing::names_in(scratch.path) == std::set<std::string>{"view.PNG", "v.Svg"});
+}
+
+namespace {
+
+// The text of the SVG's <desc>, or "" without one.
+std::string description(const std::string& svg) {
+  const std::size_t open = svg.find("<desc>"), close = svg.find("</desc>");
+  if (open == std::string::npos || close == std::string::npos) return "";
+  return svg.substr(open + 6, close - open - 6);
+}
+
+std::string hex(attn::render::Rgb c) {
+  return fmt::format("#{:02x}{:02x}{:02x}", c.r, c.g, c.b);
+}
+
+}  // namespace
+
+TEST_CASE("per row, a near-uniform row is drawn from 0 to 1 and marked, in picture and page") {
+  const std::size_t T = 4, S = 5;
+  attn::AttentionView v = made_up_view(1, 2, T, S, 4);
+  // Query 2 of head 1: every key 0.2 (H = 1), which a per-row scale would draw as 5 tops.
+  for (std::size_t s = 0; s < S; ++s)
+    v.weights(0, 1, 2, s) = 1.0f / static_cast<float>(S);
+  CHECK(attn::render::weight_row_spread(v, 0, 1, 2).near_uniform);
+  CHECK_FALSE(attn::render::weight_row_spread(v, 0, 1, 1).near_uniform);
+  CHECK(attn::render::weight_position(v, 0, 1, 2, 0, true) == Approx(0.2));
+  CHECK(attn::render::weight_position(v, 0, 1, 1, 2, true) == Approx(1.0));
+  const ExportRequest request{"head", 0, {1}, 0, 0, true};
+  const std::string svg = attn::render::view_image(v, request, ImageFormat::svg);
+  CHECK(attn::testing::xml_problem(svg).empty());
+  const std::vector<SvgRect> rects = attn::testing::svg_rects(svg);
+  // The other rows' tops are the top of the scale; the uniform row is viridis at 0.2, faint.
+  CHECK(with_fill(rects, pixel(attn::render::viridis_color(1.0))) == T - 1);
+  CHECK(with_fill(rects, pixel(attn::render::viridis_color(0.2))) == S);
+  check_png_matches_svg(svg, attn::render::view_image(v, request, ImageFormat::png),
+                        pixel(attn::render::viridis_color(0.2)));
+  // One legend: the SVG's words are the page's, and the terminal's.
+  CHECK(description(svg) == attn::render::kPerRowLegend);
+  const nlohmann::json page = attn::testing::page_data(attn::render::view_html(v, request));
+  CHECK(page["legend_per_row"] == std::string(attn::render::kPerRowLegend));
+  CHECK(page["row_near_uniform"][0][1] == nlohmann::json::array({0, 0, 1, 0}));
+  CHECK(page["row_entropy"][0][1][2].get<double>() == Approx(1.0).margin(1e-4));
+  attn::render::ViewStyle style;
+  style.per_row = true;
+  style.width = 400;  // the legend on one line
+  const std::string text = attn::render::render_head_view(v, 0, {1}, style);
+  INFO(text);
+  CHECK(text.find(attn::render::kPerRowLegend) != std::string::npos);
+  CHECK(attn::testing::count_of(text, "near uniform") == 1);
+}
+
+TEST_CASE("signed values: the page, the picture and the terminal share one diverging map") {
+  attn::AttentionView v = made_up_view(1, 1, 2, 2, 4);
+  // q = (1, -1, 0.5, 0): its largest |value| is 1, so +1 is the map's red end and -1 its blue.
+  const float q[] = {1.0f, -1.0f, 0.5f, 0.0f};
+  for (std::size_t i = 0; i < 4; ++i)
+    v.queries(0, 0, 0, i) = q[i];
+  const ExportRequest request{"neuron", 0, {}, 0, 0, false};
+  const std::string svg = attn::render::view_image(v, request, ImageFormat::svg);
+  const nlohmann::json page = attn::testing::page_data(attn::render::view_html(v, request));
+  const std::vector<std::string> stops = page["signed_colours"];
+  REQUIRE(stops.size() == 5);
+  CHECK(stops.front() == hex(attn::render::diverging_color(0.0)));
+  CHECK(stops[2] == hex(attn::render::diverging_color(0.5)));
+  CHECK(stops.back() == hex(attn::render::diverging_color(1.0)));
+  // The picture's q cells: red for +1, blue for -1, the page's two ends.
+  std::set<std::string> fills;
+  for (const SvgRect& r : attn::testing::svg_rects(svg))
+    fills.insert(fmt::format("#{:02x}{:02x}{:02x}", r.fill.r, r.fill.g, r.fill.b));
+  CHECK(fills.count(stops.back()) == 1);
+  CHECK(fills.count(stops.front()) == 1);
+  CHECK(attn::render::diverging_color(1.0).r > attn::render::diverging_color(1.0).b);  // red
+  CHECK(description(svg) == attn::render::kSignedLegend);
+  CHECK(page["legend_signed"] == std::string(attn::render::kSignedLegend));
+  // The terminal: in colour the same red for +1; without colour a sign character a number.
+  attn::AttentionView wide = made_up_view(1, 1, 2, 2, 12);
+  for (std::size_t i = 0; i < 12; ++i)
+    wide.queries(0, 0, 0, i) = i % 3 == 0 ? 1.0f : i % 3 == 1 ? -1.0f : -0.3f;
+  const attn::NeuronView n = attn::neuron_view(wide, 0, 0, 0);
+  attn::render::ViewStyle style;
+  style.width = 400;  // the legend on one line
+  style.palette = attn::render::Palette::truecolor;
+  const attn::render::Rgb red = attn::render::diverging_color(1.0);
+  std::string text = attn::render::render_neuron_view(wide, n, style);
+  CHECK(text.find(fmt::format("48;2;{};{};{}m", red.r, red.g, red.b)) != std::string::npos);
+  CHECK(text.find(attn::render::kSignedLegend) != std::string::npos);
+  style.palette = attn::render::Palette::shades;
+  text = attn::render::render_neuron_view(wide, n, style);
+  INFO(text);
+  CHECK(text.find("q (12 numbers) #=-#=-#=-#=-\n") != std::string::npos);
 }
