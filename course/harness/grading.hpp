@@ -128,7 +128,13 @@ void check_close(const std::string& what, const Got& got, const Expected& expect
 // Predictions: the student writes a number in the exercise source before running the tests (a
 // `const double ... = value;  // prediction` line, which the release sets to NaN), and a test
 // compares it with the value its run measured in a WARN, which attn check prints under the test.
-// A prediction earns and costs no points. The note for a prediction not yet made (NaN), to be
+// A prediction earns and costs no points. The header declares the constant [[gnu::weak]], so that
+// a file without it still links: prediction(&constant) is then NaN.
+inline double prediction(const double* constant) {
+  return constant != nullptr ? *constant : std::nan("");
+}
+
+// The note for a prediction not yet made (NaN), to be
 // warned before the student's code runs, so that a stub that throws still shows it:
 inline std::string not_predicted(const std::string& what, const std::string& constant) {
   return fmt::format("{}: not predicted yet; write your guess in {} and run attn check again", what,

@@ -84,7 +84,8 @@ TEST_CASE("entropy matches torch.special.entr summed over rows of softmax weight
 TEST_CASE(
     "measure_dot_product_spread gives a variance near D and a mean near 0 for D = 4 16 64 256",
     "[scaling][points=2]") {
-  const double predicted = STUDENT(attn::exercise::predicted_dot_spread_d64);
+  const double predicted =
+      STUDENT(attn::grading::prediction(&attn::exercise::predicted_dot_spread_d64));
   const std::string prediction = "prediction, the standard deviation of q·k at D = 64";
   if (std::isnan(predicted))
     WARN(attn::grading::not_predicted(prediction, "predicted_dot_spread_d64"));

@@ -85,7 +85,8 @@ TEST_CASE("forward matches nn.LayerNorm at initialisation on x of shape 2x5x8",
 }
 
 TEST_CASE("forward mean and variance are per token and biased", "[layer-norm][points=2]") {
-  const double predicted = STUDENT(attn::exercise::predicted_normalised_first);
+  const double predicted =
+      STUDENT(attn::grading::prediction(&attn::exercise::predicted_normalised_first));
   const std::string prediction = "prediction, the first normalised value of the token (1, 2, 3)";
   if (std::isnan(predicted))
     WARN(attn::grading::not_predicted(prediction, "predicted_normalised_first"));
