@@ -54,7 +54,9 @@ const Exercise& exercise_named(const std::vector<Exercise>& exercises, const std
 std::vector<TestCaseInfo> parse_test_cases(const std::filesystem::path& tests);
 
 // The student's version of an exercise source: each solution block replaced by
-// `throw std::logic_error("not implemented: <function>");`. attn::Error for unbalanced markers.
+// `throw std::logic_error("not implemented: <function>");`, and the value of each prediction line
+// (`const double name = value;  // prediction`) by std::nan(""). attn::Error for unbalanced
+// markers.
 std::string strip_solutions(const std::string& text, const std::string& file);
 // A test file without the block between `// BEGIN HIDDEN TESTS` and `// END HIDDEN TESTS`.
 std::string strip_hidden_tests(const std::string& text, const std::string& file);

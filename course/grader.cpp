@@ -343,7 +343,7 @@ class LessonGrader {
     lesson.exercise = exercise_;
     for (const TestCaseInfo& info : instructor_tests(exercise_)) {
       if (info.hidden && !options_.hidden_tests) continue;
-      lesson.tests.push_back({info, TestStatus::error, 0.0, "", 0.0});
+      lesson.tests.push_back({info, TestStatus::error, 0.0, "", 0.0, {}});
     }
     const auto start = std::chrono::steady_clock::now();
     lesson.built = build(lesson.build_log);
@@ -572,6 +572,10 @@ class LessonGrader {
         evidence += describe_failure(failures[i], exercise_, options_.test_memory >> 20);
       if (failures.size() > 3)
         evidence += fmt::format("... and {} more failed checks\n", failures.size() - 3);
+    }
+    if (entry.is_object() && entry.contains("notes")) {
+      for (const auto& note : entry["notes"])
+        outcome.notes.push_back(escape_controls(capped(note.get<std::string>(), kMaxEvidence)));
     }
     const bool check_passed = entry.is_object() && entry.value("passed", false) &&
                               !entry.contains("fatal") && checked.ok();

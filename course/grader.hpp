@@ -26,6 +26,7 @@ struct TestOutcome {
   double score = 0.0;
   std::string output;  // the evidence: expected versus got, the exception, the crash
   double seconds = 0.0;
+  std::vector<std::string> notes;  // printed whether or not it passed: a prediction's comparison
 };
 
 struct LessonOutcome {

@@ -115,6 +115,8 @@ std::string text_report(const std::vector<LessonOutcome>& outcomes, bool color) 
       const std::string mark = ok ? paint("32", "✓") : paint("31", "✗");
       out += fmt::format("  {} {} {:>7}\n", mark, padded(name, width),
                          points_string(test.score, test.info.points));
+      for (const std::string& note : test.notes)
+        out += indent(note, "      ");
       if (!ok) out += indent(test.output, "      ");
     }
     out += "\n";

@@ -1,7 +1,7 @@
 // The main of every check program: Catch2, with the `attn-grade` reporter, which writes one JSON
 // document for attn grade: per test case its name, tags, whether it passed, and each failed
 // assertion with the expression, what it expanded to and the messages in scope (the
-// expected-versus-got evidence).
+// expected-versus-got evidence), and the test's notes (its WARN messages).
 #define CATCH_CONFIG_MAIN
 #define CATCH_CONFIG_EXTERNAL_INTERFACES
 #include <catch2/catch.hpp>
@@ -38,6 +38,12 @@ class GradeReporter : public Catch::StreamingReporterBase<GradeReporter> {
 
   bool assertionEnded(const Catch::AssertionStats& stats) override {
     const Catch::AssertionResult& result = stats.assertionResult;
+    // A WARN of a test is a note for the student (a prediction's comparison): printed, never a
+    // failure.
+    if (result.getResultType() == Catch::ResultWas::Warning && result.hasMessage()) {
+      current_["notes"].push_back(result.getMessage());
+      return true;
+    }
     if (result.isOk()) return true;
     nlohmann::json failure;
     failure["kind"] = result_kind(result.getResultType());
@@ -61,7 +67,10 @@ class GradeReporter : public Catch::StreamingReporterBase<GradeReporter> {
 
   void testCaseStarting(const Catch::TestCaseInfo& info) override {
     StreamingReporterBase::testCaseStarting(info);
-    current_ = {{"name", info.name}, {"tags", info.tags}, {"failures", nlohmann::json::array()}};
+    current_ = {{"name", info.name},
+                {"tags", info.tags},
+                {"failures", nlohmann::json::array()},
+                {"notes", nlohmann::json::array()}};
   }
 
   void testCaseEnded(const Catch::TestCaseStats& stats) override {

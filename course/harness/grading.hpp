@@ -13,6 +13,8 @@
 // an assertion other than CHECK_THROWS_AS/CHECK_NOTHROW, and uses expected values only in checks.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -20,6 +22,8 @@
 #include <filesystem>
 #include <string>
 #include <type_traits>
+
+#include <fmt/format.h>
 
 #include "base/tensor.hpp"
 #include "close.hpp"
@@ -119,6 +123,40 @@ void check_close(const std::string& what, const Got& got, const Expected& expect
     SUCCEED(what << ": " << report.message);
   }
 #endif
+}
+
+// Predictions: the student writes a number in the exercise source before running the tests (a
+// `const double ... = value;  // prediction` line, which the release sets to NaN), and a test
+// compares it with the value its run measured in a WARN, which attn check prints under the test.
+// A prediction earns and costs no points. The header declares the constant [[gnu::weak]], so that
+// a file without it still links: prediction(&constant) is then NaN.
+inline double prediction(const double* constant) {
+  return constant != nullptr ? *constant : std::nan("");
+}
+
+// The note for a prediction not yet made (NaN), to be
+// warned before the student's code runs, so that a stub that throws still shows it:
+inline std::string not_predicted(const std::string& what, const std::string& constant) {
+  return fmt::format("{}: not predicted yet; write your guess in {} and run attn check again", what,
+                     constant);
+}
+
+// "<what>: your prediction 8, the run's value 1.02: off by 7.8x; see hint 2", or "within 3%" when
+// the two are within 10% of each other.
+inline std::string prediction_note(const std::string& what, double predicted, double value,
+                                   int hint) {
+  const std::string both =
+      fmt::format("{}: your prediction {:.3g}, the run's value {:.3g}", what, predicted, value);
+  const double difference = std::fabs(predicted - value);
+  if (value != 0.0 && difference <= 0.1 * std::fabs(value))
+    return fmt::format("{}: within {:.0f}%", both,
+                       std::ceil(100.0 * difference / std::fabs(value)));
+  if (predicted * value > 0.0) {
+    const double ratio = std::max(std::fabs(predicted), std::fabs(value)) /
+                         std::min(std::fabs(predicted), std::fabs(value));
+    return fmt::format("{}: off by {:.2g}x; see hint {}", both, ratio, hint);
+  }
+  return fmt::format("{}: off by {:.3g}; see hint {}", both, difference, hint);
 }
 
 }  // namespace attn::grading

@@ -16,6 +16,12 @@
 
 namespace attn::exercise {
 
+// PREDICT before you run attn check: q and k have D = 64 entries, each one N(0, 1) draw. What
+// is the standard deviation of q·k, before any division by sqrt(D)? Write your guess in place of
+// the NaN. attn check prints it beside the value your measure_dot_product_spread measured; a
+// prediction earns or costs no points.
+const double predicted_dot_spread_d64 = 8.0;  // prediction
+
 double entropy(const float* weights, std::size_t n) {
   // TODO(lesson 02): the entropy, in nats, of one row of n weights: minus the sum of w ln w,
   // where a weight of 0 adds 0 (0 ln 0 = 0). weights[0 .. n-1] -> a double: ln n for n equal

@@ -11,6 +11,10 @@
 
 namespace attn::exercise {
 
+// Your prediction, written in scaling_exercise.cpp before you run attn check: the standard
+// deviation of q·k for D = 64 (before any division by sqrt(D)). NaN, or no such line: not predicted yet.
+[[gnu::weak]] extern const double predicted_dot_spread_d64;
+
 // -sum w ln w over weights[0], ..., weights[n - 1], in nats, with 0 ln 0 = 0: ln(n) for n equal
 // weights, 0 for a one-hot row.
 double entropy(const float* weights, std::size_t n);

@@ -16,6 +16,11 @@
 
 namespace attn::exercise {
 
+// PREDICT before you run attn check: one query scores three keys 1, 2 and 3. How much of the
+// weight does softmax give the key that scored 3? Write your guess in place of the NaN. attn
+// check prints it beside the weight your softmax computed; a prediction earns or costs no points.
+const double predicted_top_weight = 0.6;  // prediction
+
 Tensor3 softmax(const Tensor3& scores) {
   // TODO(lesson 03): softmax over the last axis: each row of scores (one query against every key)
   // becomes weights exp(s) / (the sum of exp over the row), each in [0, 1], summing to 1. They must

@@ -10,6 +10,10 @@
 
 namespace attn::exercise {
 
+// Your prediction, written in softmax_exercise.cpp before you run attn check: the largest weight
+// of softmax over the scores (1, 2, 3). NaN, or no such line: not predicted yet.
+[[gnu::weak]] extern const double predicted_top_weight;
+
 // exp(x - rowmax) / sum(exp(x - rowmax)) over the last axis of (B,T,S) scores. A -inf score gets
 // weight 0; a row whose scores are all -inf comes out all zeros (it attends to nothing).
 Tensor3 softmax(const Tensor3& scores);

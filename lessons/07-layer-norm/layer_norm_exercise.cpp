@@ -15,6 +15,12 @@
 
 namespace attn::exercise {
 
+// PREDICT before you run attn check: a token of D = 3 numbers (1, 2, 3) goes through forward
+// with weight ones, bias zeros and eps 1e-5. What is the first of its normalised values? Write
+// your guess in place of the NaN. attn check prints it beside the value your forward computed; a
+// prediction earns or costs no points.
+const double predicted_normalised_first = -1.0;  // prediction
+
 LayerNorm init_layer_norm(std::size_t d_model, float eps) {
   // TODO(lesson 07): nn.LayerNorm(D, eps) as it starts: weight (D) all ones, bias (D) all zeros,
   // and eps. Throws std::invalid_argument unless eps is positive and finite.

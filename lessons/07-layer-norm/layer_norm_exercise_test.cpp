@@ -85,11 +85,18 @@ TEST_CASE("forward matches nn.LayerNorm at initialisation on x of shape 2x5x8",
 }
 
 TEST_CASE("forward mean and variance are per token and biased", "[layer-norm][points=2]") {
+  const double predicted =
+      STUDENT(attn::grading::prediction(&attn::exercise::predicted_normalised_first));
+  const std::string prediction = "prediction, the first normalised value of the token (1, 2, 3)";
+  if (std::isnan(predicted))
+    WARN(attn::grading::not_predicted(prediction, "predicted_normalised_first"));
   // Rows of D = 3 whose mean and variance (divided by D, not D - 1) are known exactly.
   const Tensor3 x{{{1.0f, 2.0f, 3.0f}, {-1.0f, 0.0f, 4.0f}},
                   {{0.5f, 0.5f, 2.0f}, {6.0f, -6.0f, 0.0f}}};
   const LayerNorm norm{Tensor1{1.0f, 1.0f, 1.0f}, Tensor1{0.0f, 0.0f, 0.0f}, 1e-5f};
   const LayerNormSteps steps = STUDENT(attn::exercise::forward(norm, x));
+  if (!std::isnan(predicted) && steps.normalised.size() > 0)
+    WARN(attn::grading::prediction_note(prediction, predicted, steps.normalised.data()[0], 2));
   check_close("forward(LayerNorm(3), x (2,2,3)).mean", steps.mean,
               Tensor3{{{2.0f}, {1.0f}}, {{1.0f}, {0.0f}}}, kTolerance);
   check_close("forward(LayerNorm(3), x (2,2,3)).variance", steps.variance,

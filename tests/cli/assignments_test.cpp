@@ -388,6 +388,12 @@ TEST_CASE("the released student tree has stubs and no solutions, and grades to z
   const auto check = run_attn({"check", "softmax", "--dir", student.string()});
   CHECK(check.exit_code == 1);
   CHECK(check.out.find("exception: not implemented: softmax") != std::string::npos);
+  // The prediction is released as NaN: reported as not made yet, beside the failing test.
+  CHECK(read_text(student / "lessons" / "03-softmax" / "softmax_exercise.cpp")
+            .find("const double predicted_top_weight = std::nan(\"\");  // prediction") !=
+        std::string::npos);
+  CHECK(check.out.find("prediction, the largest weight of softmax(1, 2, 3): not predicted yet; "
+                       "write your guess in predicted_top_weight") != std::string::npos);
   CHECK(check.out.find("Stuck? `attn hint softmax`") != std::string::npos);
   CHECK(check.out.find("Progress: [>") != std::string::npos);
   CHECK(check.out.find("0/14 exercises done") != std::string::npos);
@@ -445,6 +451,33 @@ TEST_CASE("a student's solution copied into a released tree passes, and list mar
   INFO(check.out << check.err);
   CHECK(check.exit_code == 0);
   CHECK(check.out.find("✓ 03 softmax is done.") != std::string::npos);
+  CHECK(check.out.find("prediction, the largest weight of softmax(1, 2, 3): your prediction 0.6, "
+                       "the run's value 0.665: within 10%") != std::string::npos);
+  // A prediction far off is reported as such, and changes no points.
+  const fs::path source = student / "lessons" / "03-softmax" / "softmax_exercise.cpp";
+  const std::string solution = read_text(source);
+  const auto graded_score = [&] {
+    const fs::path results = scratch.path / "softmax.json";
+    const auto graded = run_attn({"grade", "--dir", student.string(), "--lesson", "softmax",
+                                  "--format", "gradescope", "--output", results.string()});
+    INFO(graded.err);
+    CHECK(graded.exit_code == 0);
+    return json::parse(read_text(results))["score"].get<double>();
+  };
+  const double score = graded_score();
+  {
+    std::string far = solution;
+    const std::string line = "predicted_top_weight = 0.6;";
+    REQUIRE(far.find(line) != std::string::npos);
+    far.replace(far.find(line), line.size(), "predicted_top_weight = 8.0;");
+    std::ofstream(source, std::ios::binary) << far;
+  }
+  const auto far_check = run_attn({"check", "03", "--dir", student.string()});
+  CHECK(far_check.exit_code == 0);
+  CHECK(far_check.out.find("your prediction 8, the run's value 0.665: off by 12x; see hint 2") !=
+        std::string::npos);
+  CHECK(graded_score() == score);
+  CHECK(score > 0.0);
   CHECK(check.out.find("1/14 exercises done") != std::string::npos);
   CHECK(check.out.find("Next exercise: 01 dot-product") != std::string::npos);
 
