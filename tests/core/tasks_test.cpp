@@ -116,6 +116,7 @@ TEST_CASE("held out means never trained on: no task's held-out sequence is among
                                               Task::histogram,
                                               Task::previous_token,
                                               Task::masked,
+                                              Task::previous_minus_mirror,
                                               attn::Seq2SeqTask::reverse,
                                               attn::Seq2SeqTask::sort,
                                               attn::Seq2SeqTask::number_words};
