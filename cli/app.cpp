@@ -14,6 +14,7 @@
 #include "base/error.hpp"
 #include "catalog.hpp"
 #include "command.hpp"
+#include "door.hpp"
 #include "errors.hpp"
 #include "lesson.hpp"
 #include "matmul.hpp"
@@ -76,6 +77,7 @@ int run(int argc, const char* const* argv) {
     return sub;
   };
   try {
+    check_every_command_has_a_door(app);
     app.parse(argc, argv);
     if (app.get_subcommands().empty()) {
       std::fputs(app.help().c_str(), stdout);

@@ -6,6 +6,7 @@
 #include "ablate.hpp"
 #include "base/error.hpp"
 #include "command.hpp"
+#include "door.hpp"
 #include "lesson_io.hpp"
 #include "options.hpp"
 #include "state_dict.hpp"
@@ -100,8 +101,7 @@ void setup(CLI::App& app, Context& context) {
       ->check(CLI::NonNegativeNumber)
       ->option_text("H");
   add_ablate_option(*sub, o->ablate, "with --checkpoint");
-  sub->callback([o, sub, &context] {
-    check_outputs(o->cli.output);
+  door_callback(*sub, [o, sub, &context] {
     load_lesson_input(o->cli, context);
     o->lesson.common = o->cli.lesson;
     if (o->head_size != 0) o->lesson.head_size = o->head_size;

@@ -7,6 +7,7 @@
 #include "10-backward/backward_lesson.hpp"
 #include "base/error.hpp"
 #include "command.hpp"
+#include "door.hpp"
 #include "io/npy.hpp"
 #include "lesson_io.hpp"
 #include "models.hpp"
@@ -90,8 +91,7 @@ void setup(CLI::App& app, Context& context) {
       ->check(not_empty_validator("--grad-output", "g.npy"))
       ->option_text("FILE.npy");
   add_model_options(*sub, o->models, false);
-  sub->callback([o, sub, &context] {
-    check_outputs(o->lesson.output);
+  door_callback(*sub, [o, sub, &context] {
     load_lesson_input(o->lesson, context);
     if (!o->model.empty()) {
       context.exit_code = run_model(*o, *sub, context);

@@ -13,6 +13,7 @@
 #include "base/error.hpp"
 #include "bench_report.hpp"
 #include "command.hpp"
+#include "door.hpp"
 #include "fast/bench.hpp"
 #include "lesson_io.hpp"
 #include "options.hpp"
@@ -142,7 +143,7 @@ void setup(CLI::App& app, Context& context) {
                   "(the probe, timed again now), openblas or onednn")
       ->check(choice_validator("a GEMM library", {"auto", "measure", "openblas", "onednn"}))
       ->option_text("auto|measure|openblas|onednn");
-  sub->callback([o, sub, &context] {
+  door_callback(*sub, [o, sub, &context] {
     const bool model = o->model == "encoder";
     if (!o->train && !model && sub->count("--batch") > 0)
       throw Error(ErrorKind::bad_value, "bench",

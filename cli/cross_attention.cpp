@@ -6,6 +6,7 @@
 
 #include "12-cross-attention/cross_attention_lesson.hpp"
 #include "command.hpp"
+#include "door.hpp"
 #include "lesson_io.hpp"
 #include "options.hpp"
 
@@ -86,8 +87,7 @@ void setup(CLI::App& app, Context& context) {
                   "with --checkpoint: which decoder layer's cross-attention (default the last)")
       ->check(CLI::NonNegativeNumber)
       ->option_text("L");
-  sub->callback([o, sub, &context] {
-    check_outputs(o->cli.output);
+  door_callback(*sub, [o, sub, &context] {
     use_checkpoint(*o, *sub);
     load_lesson_input(o->cli, context);
     o->lesson.common = o->cli.lesson;

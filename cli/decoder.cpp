@@ -4,6 +4,7 @@
 
 #include "13-decoder/decoder_lesson.hpp"
 #include "command.hpp"
+#include "door.hpp"
 #include "lesson_io.hpp"
 #include "options.hpp"
 
@@ -38,8 +39,7 @@ void setup(CLI::App& app, Context& context) {
   sub->add_option("--lengths", o->lengths,
                   "pad the targets: target b has the b-th number of real tokens, e.g. 5,3")
       ->option_text("N,N,...");
-  sub->callback([o, &context] {
-    check_outputs(o->cli.output);
+  door_callback(*sub, [o, &context] {
     load_lesson_input(o->cli, context);
     o->lesson.common = o->cli.lesson;
     if (!o->lengths.empty())

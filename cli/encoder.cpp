@@ -11,6 +11,7 @@
 #include "ablate.hpp"
 #include "base/error.hpp"
 #include "command.hpp"
+#include "door.hpp"
 #include "io/file_io.hpp"
 #include "io/npy.hpp"
 #include "io/shipped.hpp"
@@ -147,7 +148,6 @@ void run_checkpoint(EncoderCliOptions& o, const CLI::App& app, Context& context)
   }
   l.ids = {ids};
   l.trained = std::move(trained);
-  check_outputs(o.output);
   context.exit_code = publish(lessons::run_encoder(l), o.output, context);
 }
 
@@ -197,7 +197,6 @@ void run(EncoderCliOptions& o, const CLI::App& app, Context& context) {
                 "only --text uses it, and this run reads no text: drop it");
   refuse_unused(o.special_option, text_input,
                 "only --text uses it, and this run reads no text: drop it");
-  check_outputs(o.output);
   if (o.no_embeddings) {
     if (sources > 0) {
       throw Error(
@@ -354,7 +353,7 @@ void setup(CLI::App& app, Context& context) {
   add_ablate_option(*sub, o->ablate, "with --checkpoint");
   add_output_options(*sub, o->output);
   add_heatmap_option(*sub, o->output);
-  sub->callback([o, sub, &context] { run(*o, *sub, context); });
+  door_callback(*sub, [o, sub, &context] { run(*o, *sub, context); });
 }
 
 const Registration kRegistration{"encoder", setup};

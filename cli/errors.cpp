@@ -188,6 +188,9 @@ std::string size_advice(const Error& e, const CLI::App* sub) {
     if (letter == "T") {
       for (const char* source : {"--text", "--ids", "--ids-file"})
         if (given(sub, source)) name = source;
+      // A command without --seq counts its tokens in its text, or sets them with --tokens.
+      for (const char* other : {"--text", "--tokens"})
+        if (!has(sub, name) && has(sub, other)) name = other;
     }
     if (!has(sub, name)) continue;
     options.push_back(name);

@@ -3,6 +3,7 @@
 
 #include "08-feed-forward/feed_forward_lesson.hpp"
 #include "command.hpp"
+#include "door.hpp"
 #include "lesson_io.hpp"
 #include "options.hpp"
 
@@ -35,8 +36,7 @@ void setup(CLI::App& app, Context& context) {
       ->check(choice_validator("a GELU", {"erf", "tanh"}))
       ->option_text("erf|tanh");
   add_weights_options(*sub, o->weights, o->cli.output);
-  sub->callback([o, &context] {
-    check_outputs(o->cli.output);
+  door_callback(*sub, [o, &context] {
     load_lesson_input(o->cli, context);
     o->lesson.common = o->cli.lesson;
     if (o->d_ff != 0) o->lesson.d_ff = o->d_ff;

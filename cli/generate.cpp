@@ -8,6 +8,7 @@
 #include "14-generate/generate_lesson.hpp"
 #include "ablate.hpp"
 #include "command.hpp"
+#include "door.hpp"
 #include "io/weights.hpp"
 #include "lesson_io.hpp"
 #include "options.hpp"
@@ -58,7 +59,6 @@ int run_generate(GenerateCliOptions& o, const CLI::App& app, const Context& cont
         .about("seed");
   lesson.decode.cache = !o.no_cache;
   check_decode_options(lesson.decode);
-  cli::check_outputs(o.output);
   lessons::LessonRun run = lessons::run_generate(lesson);
   if (ablation) run.prose(ablation_text);
   return publish(run, o.output, context);
@@ -97,7 +97,7 @@ void setup(CLI::App& app, Context& context) {
   add_ablate_part_option(*sub, o->ablate, ViewPart::cross);
   add_output_options(*sub, o->output);
   add_heatmap_option(*sub, o->output);
-  sub->callback([o, sub, &context] { context.exit_code = run_generate(*o, *sub, context); });
+  door_callback(*sub, [o, sub, &context] { context.exit_code = run_generate(*o, *sub, context); });
 }
 
 const Registration kRegistration{"generate", setup};

@@ -14,6 +14,8 @@
 
 #include "base/error.hpp"
 #include "command.hpp"
+#include "door.hpp"
+#include "file_mark.hpp"
 #include "grader.hpp"
 #include "io/file_io.hpp"
 #include "options.hpp"
@@ -74,7 +76,8 @@ void add_grade_options(CLI::App& sub, GradeCliOptions& o) {
       ->option_text("auto|always|never");
 }
 
-// Refuses a report path that cannot be written, before grading, which takes minutes.
+// Refuses a report path that cannot be written, before grading, which takes minutes (the door
+// runs it when --output is given).
 void check_report_path(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
@@ -83,6 +86,7 @@ void check_report_path(const std::string& path) {
                             printable(path), printable(path)))
         .about("output");
   }
+  render::refuse_foreign_file(path, "output");
   const fs::path parent =
       fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
   if (fs::exists(parent, ec) && !fs::is_directory(parent, ec)) {
@@ -142,8 +146,6 @@ std::vector<LessonOutcome> grade_lessons(const fs::path& tree, const std::vector
 }
 
 int run_grade(const GradeCliOptions& o) {
-  // Before grading, which takes minutes: the report must have somewhere to go.
-  if (!o.output.empty()) check_report_path(o.output);
   fs::path tree;
   std::vector<Exercise> chosen;
   try {
@@ -206,8 +208,10 @@ void setup(CLI::App& app, Context& context) {
       ->check(choice_validator("a report format", {"text", "gradescope", "junit"}))
       ->option_text("text|gradescope|junit");
   sub->add_option("--output", o->output, "write the report to FILE instead of stdout")
+      ->check(not_empty_validator("--output", "results.json"))
       ->option_text("FILE");
-  sub->callback([o, &context] { context.exit_code = run_grade(*o); });
+  declare_output(*sub, "--output", [o] { check_report_path(o->output); });
+  door_callback(*sub, [o, &context] { context.exit_code = run_grade(*o); });
 
   auto c = std::make_shared<GradeCliOptions>();
   auto lesson = std::make_shared<std::string>();
@@ -215,7 +219,7 @@ void setup(CLI::App& app, Context& context) {
       "check", "run one lesson's exercise tests (default: the next unfinished one)");
   check->add_option("lesson", *lesson, "the lesson, e.g. softmax or 03")->option_text("LESSON");
   add_grade_options(*check, *c);
-  check->callback([c, lesson, &context] {
+  door_callback(*check, [c, lesson, &context] {
     const fs::path tree = find_tree(c->dir);
     const std::vector<Exercise> all = find_exercises(tree);
     const Exercise* chosen = nullptr;
@@ -260,7 +264,7 @@ void setup(CLI::App& app, Context& context) {
   hint->add_option("--dir", *hint_dir,
                    "the assignment tree (default: the one around the working directory)")
       ->option_text("DIR");
-  hint->callback([h, hint_dir, stage, &context] {
+  door_callback(*hint, [h, hint_dir, stage, &context] {
     const fs::path tree = find_tree(*hint_dir);
     const std::vector<Exercise> all = find_exercises(tree);
     const Exercise& exercise = exercise_named(all, *h, "");
@@ -300,7 +304,7 @@ void setup(CLI::App& app, Context& context) {
   auto source_dir = std::make_shared<std::string>();
   CLI::App* assignments = app.add_subcommand("assignments", "the course's assignment trees");
   assignments->require_subcommand(0, 1);
-  assignments->callback([assignments] {
+  door_callback(*assignments, [assignments] {
     if (assignments->get_subcommands().empty()) {
       throw Error(ErrorKind::bad_value, "assignments",
                   "give a subcommand: `attn assignments release --out DIR` writes the student "
@@ -323,7 +327,7 @@ void setup(CLI::App& app, Context& context) {
       ->add_option("--dir", *source_dir,
                    "the tree to release as the student tree (default: attn's own course)")
       ->option_text("DIR");
-  release->callback([out_dir, grader_dir, source_dir, &context] {
+  door_callback(*release, [out_dir, grader_dir, source_dir, &context] {
     if (out_dir->empty() && grader_dir->empty()) {
       throw Error(ErrorKind::bad_value, "assignments",
                   "give <out> DIR for the student tree, <grader> DIR for the grader bundle, or "

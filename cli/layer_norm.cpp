@@ -4,6 +4,7 @@
 
 #include "07-layer-norm/layer_norm_lesson.hpp"
 #include "command.hpp"
+#include "door.hpp"
 #include "lesson_io.hpp"
 #include "options.hpp"
 
@@ -37,8 +38,7 @@ void setup(CLI::App& app, Context& context) {
       ->check(size_validator(1000))
       ->option_text("N");
   add_weights_options(*sub, o->weights, o->cli.output);
-  sub->callback([o, &context] {
-    check_outputs(o->cli.output);
+  door_callback(*sub, [o, &context] {
     load_lesson_input(o->cli, context);
     o->lesson.common = o->cli.lesson;
     if (o->eps_option->count() > 0) o->lesson.eps = o->eps;

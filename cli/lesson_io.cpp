@@ -1,3 +1,4 @@
+#include "door.hpp"
 #include "lesson_io.hpp"
 
 #include <sys/stat.h>
@@ -126,26 +127,21 @@ EncoderConfig resolve_config(const std::string& path) {
   }
 }
 
-void check_outputs(const render::OutputOptions& output) {
-  render::check_outputs(output);
-}
-
 void add_plain_lesson_command(CLI::App& app, Context& context, std::string_view name,
                               lessons::LessonRun (*run)(const lessons::LessonOptions&)) {
   auto o = std::make_shared<LessonCliOptions>();
   CLI::App* sub = add_lesson_command(app, name);
   add_lesson_options(*sub, *o);
   add_heatmap_option(*sub, o->output);
-  sub->callback([o, run, &context] {
-    cli::check_outputs(o->output);
+  door_callback(*sub, [o, run, &context] {
     load_lesson_input(*o, context);
     context.exit_code = publish(run(o->lesson), o->output, context);
   });
 }
 
 int publish(const lessons::LessonRun& run, const render::OutputOptions& output,
-            const Context& context) {
-  render::write_outputs(run, output, stdout);
+            const Context& context, const std::vector<render::FileOutput>& files) {
+  render::write_outputs(run, output, stdout, files);
   if (!context.warnings.empty()) {
     const std::string line =
         printable(fmt::format("attn {}: warning: {}: the run goes on as PyTorch's would, and "

@@ -85,14 +85,11 @@ std::optional<lessons::TrainedAttention> checkpoint_attention(
     const std::vector<std::string>& replaced, std::string_view command,
     const std::function<void(TrainedCheckpoint&)>& prepare = {});
 
-// Refuses the outputs that cannot be written (render::check_outputs), before a lesson computes.
-void check_outputs(const render::OutputOptions& output);
-
-// Writes the run (text or JSON on stdout, --save, --save-weights, all or nothing), then the
+// Writes the run (text or JSON on stdout, --save, --save-weights and `files`, all or nothing), then the
 // warnings on one stderr line, and returns the exit code: kExitOk, or kExitCheckFailed when a
 // check failed.
 int publish(const lessons::LessonRun& run, const render::OutputOptions& output,
-            const Context& context);
+            const Context& context, const std::vector<render::FileOutput>& files = {});
 
 // `attn NAME` for a lesson that takes the shared options and a heatmap, nothing of its own (lessons
 // 01 and 02): its outputs checked, its input read, `run` run and published.

@@ -7,6 +7,7 @@
 #include "assignments.hpp"
 #include "catalog.hpp"
 #include "command.hpp"
+#include "door.hpp"
 #include "lesson.hpp"
 
 namespace attn::cli {
@@ -23,7 +24,7 @@ namespace {
 
 void setup(CLI::App& app, Context& context) {
   CLI::App* sub = app.add_subcommand("list", "the lessons in order, with your exercises' progress");
-  sub->callback([&context] {
+  door_callback(*sub, [&context] {
     // The assignment tree around the working directory (or this checkout): done means the
     // exercise passed `attn check` and has not changed since.
     std::filesystem::path tree;

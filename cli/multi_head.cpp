@@ -6,6 +6,7 @@
 #include "ablate.hpp"
 #include "base/error.hpp"
 #include "command.hpp"
+#include "door.hpp"
 #include "lesson_io.hpp"
 #include "options.hpp"
 #include "state_dict.hpp"
@@ -65,7 +66,7 @@ void setup(CLI::App& app, Context& context) {
   add_weights_options(*sub, o->weights, o->cli.output);
   add_checkpoint_options(*sub, o->checkpoint);
   add_ablate_option(*sub, o->ablate, "with --checkpoint");
-  sub->callback([o, sub, &context] {
+  door_callback(*sub, [o, sub, &context] {
     if (o->lesson.variant == "compare" && !o->cli.output.save_weights.empty()) {
       throw Error(
           ErrorKind::bad_value, "multi_head",
@@ -73,7 +74,6 @@ void setup(CLI::App& app, Context& context) {
           "wide, book or fused")
           .about("save_weights");
     }
-    check_outputs(o->cli.output);
     load_lesson_input(o->cli, context);
     o->lesson.common = o->cli.lesson;
     o->lesson.causal = o->mask.mask == "causal";

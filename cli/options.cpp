@@ -9,7 +9,9 @@
 #include "base/budget.hpp"
 #include "base/error.hpp"
 #include "catalog.hpp"
+#include "door.hpp"
 #include "matmul.hpp"
+#include "save.hpp"
 
 namespace attn::cli {
 
@@ -181,6 +183,7 @@ void add_output_options(CLI::App& app, render::OutputOptions& o) {
                  "write every step as DIR/<step>.npy plus DIR/manifest.json (all or nothing)")
       ->check(not_empty_validator("--save", "out"))
       ->option_text("DIR");
+  declare_output(app, "--save", [&o] { render::check_outputs(o); });
   app.add_option("--precision", o.precision,
                  "digits after the point when printing tensors (default 4)")
       ->check(whole_number_validator(0, 16))
@@ -258,6 +261,7 @@ void add_weights_options(CLI::App& app, std::string& weights_path, render::Outpu
          "write the weights used as .safetensors or .npz (by extension), loadable with load_state_dict")
       ->check(not_empty_validator("--save-weights", "w.safetensors"))
       ->option_text("FILE");
+  declare_output(app, "--save-weights", [&output] { render::check_outputs(output); });
 }
 
 std::vector<std::size_t> parse_size_list(const std::string& text, std::string_view subject,

@@ -4,6 +4,7 @@
 #include "06-positional-encoding/positional_encoding_lesson.hpp"
 #include "base/error.hpp"
 #include "command.hpp"
+#include "door.hpp"
 #include "lesson_io.hpp"
 #include "options.hpp"
 
@@ -32,7 +33,6 @@ void run(PositionalEncodingCliOptions& o, Context& context) {
         "or --save DIR to keep the table as pe.npy")
         .about("save_weights");
   }
-  check_outputs(o.cli.output);
   load_lesson_input(o.cli, context);
   o.lesson.common = o.cli.lesson;
   if (o.max_positions != 0) o.lesson.max_positions = o.max_positions;
@@ -54,7 +54,7 @@ void setup(CLI::App& app, Context& context) {
       ->check(size_validator())
       ->option_text("P");
   add_weights_options(*sub, o->weights, o->cli.output);
-  sub->callback([o, &context] { run(*o, context); });
+  door_callback(*sub, [o, &context] { run(*o, context); });
 }
 
 const Registration kRegistration{"positional-encoding", setup};

@@ -3,6 +3,7 @@
 
 #include "03-softmax/softmax_lesson.hpp"
 #include "command.hpp"
+#include "door.hpp"
 #include "lesson_io.hpp"
 #include "options.hpp"
 
@@ -28,8 +29,7 @@ void setup(CLI::App& app, Context& context) {
   sub->add_option("--mask", o->mask, "none (default) or causal: -inf above the diagonal")
       ->check(choice_validator("a mask", {"none", "causal"}))
       ->option_text("none|causal");
-  sub->callback([o, &context] {
-    check_outputs(o->cli.output);
+  door_callback(*sub, [o, &context] {
     load_lesson_input(o->cli, context);
     o->lesson.common = o->cli.lesson;
     o->lesson.causal = o->mask == "causal";

@@ -11,6 +11,7 @@
 #include "base/error.hpp"
 #include "catalog.hpp"
 #include "command.hpp"
+#include "door.hpp"
 #include "lesson_io.hpp"
 #include "models.hpp"
 #include "options.hpp"
@@ -129,7 +130,7 @@ void setup(CLI::App& app, Context& context) {
           "a format", {{"text", render::Format::text}, {"json", render::Format::json}}))
       ->option_text("text|json");
   add_memory_option(*sub);
-  sub->callback([o, sub, &context] { context.exit_code = run_summary(*o, *sub); });
+  door_callback(*sub, [o, sub, &context] { context.exit_code = run_summary(*o, *sub); });
 }
 
 const Registration kRegistration{"summary", setup};

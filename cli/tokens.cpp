@@ -4,6 +4,7 @@
 #include "00-tokens/tokens_lesson.hpp"
 #include "base/error.hpp"
 #include "command.hpp"
+#include "door.hpp"
 #include "lesson_io.hpp"
 #include "options.hpp"
 
@@ -26,7 +27,6 @@ void run(TokensCliOptions& o, Context& context) {
         "--d-model and --weights exclude each other: the table in --weights sets D, so drop --d-model")
         .about("d_model");
   }
-  check_outputs(o.output);
   if (!o.vocab.empty()) {
     try {
       o.lesson.vocab = read_vocabulary(o.vocab);
@@ -63,7 +63,7 @@ void setup(CLI::App& app, Context& context) {
       ->option_text("N");
   add_output_options(*sub, o->output);
   add_weights_options(*sub, o->weights, o->output);
-  sub->callback([o, &context] { run(*o, context); });
+  door_callback(*sub, [o, &context] { run(*o, context); });
 }
 
 const Registration kRegistration{"tokens", setup};

@@ -17,6 +17,7 @@
 #include "ablate.hpp"
 #include "base/budget.hpp"
 #include "command.hpp"
+#include "door.hpp"
 #include "image_file.hpp"
 #include "io/weights.hpp"
 #include "lesson_io.hpp"
@@ -91,26 +92,6 @@ std::string seq2seq_task_words() {
   return names_of(seq2seq_task_list());
 }
 
-void check_checkpoint_path(const std::string& path) {
-  if (path.empty()) return;
-  if (!path.ends_with(".safetensors"))
-    throw Error(
-        ErrorKind::bad_value, "train",
-        fmt::format("'{}': checkpoints are .safetensors files; name it *.safetensors", path))
-        .about("save_checkpoint");
-  render::OutputOptions checkpoint;
-  checkpoint.save_weights = path;
-  try {
-    render::check_outputs(checkpoint);
-  } catch (const Error& e) {
-    throw Error(e.kind(), e.function(), e.detail()).about("save_checkpoint");
-  }
-}
-
-void check_export_path(const std::string& path) {
-  if (!path.empty()) render::check_output_file(path, {".svg", ".png"}, "loss.png", "export");
-}
-
 // Every step's batch loss and accuracy (in %), as the run goes.
 struct Curves {
   std::vector<double> losses, accuracies;
@@ -135,15 +116,18 @@ render::CurvePicture curves_picture(std::string title, std::string model, std::s
   return picture;
 }
 
-// --export: the picture, and on a terminal a line saying where it went.
-void export_curves(const render::CurvePicture& picture, const std::string& path, bool shown) {
-  if (path.empty()) return;
-  render::write_curve_image(picture, path);
-  if (shown) {
-    std::error_code ec;
-    const auto bytes = std::filesystem::file_size(path, ec);
-    std::fputs(fmt::format("  wrote {} ({} bytes)\n", printable(path), bytes).c_str(), stderr);
-  }
+// --export: the picture's bytes, marked as attn's, for write_outputs.
+render::FileOutput curves_file(const render::CurvePicture& picture, const std::string& path) {
+  const std::string bytes = render::curve_image(picture, *render::image_format(path));
+  return {path, "export", std::vector<unsigned char>(bytes.begin(), bytes.end())};
+}
+
+// On a terminal, a line for each file written.
+void report_files(bool shown, const std::vector<render::FileOutput>& files) {
+  if (!shown) return;
+  for (const render::FileOutput& f : files)
+    std::fputs(fmt::format("  wrote {} ({} bytes)\n", printable(f.path), f.bytes.size()).c_str(),
+               stderr);
 }
 
 void report_time(bool shown, const Progress& progress, std::size_t steps) {
@@ -219,9 +203,6 @@ int run_train(TrainCliOptions& o, const CLI::App& app, const Context& context) {
       "add --model transformer";
   // The heads are checked against the model's shapes before it trains.
   read_ablation(app, o.ablate, initial_model(c), ViewPart::cross, "train", one_part);
-  check_checkpoint_path(o.checkpoint);
-  check_export_path(o.export_path);
-  cli::check_outputs(o.output);
   keep_freed_memory();
   const bool shown =
       o.output.format == render::Format::text && !o.output.quiet && isatty(STDERR_FILENO) != 0;
@@ -233,25 +214,31 @@ int run_train(TrainCliOptions& o, const CLI::App& app, const Context& context) {
                                      }};
   lessons::TrainLessonResult result = lessons::run_train(lesson);
   report_time(shown, progress, c.steps);
-  if (!o.checkpoint.empty())
-    write_weights(o.checkpoint, checkpoint_state_dict(result.model),
-                  checkpoint_metadata(c, lessons::held_out_results(result.held_out)));
+  std::vector<render::FileOutput> files;
+  if (!o.checkpoint.empty()) {
+    Metadata metadata = checkpoint_metadata(c, lessons::held_out_results(result.held_out));
+    metadata["written_by"] = "attn";
+    files.push_back({o.checkpoint, "save_checkpoint",
+                     serialize_safetensors(checkpoint_state_dict(result.model), metadata)});
+  }
   if (!o.export_path.empty()) {
     std::vector<render::CurveMark> marks;
     for (const lessons::HeldOutMeasure& m : result.held_out)
       marks.push_back({m.label, 100.0 * m.value});
-    export_curves(
+    files.push_back(curves_file(
         curves_picture(fmt::format("attn train{} --task {}: loss and accuracy while "
                                    "training",
                                    is_seq2seq(c.task) ? " --model transformer" : "", o.task),
                        model_words(c), run_words(c), curves, std::move(marks)),
-        o.export_path, shown);
+        o.export_path));
   }
   if (const std::optional<Ablation> a =
           read_ablation(app, o.ablate, result.model, ViewPart::cross, "train", one_part))
     result.run.prose(
         ablation_line(result.model, c, *a, "the model saved and shown above has every head."));
-  return publish(result.run, o.output, context);
+  const int code = publish(result.run, o.output, context, files);
+  report_files(shown, files);
+  return code;
 }
 
 void setup(CLI::App& app, Context& context) {
@@ -295,20 +282,16 @@ void setup(CLI::App& app, Context& context) {
   sub->add_option("--seed", o->config.seed, "the seed of the weights and batches (default 0)")
       ->check(seed_validator())
       ->option_text("N");
-  sub->add_option("--save-checkpoint", o->checkpoint,
-                  "write the trained model as FILE.safetensors, its task and sizes in the metadata")
-      ->check(not_empty_validator("--save-checkpoint", "reverse.safetensors"))
-      ->option_text("FILE");
-  sub->add_option("--export", o->export_path,
-                  "also draw the loss and accuracy curves, with the held-out accuracy, to "
-                  "FILE.svg or FILE.png")
-      ->check(not_empty_validator("--export", "loss.png"))
-      ->option_text("FILE");
+  add_output(*sub, "--save-checkpoint", o->checkpoint, OutputKind::checkpoint,
+             "write the trained model as FILE.safetensors, its task and sizes in the metadata");
+  add_output(*sub, "--export", o->export_path, OutputKind::picture,
+             "also draw the loss and accuracy curves, with the held-out accuracy, to FILE.svg or "
+             "FILE.png");
   add_ablate_option(*sub, o->ablate, "after training");
   add_ablate_part_option(*sub, o->ablate, ViewPart::cross);
   add_output_options(*sub, o->output);
   add_heatmap_option(*sub, o->output);
-  sub->callback([o, sub, &context] {
+  door_callback(*sub, [o, sub, &context] {
     o->vocab_given = sub->count("--vocab") > 0;
     context.exit_code = run_train(*o, *sub, context);
   });

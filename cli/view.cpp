@@ -15,6 +15,7 @@
 #include "attention_view.hpp"
 #include "base/error.hpp"
 #include "command.hpp"
+#include "door.hpp"
 #include "image_file.hpp"
 #include "io/shipped.hpp"
 #include "io/tokenizer.hpp"
@@ -225,7 +226,6 @@ int run_view(ViewCliOptions& o, const CLI::App& app, Context& context) {
       refuse("token",
              "--token marks a query in the terminal; on the exported page, point at a "
              "token instead: drop --token");
-    render::check_export_path(o.export_path);
   }
   std::string ablated;
   AttentionView view =
@@ -368,12 +368,10 @@ void setup(CLI::App& app, Context& context) {
   sub->add_flag("--interactive", o->interactive,
                 "in a terminal: ↑↓ layer, ←→ head, j k query token, q quits (as hovering in "
                 "bertviz)");
-  sub->add_option("--export", o->export_path,
-                  "write the view to FILE.html (one self-contained page, interactive), FILE.svg "
-                  "or FILE.png instead of the terminal")
-      ->check(not_empty_validator("--export", "view.html"))
-      ->option_text("FILE");
-  sub->callback([o, sub, &context] { context.exit_code = run_view(*o, *sub, context); });
+  add_output(*sub, "--export", o->export_path, OutputKind::page,
+             "write the view to FILE.html (one self-contained page, interactive), FILE.svg or "
+             "FILE.png instead of the terminal");
+  door_callback(*sub, [o, sub, &context] { context.exit_code = run_view(*o, *sub, context); });
 }
 
 const Registration kRegistration{"view", setup};

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/utf8.hpp"
+#include "io/file_io.hpp"
 #include "process.hpp"
 
 namespace attn::course {
@@ -166,7 +167,8 @@ std::string gradescope_report(const std::vector<LessonOutcome>& outcomes,
   std::string output =
       problem.empty() ? summary : "attn grade could not grade this submission: " + problem + "\n";
   output += fmt::format("Student code ran confined ({}).\n", confinement_summary());
-  const nlohmann::json results = {{"score", problem.empty() ? score : 0.0},
+  const nlohmann::json results = {{"extra_data", {{"written_by", "attn"}}},
+                                  {"score", problem.empty() ? score : 0.0},
                                   {"output", escape_controls(output)},
                                   {"output_format", "text"},
                                   {"visibility", "visible"},
@@ -232,9 +234,9 @@ std::string junit_report(const std::vector<LessonOutcome>& outcomes, const std::
     suites += "    </testcase>\n  </testsuite>\n";
   }
   return fmt::format(
-      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{}\n"
       "<testsuites name=\"attn grade\" tests=\"{}\" failures=\"{}\" errors=\"{}\" time=\"{:.3f}\">\n{}</testsuites>\n",
-      tests, failures, errors, seconds, suites);
+      kWrittenByComment, tests, failures, errors, seconds, suites);
 }
 
 }  // namespace attn::course

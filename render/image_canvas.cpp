@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "file_mark.hpp"
 
 namespace attn::render::image {
 
@@ -146,7 +147,7 @@ std::string render(ImageFormat format, double width, double height,
     const cairo_status_t status = cairo_surface_status(surface);
     cairo_surface_destroy(surface);
     check(status, "write the SVG");
-    return bytes;
+    return marked_svg(std::move(bytes));
   }
   cairo_surface_t* surface =
       cairo_image_surface_create(CAIRO_FORMAT_RGB24, static_cast<int>(std::ceil(width * png_scale)),
@@ -160,7 +161,7 @@ std::string render(ImageFormat format, double width, double height,
   const cairo_status_t status = cairo_surface_write_to_png_stream(surface, append, &bytes);
   cairo_surface_destroy(surface);
   check(status, "write the PNG");
-  return bytes;
+  return marked_png(std::move(bytes));
 }
 
 }  // namespace attn::render::image

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "file_mark.hpp"
 #include "signals_held.hpp"
 
 namespace attn::render {
@@ -76,6 +77,7 @@ void check_output_file(const std::string& path, const std::vector<std::string>& 
   if (fs::exists(status) && !fs::is_regular_file(status))
     throw error(
         fmt::format("'{}' exists and is not a regular file: choose another name", printable(path)));
+  refuse_foreign_file(path, subject);
   const fs::path parent = fs::path(path).lexically_normal().parent_path();
   const fs::path folder = parent.empty() ? fs::path(".") : parent;
   const fs::file_status folder_status = fs::status(folder, ec);

@@ -3,7 +3,9 @@
 // json.hpp) and writes every output of one run, all or nothing (save.hpp).
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <vector>
 
 #include "base/budget.hpp"
 
@@ -25,6 +27,16 @@ struct OutputOptions {
   bool quiet = false;  // only the final result and the parameter count
   WeightScale weight_scale = WeightScale::automatic;
 };
+
+// A file a run writes beside its save and weights (a checkpoint, a picture), its bytes already
+// marked as attn's (file_mark.hpp) and its target checked before the run computed; `subject` is
+// its option in snake case.
+struct FileOutput {
+  std::string path;
+  std::string subject;
+  std::vector<unsigned char> bytes;
+};
+inline constexpr std::size_t kMostFiles = 4;
 
 // What showing a run with these options costs beyond the run itself (core/base/budget.hpp's
 // OutputCost), given the tensors the run holds: the text, the JSON document, the files.

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -27,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
+#include "file_mark.hpp"
 #include "io/npy.hpp"
 #include "io/weights.hpp"
 #include "json.hpp"
@@ -46,6 +48,9 @@ Error save_error(std::string_view message) {
 }
 Error weights_error(std::string_view message) {
   return Error(ErrorKind::bad_file, "save_weights", message).about("save_weights");
+}
+Error checkpoint_error(std::string_view message) {
+  return Error(ErrorKind::bad_file, "save_checkpoint", message).about("save_checkpoint");
 }
 Error write_error(std::string_view subject, std::string_view message) {
   return Error(ErrorKind::write_failed, subject, message).about(std::string(subject));
@@ -217,16 +222,23 @@ Identity check_save_target(const std::string& text) {
   return identity_of(dir);
 }
 
-void check_weights_target(const OutputOptions& o) {
-  const std::string& path = o.save_weights;
+// Checks a weights or checkpoint file `path` may be written: about `subject`, with `example` as
+// the name to suggest; `in_save` when it goes into the save directory, whose checks cover its
+// folder.
+void check_weights_file(const std::string& path, std::string_view subject, std::string_view example,
+                        bool in_save) {
+  const auto error = [&](std::string_view message) {
+    return Error(ErrorKind::bad_file, subject, message).about(std::string(subject));
+  };
   if (path.empty())
-    throw weights_error("the file name is empty: give a path, e.g. <save_weights> w.safetensors");
+    throw error(fmt::format("the file name is empty: give a path, e.g. <{}> {}", subject, example));
   const std::string ext = lowercase_extension(path);
+  const bool checkpoint = subject == "save_checkpoint";
   if (ext == ".pt" || ext == ".pth") {
-    throw weights_error(
-        fmt::format("'{}': attn writes .safetensors or .npz, not PyTorch pickles: name it "
-                    "w.safetensors and load it with safetensors.torch.load_file",
-                    printable(path)));
+    throw error(fmt::format(
+        "'{}': attn writes {}, not PyTorch pickles: name it {} and load it "
+        "with safetensors.torch.load_file",
+        printable(path), checkpoint ? ".safetensors" : ".safetensors or .npz", example));
   }
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
@@ -234,22 +246,30 @@ void check_weights_target(const OutputOptions& o) {
     std::string dir = path;
     while (dir.size() > 1 && dir.back() == '/')
       dir.pop_back();
-    throw weights_error(
-        fmt::format("'{}' is a folder: give a file name, e.g. <save_weights> {}/w.safetensors",
-                    printable(path), printable(dir)));
+    throw error(fmt::format("'{}' is a folder: give a file name, e.g. <{}> {}/{}", printable(path),
+                            subject, printable(dir), example));
   }
-  if (ext != ".safetensors" && ext != ".npz") {
-    throw weights_error(fmt::format(
-        "'{}': attn writes .safetensors or .npz, chosen by the extension: name the file "
-        "e.g. w.safetensors",
-        printable(path)));
+  if (checkpoint ? ext != ".safetensors" : ext != ".safetensors" && ext != ".npz") {
+    throw error(checkpoint
+                    ? fmt::format("'{}': checkpoints are .safetensors files; name it e.g. {}",
+                                  printable(path), example)
+                    : fmt::format("'{}': attn writes .safetensors or .npz, chosen by the "
+                                  "extension: name the file e.g. {}",
+                                  printable(path), example));
   }
-  if (fs::exists(status) && !fs::is_regular_file(status)) {
-    throw weights_error(
+  if (fs::exists(fs::symlink_status(path, ec)) && !fs::is_symlink(fs::symlink_status(path, ec)) &&
+      !fs::is_regular_file(status)) {
+    throw error(
         fmt::format("'{}' exists and is not a regular file: choose another name", printable(path)));
   }
-  if (weights_into_save(o)) return;  // the save directory's checks cover its folder
-  check_folder(parent_of(fs::path(path).lexically_normal()), path, weights_error);
+  refuse_foreign_file(path, subject);
+  if (in_save) return;
+  check_folder(parent_of(fs::path(path).lexically_normal()), path,
+               checkpoint ? checkpoint_error : weights_error);
+}
+
+void check_weights_target(const OutputOptions& o) {
+  check_weights_file(o.save_weights, "save_weights", "w.safetensors", weights_into_save(o));
 }
 
 // ---- The transaction's state, shared with the signal handler. It is changed only while the
@@ -271,7 +291,8 @@ struct Swap {
 
 struct Transaction {
   Swap save, weights;
-  bool finishing = false;  // stdout is written: the run has succeeded
+  std::array<Swap, kMostFiles> files;  // the FileOutputs, in order
+  bool finishing = false;              // stdout is written: the run has succeeded
 };
 
 Transaction g_transaction;
@@ -319,7 +340,11 @@ extern "C" void on_signal(int signal) {
   if (t.finishing) {
     finish(t.save);
     finish(t.weights);
+    for (Swap& f : t.files)
+      finish(f);
   } else {
+    for (Swap& f : t.files)
+      undo(f);
     undo(t.weights);
     undo(t.save);
   }
@@ -387,8 +412,9 @@ void write_bytes(const std::string& path, const std::vector<unsigned char>& byte
 }
 
 std::vector<unsigned char> weights_bytes(const lessons::LessonRun& run, const std::string& path) {
-  return lowercase_extension(path) == ".npz" ? serialize_npz(run.state_dict)
-                                             : serialize_safetensors(run.state_dict);
+  return lowercase_extension(path) == ".npz"
+             ? marked_npz(serialize_npz(run.state_dict))
+             : serialize_safetensors(run.state_dict, {{"written_by", "attn"}});
 }
 
 // True when a SIGINT, SIGTERM or SIGHUP arrived while they were blocked.
@@ -450,6 +476,24 @@ void stage_save(const lessons::LessonRun& run, const OutputOptions& o, Swap& s) 
   write(std::string(kManifest), std::vector<unsigned char>(text.begin(), text.end()));
 }
 
+// Stages `bytes` beside `target`; errors are about `subject`.
+void stage_file(const std::string& target, const std::vector<unsigned char>& bytes,
+                std::string_view subject, Swap& s) {
+  {
+    SignalsHeld blocked;
+    s.target = target;
+    s.temporary = make_temporary(fs::path(target), false, subject);
+    s.staged = true;
+  }
+  try {
+    write_bytes(s.temporary, bytes);
+  } catch (const std::system_error& e) {
+    throw write_error(subject,
+                      fmt::format("cannot write '{}': {}; free space or choose another path",
+                                  printable(target), e.code().message()));
+  }
+}
+
 void stage_weights(const lessons::LessonRun& run, const OutputOptions& o, Swap& s) {
   std::vector<unsigned char> bytes;
   try {
@@ -457,19 +501,20 @@ void stage_weights(const lessons::LessonRun& run, const OutputOptions& o, Swap& 
   } catch (const Error& e) {
     throw Error(e.kind(), "save_weights", e.detail()).about("save_weights");
   }
-  {
-    SignalsHeld blocked;
-    s.target = o.save_weights;
-    s.temporary = make_temporary(fs::path(o.save_weights), false, "save_weights");
-    s.staged = true;
+  stage_file(o.save_weights, bytes, "save_weights", s);
+}
+
+void commit(Swap& s, bool target_exists, std::string_view subject, const std::string& shown);
+
+// Commits a staged file unless another program changed its target since `before`.
+void commit_file(Swap& s, const Identity& before, std::string_view subject,
+                 const std::string& shown) {
+  if (identity_of(s.target) != before) {
+    throw write_error(subject, fmt::format("'{}' was changed by another program while this run was "
+                                           "writing it: nothing was written; run again",
+                                           printable(shown)));
   }
-  try {
-    write_bytes(s.temporary, bytes);
-  } catch (const std::system_error& e) {
-    throw write_error("save_weights",
-                      fmt::format("cannot write '{}': {}; free space or choose another path",
-                                  printable(o.save_weights), e.code().message()));
-  }
+  commit(s, before.exists, subject, shown);
 }
 
 // Moves a staged output into place: swapped with the target when there is one, else renamed. A
@@ -559,11 +604,24 @@ void check_outputs(const OutputOptions& o) {
   if (!o.save_weights.empty()) check_weights_target(o);
 }
 
-void write_outputs(const lessons::LessonRun& run, const OutputOptions& o, std::FILE* out) {
+void check_checkpoint_file(const std::string& path) {
+  check_weights_file(path, "save_checkpoint", "model.safetensors", false);
+}
+
+void write_outputs(const lessons::LessonRun& run, const OutputOptions& o, std::FILE* out,
+                   const std::vector<FileOutput>& files) {
+  if (files.size() > kMostFiles)
+    throw Error(ErrorKind::internal, "write_outputs",
+                fmt::format("{} files beside the run, more than {}", files.size(), kMostFiles));
   const Identity save_before = o.save_dir.empty() ? Identity{} : check_save_target(o.save_dir);
   const bool separate_weights = !o.save_weights.empty() && !weights_into_save(o);
   if (!o.save_weights.empty()) check_weights_target(o);
   const Identity weights_before = separate_weights ? identity_of(o.save_weights) : Identity{};
+  std::vector<Identity> files_before;
+  for (const FileOutput& f : files) {
+    refuse_foreign_file(f.path, f.subject);
+    files_before.push_back(identity_of(f.path));
+  }
   const std::string text =
       o.format == Format::json ? render_json(run) : render_text(run, o, use_color(o.color));
 
@@ -574,6 +632,8 @@ void write_outputs(const lessons::LessonRun& run, const OutputOptions& o, std::F
   try {
     if (!o.save_dir.empty()) stage_save(run, o, t.save);
     if (separate_weights) stage_weights(run, o, t.weights);
+    for (std::size_t i = 0; i < files.size(); ++i)
+      stage_file(files[i].path, files[i].bytes, files[i].subject, t.files[i]);
     if (!o.save_dir.empty()) {
       const fs::path target = save_target(o.save_dir);
       FolderLock lock(parent_of(target));
@@ -590,19 +650,15 @@ void write_outputs(const lessons::LessonRun& run, const OutputOptions& o, std::F
       }
       commit(t.save, save_before.exists, "save", o.save_dir);
     }
-    if (separate_weights) {
-      if (identity_of(o.save_weights) != weights_before) {
-        throw write_error("save_weights",
-                          fmt::format("'{}' was changed by another program while this run was "
-                                      "writing it: nothing was written; run again",
-                                      printable(o.save_weights)));
-      }
-      commit(t.weights, weights_before.exists, "save_weights", o.save_weights);
-    }
+    if (separate_weights) commit_file(t.weights, weights_before, "save_weights", o.save_weights);
+    for (std::size_t i = 0; i < files.size(); ++i)
+      commit_file(t.files[i], files_before[i], files[i].subject, files[i].path);
     write_stdout(text, out, broken_pipe);
   } catch (...) {
     {
       SignalsHeld blocked;
+      for (Swap& f : t.files)
+        undo(f);
       undo(t.weights);
       undo(t.save);
     }
@@ -618,6 +674,8 @@ void write_outputs(const lessons::LessonRun& run, const OutputOptions& o, std::F
   t.finishing = true;
   finish(t.save);
   finish(t.weights);
+  for (Swap& f : t.files)
+    finish(f);
 }
 
 }  // namespace attn::render

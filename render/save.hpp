@@ -2,8 +2,10 @@
 // manifest.json), the weights file, and the text or JSON on stdout.
 #pragma once
 
+#include <cstddef>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "lesson.hpp"
 #include "output.hpp"
@@ -17,12 +19,21 @@ namespace attn::render {
 // read-only. Errors are attn::Error about "save" or "save_weights", naming the user's path.
 void check_outputs(const OutputOptions& options);
 
+// The same checks for a checkpoint file (attn train --save-checkpoint): a .safetensors, not a
+// folder, in a writable folder, and nothing there that attn did not write (file_mark.hpp).
+// Errors are about "save_checkpoint".
+void check_checkpoint_file(const std::string& path);
+
+
 // Writes the run's outputs: the save directory and the weights file are written beside their
 // targets under temporary names, moved into place together, and only then is the text (or JSON)
 // written to `out`. When anything fails (a full disk, a closed stdout, another run replacing the
 // same save, SIGINT, SIGTERM or SIGHUP), the targets are left as they were and no temporary file
 // or directory stays behind. A save directory is replaced only when it is one attn wrote and
-// holds nothing else. Errors are attn::Error about "save", "save_weights" or "stdout".
-void write_outputs(const lessons::LessonRun& run, const OutputOptions& options, std::FILE* out);
+// holds nothing else; a file is replaced only when attn wrote it (file_mark.hpp). `files` (at most
+// kMostFiles) are written in the same transaction. Errors are attn::Error about "save",
+// "save_weights", a file's subject or "stdout".
+void write_outputs(const lessons::LessonRun& run, const OutputOptions& options, std::FILE* out,
+                   const std::vector<FileOutput>& files = {});
 
 }  // namespace attn::render

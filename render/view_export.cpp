@@ -22,6 +22,7 @@
 
 #include "base/error.hpp"
 #include "base/utf8.hpp"
+#include "file_mark.hpp"
 #include "image_file.hpp"
 #include "io/file_io.hpp"
 #include "view.hpp"
@@ -246,7 +247,7 @@ std::string view_html(const AttentionView& v, const ExportRequest& r) {
                     "tokens), more than {}: give a shorter <text>",
                     count, v.layers, v.heads, v.rows.size(), v.columns.size(), kPageMaxWeights))
         .about("text");
-  std::string page = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  std::string page = "<!DOCTYPE html>\n" + std::string(kWrittenByComment) + "\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   page += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   page += fmt::format("<title>{}</title>\n", escape_markup(page_title(v, r)));
   page += "<style>\n";

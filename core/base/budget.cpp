@@ -1,6 +1,7 @@
 #include "base/budget.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -255,7 +256,16 @@ std::size_t planned_bytes(const MemoryPlan& plan) {
   return plan.empty() ? 0 : estimate(plan).bytes;
 }
 
+namespace {
+std::atomic<std::size_t> g_budget_checks{0};
+}  // namespace
+
+std::size_t budget_checks() {
+  return g_budget_checks.load();
+}
+
 void check_budget(std::string_view command, const MemoryPlan& plan) {
+  ++g_budget_checks;
   if (const Limit& limit = current(); limit.bytes == 0) {
     if (!limit.problem.empty())
       throw Error(ErrorKind::bad_value, "check_budget",
@@ -267,6 +277,7 @@ void check_budget(std::string_view command, const MemoryPlan& plan) {
 }
 
 void check_budget(std::string_view command, const MemoryPlan& plan, std::size_t limit) {
+  ++g_budget_checks;
   check_against(command, plan, limit, "the limit given");
 }
 

@@ -89,4 +89,8 @@ std::string format_bytes(double bytes);
 void check_budget(std::string_view command, const MemoryPlan& plan);
 void check_budget(std::string_view command, const MemoryPlan& plan, std::size_t limit);
 
+// How many times check_budget has run in this process, refusing or not: a caller can tell that
+// a command checked its plan (cli/door.hpp).
+std::size_t budget_checks();
+
 }  // namespace attn

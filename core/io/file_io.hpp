@@ -55,6 +55,11 @@ std::vector<unsigned char> read_file(const std::string& path, std::string_view e
 // The same within the memory limit.
 std::vector<unsigned char> read_file(const std::string& path, std::string_view expected);
 
+// attn's mark on the files it writes (render/file_mark.hpp tells them apart by it): the words, and
+// the comment at the top of an .svg, .html or .xml.
+inline constexpr std::string_view kWrittenBy = "written by attn";
+inline constexpr std::string_view kWrittenByComment = "<!-- written by attn -->";
+
 void write_file_atomic(const std::string& path, std::string_view contents);
 void write_file_atomic(const std::string& path, const std::vector<unsigned char>& contents);
 

@@ -695,6 +695,14 @@ const std::map<std::string, Maker>& makers() {
       {"vocab_folder", [](Scratch&, const fs::path& path) { fs::create_directory(path); }},
       // --- output targets
       {"a-file", bytes("keep me\n")},
+      {"thesis.safetensors", bytes("thesis draft, do not lose\n")},
+      {"mine.png", bytes("mine\n")},
+      {"notes.json", bytes("{\"mine\": true}\n")},
+      {"link.safetensors",
+       [](Scratch& scratch, const fs::path& path) {
+         scratch.ensure("a-file");
+         fs::create_symlink("a-file", path);
+       }},
       {"a-folder", [](Scratch&, const fs::path& path) { fs::create_directory(path); }},
       {"a-project",
        [](Scratch&, const fs::path& path) {
