@@ -171,7 +171,9 @@ TEST_CASE("attn view --export refuses what it cannot write, and a refused run wr
   ScratchDir scratch("view-export-bad");
   const fs::path dir = scratch.path;
   std::ofstream(dir / "a-file") << "keep me\n";
-  std::ofstream(dir / "old.html") << "an older page\n";
+  const std::string older = "<!DOCTYPE html>\n<!-- written by attn -->\nan older page\n";
+  std::ofstream(dir / "old.html") << older;
+  std::ofstream(dir / "mine.html") << "a page of mine\n";
   fs::create_directory(dir / "a-folder");
   const std::string d = dir.string();
   struct Case {
@@ -186,6 +188,7 @@ TEST_CASE("attn view --export refuses what it cannot write, and a refused run wr
       {{"head", "--export", d + "/a-file/v.html"}, "is a file, not a directory"},
       {{"head", "--export", d + "/a-folder"}, "is a folder: give a file name"},
       {{"head", "--export", ""}, "--export: the value is empty"},
+      {{"head", "--export", d + "/mine.html"}, "exists and attn did not write it"},
       {{"head", "--checkpoint", "reverse", "--layer", "2", "--export", d + "/old.html"},
        "layer 2 does not exist: the model has 2 layers, 0 to 1"},
       {{"neuron", "--checkpoint", "reverse", "--head", "5", "--export", d + "/v.html"},
@@ -211,6 +214,7 @@ TEST_CASE("attn view --export refuses what it cannot write, and a refused run wr
     CHECK(run.err.starts_with("attn view: "));
     CHECK(listing(dir) == before);
   }
-  CHECK(read_text((dir / "old.html").string()) == "an older page\n");
+  CHECK(read_text((dir / "old.html").string()) == older);
+  CHECK(read_text((dir / "mine.html").string()) == "a page of mine\n");
   if (::geteuid() != 0) fs::permissions(dir / "locked", fs::perms::owner_all);
 }

@@ -87,7 +87,9 @@ TEST_CASE("no label ends the page's scripts: the JSON escapes every '<', the pag
     // Two script elements (the data, the program), each closed once.
     CHECK(count(page, "<script") == 2);
     CHECK(count(page, "</script>") == 2);
-    CHECK(page.find("<!--") == std::string::npos);
+    // One comment only: attn's mark at the top, before any label or script.
+    CHECK(page.find(attn::kWrittenByComment) == page.find("<!--"));
+    CHECK(page.find("<!--", page.find("<!--") + 1) == std::string::npos);
     CHECK(page.find("<b>model</b>") == std::string::npos);
     CHECK(page.find("&lt;b&gt;model&lt;/b&gt; &amp; co") != std::string::npos);
     CHECK(page.find("http://") == std::string::npos);
@@ -183,7 +185,8 @@ TEST_CASE("export_view replaces the file whole and leaves nothing else in its fo
           "[render][view-export]") {
   attn::testing::ScratchDir scratch("view-export-write");
   const fs::path target = scratch.path / "view.html";
-  std::ofstream(target) << "an older page\n";
+  // An older page attn wrote: only such a file is replaced (file_mark.hpp).
+  std::ofstream(target) << "<!DOCTYPE html>\n" << attn::kWrittenByComment << "\nan older page\n";
   ExportRequest request;
   request.kind = "model";
   attn::render::export_view(hostile_view(), request, target.string());
