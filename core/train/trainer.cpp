@@ -178,7 +178,8 @@ MemoryPlan plan_seq2seq_training(const TrainConfig& c) {
       {"the held-out examples", {c.held_out}, "", 64, Held::computing, 4 * c.held_out},
       {"the loss curve", {c.steps, 4}, "", 8}};
   // A step: the batch's examples, the tape, the loss's probabilities and the gradient of the
-  // logits, and a block's backward; or, after training, the held-out set's forward.
+  // logits, and a block's backward; or, after training, the held-out set's forward, a part at a
+  // time.
   MemoryPlan step = {{"the batch's examples", {c.batch}, "B", 64, Held::computing, 2 * c.batch},
                      {"the softmax and the logits' gradient",
                       {2, c.batch, t.target_positions, t.target_vocab},
@@ -187,10 +188,11 @@ MemoryPlan plan_seq2seq_training(const TrainConfig& c) {
   append(step, plan_seq2seq_tape(t, c.batch));
   append(step, larger_of(plan_seq2seq_forward_temporaries(t, c.batch),
                          plan_seq2seq_backward(t, c.batch)));
+  const std::size_t evaluated = std::min(c.held_out, kEvaluationBatch);
   MemoryPlan evaluation = {
-      {"the held-out softmax", {c.held_out, t.target_positions, t.target_vocab}, "", 8}};
-  append(evaluation, plan_seq2seq_tape(t, c.held_out));
-  append(evaluation, plan_seq2seq_forward_temporaries(t, c.held_out));
+      {"the held-out softmax", {evaluated, t.target_positions, t.target_vocab}, "", 8}};
+  append(evaluation, plan_seq2seq_tape(t, evaluated));
+  append(evaluation, plan_seq2seq_forward_temporaries(t, evaluated));
   append(plan, larger_of(step, evaluation));
   return plan;
 }
