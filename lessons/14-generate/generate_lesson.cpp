@@ -162,7 +162,7 @@ void cache_memory_and_shapes(LessonRun& run, const Transformer& model, const Dec
   run.table(std::move(shapes));
 }
 // For check_budget, with the model already loaded (its file was checked as it was read): the
-// model's weights and positional encodings; two decodings (with the cache: each layer's keys and
+// model's weights and positional encodings, and the file's bytes and tensors that reading held; two decodings (with the cache: each layer's keys and
 // values of the source and of the tokens so far; without: the decoder's tensors on the whole
 // prefix at each step) with each step's log-probabilities and probabilities; the steps shown and
 // every layer's and head's cross-attention map of the answer.
@@ -174,6 +174,8 @@ MemoryPlan plan_generate(const GenerateLessonOptions& o) {
   const auto parameters = static_cast<std::size_t>(count_parameters(describe_transformer(c)));
   return {
       {"the model's weights", {parameters}, "", 4, Held::kept},
+      // Reading the checkpoint held its bytes and its tensors beside the model being filled.
+      {"the checkpoint's bytes and tensors", {2, parameters}, "", 4},
       {"the positional encodings",
        {c.source_positions + c.target_positions, d},
        "T D",
