@@ -161,9 +161,9 @@ std::string extras_message(const CLI::App& app, const CLI::App* sub) {
 // The options that set a size of the legend, in the order they are suggested.
 const std::vector<std::pair<std::string, std::string>>& size_options() {
   static const std::vector<std::pair<std::string, std::string>> table = {
-      {"T", "--seq"},    {"B", "--batch"},         {"D", "--d-model"},
-      {"F", "--d-ff"},   {"H", "--heads"},         {"hs", "--head-size"},
-      {"L", "--layers"}, {"P", "--max-positions"}, {"V", "--vocab-size"}};
+      {"T", "--seq"},        {"B", "--batch"},      {"D", "--d-model"}, {"F", "--d-ff"},
+      {"H", "--heads"},      {"hs", "--head-size"}, {"L", "--layers"},  {"P", "--max-positions"},
+      {"V", "--vocab-size"}, {"S", "--source-seq"}};
   return table;
 }
 

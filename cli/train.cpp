@@ -197,7 +197,7 @@ int run_train(TrainCliOptions& o, const CLI::App& app, const Context& context) {
   if (app.count("--steps") == 0) c.steps = default_steps(c.task);
   c.norm = o.norm == "post" ? NormPlacement::post : NormPlacement::pre;
   check_train_config(c);
-  if (!is_seq2seq(c.task)) check_budget("train", plan_training(c));
+  check_budget("train", plan_training(c));
   const std::string one_part =
       "--model encoder trains an encoder, which has one part, its self-attention: drop --part, or "
       "add --model transformer";

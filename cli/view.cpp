@@ -3,16 +3,19 @@
 #include "view.hpp"
 #include "view_interactive.hpp"
 
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "ablate.hpp"
 #include "attention_view.hpp"
+#include "base/budget.hpp"
 #include "base/error.hpp"
 #include "command.hpp"
 #include "door.hpp"
@@ -24,6 +27,7 @@
 #include "state_dict.hpp"
 #include "train/tasks.hpp"
 #include "view_export.hpp"
+#include "view_memory.hpp"
 
 namespace attn::cli {
 
@@ -92,6 +96,11 @@ AttentionView book_view(const ViewCliOptions& o, const CLI::App& app, Context& c
                                ids.size(), config.max_position_embeddings));
   // Refused before a large model is made: the view could not show this many tokens.
   render::check_legible(ids.size(), o.kind);
+  std::error_code unknown_size;
+  const std::uintmax_t weights_bytes =
+      o.weights.empty() ? 0 : std::filesystem::file_size(o.weights, unknown_size);
+  check_budget("view", render::plan_encoder_view(config, ids.size(),
+                                                 unknown_size ? 0 : weights_bytes, o.export_path));
   Rng rng(o.seed);
   Encoder encoder = init_encoder(rng, config, placement, true);
   std::string model =
@@ -371,6 +380,7 @@ void setup(CLI::App& app, Context& context) {
   add_output(*sub, "--export", o->export_path, OutputKind::page,
              "write the view to FILE.html (one self-contained page, interactive), FILE.svg or "
              "FILE.png instead of the terminal");
+  add_memory_option(*sub);
   door_callback(*sub, [o, sub, &context] { context.exit_code = run_view(*o, *sub, context); });
 }
 

@@ -447,12 +447,20 @@ Seq2SeqEvaluation evaluate(const Transformer& model, Seq2SeqTask task,
     if (decode(model, x.source, DecodeOptions{}).tokens == expected) ++exact;
   }
   e.exact_match = static_cast<double>(exact) / static_cast<double>(examples.size());
-  const Seq2SeqBatch b = make_batch(examples);
-  const TransformerTape tape =
-      forward(model, b.source, b.target_input, &b.source_mask, &b.target_mask);
-  const CrossEntropySteps loss = cross_entropy(tape.logits, b.labels);
-  e.token_accuracy = static_cast<double>(loss.correct) /
-                     static_cast<double>(std::max<std::size_t>(1, loss.scored));
+  std::size_t correct = 0, scored = 0;
+  for (std::size_t first = 0; first < examples.size(); first += kEvaluationBatch) {
+    const Seq2SeqBatch b = make_batch(std::vector<Seq2SeqExample>(
+        examples.begin() + static_cast<std::ptrdiff_t>(first),
+        examples.begin() +
+            static_cast<std::ptrdiff_t>(std::min(examples.size(), first + kEvaluationBatch))));
+    const TransformerTape tape =
+        forward(model, b.source, b.target_input, &b.source_mask, &b.target_mask);
+    const CrossEntropySteps loss = cross_entropy(tape.logits, b.labels);
+    correct += loss.correct;
+    scored += loss.scored;
+  }
+  e.token_accuracy =
+      static_cast<double>(correct) / static_cast<double>(std::max<std::size_t>(1, scored));
   (void)task;
   return e;
 }

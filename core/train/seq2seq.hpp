@@ -125,6 +125,8 @@ struct Seq2SeqEvaluation {
   double token_accuracy = 0.0;  // teacher-forced next-token accuracy on the held-out set
   std::size_t examples = 0;
 };
+// The held-out sequences evaluate() runs forward at once.
+inline constexpr std::size_t kEvaluationBatch = 500;
 Seq2SeqEvaluation evaluate(const Transformer& model, Seq2SeqTask task,
                            const std::vector<Seq2SeqExample>& examples);
 

@@ -10,6 +10,7 @@
 #include "base/heads.hpp"
 #include "gradients.hpp"
 #include "loss.hpp"
+#include "module_size.hpp"
 #include "state_dict.hpp"
 
 namespace attn {
@@ -110,20 +111,122 @@ void check_train_config(const TrainConfig& c) {
   check_task_split(task, c.sizes);
 }
 
+namespace {
+
+// The tensors of one forward of seed 001's encoder-decoder on a batch of B (S source and T target
+// tokens), as TransformerTape keeps them: the masks, each layer's blocks (their residual streams,
+// norms, attentions and feed-forwards), the final norms and the log-probabilities.
+MemoryPlan plan_seq2seq_tape(const TransformerConfig& t, std::size_t batch) {
+  const std::size_t b = batch, s = t.source_positions, n = t.target_positions, d = t.d_model,
+                    h = t.heads, f = t.d_ff, l = t.layers, v = t.target_vocab;
+  const std::size_t post = t.placement == NormPlacement::post;
+  return {
+      {"the source and target ids, labels and masks", {b, s + 3 * n + n * n}, "B T", 8},
+      {"the masks for each head", {b, h, s * s + n * s + n * n}, "B H T"},
+      {"the embedded source and target", {b, s + n, d}, "B T D"},
+      // An encoder block: 2 inputs, 2 norms' x̂ and output, Q K V, the heads side by side, the
+      // attention's output, the feed-forward's projection and output, the block's output.
+      {"the encoder blocks' streams", {l, b, s, 14 + 2 * post, d}, "L B T  D"},
+      {"the encoder blocks' scores and weights", {l, b, h, 2 * s, s}, "L B H T T"},
+      {"the encoder blocks' hidden layers", {l, b, s, 2 * f}, "L B T F"},
+      // A decoder block: 3 inputs, 3 norms' x̂ and output, self-attention's Q K V, heads and
+      // output, cross-attention's Q, heads and output, the feed-forward's two, the output.
+      {"the decoder blocks' streams", {l, b, n, 20 + 3 * post, d}, "L B T  D"},
+      {"the cross-attention's keys and values", {l, b, 2 * s, d}, "L B T D"},
+      {"the decoder blocks' scores and weights", {l, b, h, 2 * n, n + s}, "L B H T T"},
+      {"the decoder blocks' hidden layers", {l, b, n, 2 * f}, "L B T F"},
+      {"the norms' means and deviations", {2 * l + 1, b, 3 * s + 4 * n}, "L B T"},
+      {"the final norms", {b, 2 * (s + n), d}, "B T D"},
+      {"the logits and log-probabilities", {2, b, n, v}, " B T"},
+  };
+}
+
+// What a decoder block's backward holds beside the tapes: the gradients of its tensors (as many
+// as the tape keeps), the attention's inputs folded by head, and the memory's gradient.
+MemoryPlan plan_seq2seq_backward(const TransformerConfig& t, std::size_t batch) {
+  const std::size_t b = batch, s = t.source_positions, n = t.target_positions, d = t.d_model,
+                    h = t.heads, f = t.d_ff;
+  return {{"a block's gradients", {b, n, 30, d}, "B T  D"},
+          {"a block's score gradients", {b, h, 4 * n, n + s}, "B H T T"},
+          {"a block's hidden gradients", {b, n, 2 * f}, "B T F"},
+          {"the memory's gradients", {b, 6 * s, d}, "B T D"}};
+}
+
+// What a block's forward holds beside its tape while an attention runs: the projections before
+// and after they are split into heads, the scores and weights before they are copied out, the
+// heads' outputs before they are merged.
+MemoryPlan plan_seq2seq_forward_temporaries(const TransformerConfig& t, std::size_t batch) {
+  const std::size_t b = batch, s = t.source_positions, n = t.target_positions, d = t.d_model,
+                    h = t.heads;
+  return {
+      {"an attention's projections and outputs", {b, 8, std::max(s, n), d}, "B  T D"},
+      {"an attention's scores and weights", {b, h, 2 * std::max(s, n), std::max(s, n)}, "B H T T"}};
+}
+
+MemoryPlan plan_seq2seq_training(const TrainConfig& c) {
+  const TransformerConfig t = transformer_config(c);
+  const std::size_t parameters =
+      static_cast<std::size_t>(
+          ((module_size(describe_encoder_block(t)) + module_size(describe_decoder_block(t))) *
+           Count(t.layers))
+              .parameters.value()) +
+      (t.source_vocab + 2 * t.target_vocab + 1) * t.d_model + t.target_vocab + 4;
+  // The weights, their gradients, AdamW's two moments and the model returned.
+  MemoryPlan plan = {
+      {"the weights, gradients and AdamW's moments", {5, parameters}, "  D/L"},
+      {"the positional encodings", {2, t.source_positions + t.target_positions, t.d_model}, " T D"},
+      {"the held-out examples", {c.held_out}, "", 64, Held::computing, 4 * c.held_out},
+      {"the loss curve", {c.steps, 4}, "", 8}};
+  // A step: the batch's examples, the tape, the loss's probabilities and the gradient of the
+  // logits, and a block's backward; or, after training, the held-out set's forward, a part at a
+  // time.
+  MemoryPlan step = {{"the batch's examples", {c.batch}, "B", 64, Held::computing, 2 * c.batch},
+                     {"the softmax and the logits' gradient",
+                      {2, c.batch, t.target_positions, t.target_vocab},
+                      " B T",
+                      8}};
+  append(step, plan_seq2seq_tape(t, c.batch));
+  append(step, larger_of(plan_seq2seq_forward_temporaries(t, c.batch),
+                         plan_seq2seq_backward(t, c.batch)));
+  const std::size_t evaluated = std::min(c.held_out, kEvaluationBatch);
+  MemoryPlan evaluation = {
+      {"the held-out softmax", {evaluated, t.target_positions, t.target_vocab}, "", 8}};
+  append(evaluation, plan_seq2seq_tape(t, evaluated));
+  append(evaluation, plan_seq2seq_forward_temporaries(t, evaluated));
+  append(plan, larger_of(step, evaluation));
+  return plan;
+}
+
+}  // namespace
+
 MemoryPlan plan_training(const TrainConfig& c) {
+  if (is_seq2seq(c.task)) return plan_seq2seq_training(c);
   const Task task = encoder_task(c);
   const EncoderConfig e = encoder_config(c);
   const std::size_t parameters =
       static_cast<std::size_t>(encoder_size(e, true).parameters.value()) +
       (c.d_model + 1) * task_classes(task, c.sizes);
-  MemoryPlan plan = {{"the weights, gradients and AdamW's moments", {4, parameters}, "  D/L"}};
+  // The weights, their gradients, AdamW's two moments and the model returned.
+  MemoryPlan plan = {{"the weights, gradients and AdamW's moments", {5, parameters}, "  D/L"}};
+  plan.push_back({"the batch's ids and labels", {2, c.batch, c.sizes.tokens}, " B T", 8});
   for (std::size_t i = 0; i < c.layers; ++i)
     append(plan, plan_encoder_layer_tape(e, c.batch, c.sizes.tokens));
   append(plan, plan_embeddings(e, c.batch, c.sizes.tokens));
-  plan.push_back({"the logits and their gradient",
-                  {2, c.batch, c.sizes.tokens, task_classes(task, c.sizes)},
+  // On top of the tapes, the larger of the last layer's forward with its attention's temporaries
+  // and a layer's backward: gradients that mirror its tape, and the attention's gradients of the
+  // weights and scores with the weights taken apart by head.
+  MemoryPlan backward = plan_encoder_layer_tape(e, c.batch, c.sizes.tokens);
+  backward.push_back({"the attention's score gradients",
+                      {3, c.batch, c.heads, c.sizes.tokens, c.sizes.tokens},
+                      " B H T T"});
+  append(plan, larger_of(plan_multi_head_temporaries(MultiHeadVariant::book, c.batch,
+                                                     c.sizes.tokens, c.d_model, c.heads, false),
+                         backward));
+  plan.push_back({"the logits, their softmax and gradient",
+                  {3, c.batch, c.sizes.tokens, task_classes(task, c.sizes)},
                   " B T"});
   plan.push_back({"the held-out set", {2, c.held_out, c.sizes.tokens}, "  T", 8});
+  plan.push_back({"the loss curve", {c.steps, 4}, "", 8});
   if (c.dropout > 0.0f)
     plan.push_back(
         {"the dropout masks", {c.layers + 1, c.batch, c.sizes.tokens, c.d_model}, "L B T D"});
@@ -186,7 +289,7 @@ Trainer::Trainer(const TrainConfig& c)
       batches_(c.seed ^ (is_seq2seq(c.task) ? kSeq2SeqBatchStream : kEncoderBatchStream)),
       dropout_(c.seed ^ kDropoutStream) {  // draws nothing while the dropout is 0
   check_train_config(c);
-  if (!is_seq2seq(c.task)) check_budget("train", plan_training(c));
+  check_budget("train", plan_training(c));
   model_ = initial_model(c);
   grad_ = model_;
   std::visit(

@@ -55,8 +55,10 @@ struct TrainConfig {
 // that is not a positive number, a weight decay below 0, a dropout outside [0, 1); for an encoder
 // task, a vocabulary outside 2..26 letters (the masked task's is fixed) or fewer than 2 tokens.
 void check_train_config(const TrainConfig& config);
-// What training an encoder holds at its peak, for check_budget: the weights, their gradients and
-// AdamW's two moments; every layer's tape for one batch, and the logits; the held-out set.
+// What training holds at its peak, for check_budget: the weights, their gradients, AdamW's two
+// moments and the model returned; every layer's tape for one batch with the larger of a layer's
+// forward temporaries and its backward, and the logits; the held-out set (for the
+// encoder-decoder, the larger of a step and the held-out set's forward); the loss curve.
 MemoryPlan plan_training(const TrainConfig& config);
 
 // The models' configs for a TrainConfig: the encoder's (V = the task's tokens, P = T, eps 1e-12 in

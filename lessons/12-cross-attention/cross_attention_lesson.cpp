@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "base/array.hpp"
+#include "base/budget.hpp"
 #include "base/count.hpp"
 #include "base/random.hpp"
 #include "multi_head.hpp"
@@ -29,6 +30,39 @@ struct CrossInputs {
   std::vector<std::string> rows, columns;  // the heatmaps' labels
   std::optional<Tensor4> model_weights;    // the trained model's own forward's weights
 };
+
+// For check_budget, on random inputs: x and the memory, the layer's weights, the mask; the steps
+// with the forward's own copies of them before they are split into heads and the scores before
+// they are scaled; the steps shown (x,
+// the memory, Q, K, V, the scores, the weights, the output); sequence 0's weights and up to four
+// heads' heatmaps.
+MemoryPlan plan_cross_attention_lesson(const CrossAttentionLessonOptions& o, const Sizes3& sizes,
+                                       std::size_t heads) {
+  const std::size_t b = sizes.batch, t = sizes.seq, s = o.source_seq, d = sizes.d_model;
+  MemoryPlan plan = plan_lesson_input(o.common);
+  plan.push_back({"the memory", {b, s, d}, "B S D", 4, Held::shown});
+  plan.push_back({"the weights", {4, d, d}, " D D"});
+  if (!o.source_lengths.empty()) {
+    plan.push_back({"the source mask", {b, s}, "B S", 8, Held::shown});
+    plan.push_back({"the mask for each head", {b, heads, t, s}, "B H T S"});
+  }
+  for (Held held : {Held::computing, Held::before_shown}) {
+    plan.push_back(
+        {"Q, the heads' outputs side by side, the output", {3, b, t, d}, " B T D", 4, held});
+    plan.push_back({"K and V", {2, b, s, d}, " B S D", 4, held});
+    plan.push_back({"the scores and weights", {2, b, heads, t, s}, " B H T S", 4, held});
+  }
+  plan.push_back({"the unscaled scores", {b, heads, t, s}, "B H T S", 4, Held::before_shown});
+  plan.push_back({"x, Q and the output", {3, b, t, d}, " B T D", 4, Held::shown});
+  plan.push_back({"K and V", {2, b, s, d}, " B S D", 4, Held::shown});
+  plan.push_back({"the scores and weights", {2, b, heads, t, s}, " B H T S", 4, Held::shown});
+  plan.push_back({"sequence 0's weights and heatmaps",
+                  {heads + std::min<std::size_t>(heads, 4), t, s},
+                  "H T S",
+                  4,
+                  Held::kept});
+  return plan;
+}
 
 CrossInputs random_inputs(const CrossAttentionLessonOptions& o) {
   const Sizes3 sizes = lesson_sizes(o.common);
@@ -54,6 +88,7 @@ CrossInputs random_inputs(const CrossAttentionLessonOptions& o) {
                   fmt::format("a source length of {} does not fit S = {}: give 1 to {}", n,
                               in.sources, in.sources))
           .about("source-lengths");
+  check_budget("cross-attention", plan_cross_attention_lesson(o, sizes, in.heads));
   in.x = lesson_input(o.common, "(B, T, D)", {in.batch, in.seq, in.d});
   Rng rng(o.common.seed ^ kMemoryStream);  // the memory's stream, apart from x's
   in.memory = randn(rng, in.batch, in.sources, in.d);

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "base/array.hpp"
+#include "base/budget.hpp"
 #include "base/random.hpp"
 #include "transformer.hpp"
 
@@ -50,6 +51,58 @@ double fraction_zero(const Tensor3& scale) {
     zeros += v == 0.0f;
   return static_cast<double>(zeros) / static_cast<double>(std::max<std::size_t>(1, scale.size()));
 }
+// One DecoderBlockTape on x (B,T,D) and a memory of S tokens: the three residual streams with
+// their norms, both attentions' projections, heads, outputs, scores and weights, the
+// feed-forward's four and the output; with the forward's temporaries while an attention runs.
+MemoryPlan plan_decoder_block(const DecoderLessonOptions& o, const Sizes3& sizes, Held held) {
+  const std::size_t b = sizes.batch, t = sizes.seq, s = o.source_seq, d = sizes.d_model,
+                    h = o.heads;
+  return {{"a block's streams", {b, t, 28, d}, "B T  D", 4, held},
+          {"the cross-attention's keys and values", {b, 4, s, d}, "B  S D", 4, held},
+          {"a block's self-attention scores and weights", {b, h, 3, t, t}, "B H  T T", 4, held},
+          {"a block's cross-attention scores and weights", {b, h, 3, t, s}, "B H  T S", 4, held},
+          {"a block's hidden layers", {b, t, 2, o.d_ff}, "B T  F", 4, held}};
+}
+
+// For check_budget: the block's weights and its copy, the projection's; x, the memory and the
+// masks; the tape, and the second one of teacher forcing's check; the projection's norm, logits
+// and log-probabilities; the rand mask's two attentions; the feed-forward in training mode; the
+// steps shown and the heatmaps.
+MemoryPlan plan_decoder_lesson(const DecoderLessonOptions& o, const Sizes3& sizes) {
+  const std::size_t b = sizes.batch, t = sizes.seq, s = o.source_seq, d = sizes.d_model,
+                    h = o.heads, v = o.vocab, f = o.d_ff;
+  MemoryPlan plan = plan_lesson_input(o.common);
+  plan.push_back({"the block's weights and their copy", {2, 8 * d + 2 * f + 8, d}, " D/F D"});
+  // The projection's weights, and the draws they are made from.
+  plan.push_back({"the projection's weights", {2, v, d + 1}, " V D"});
+  plan.push_back({"the memory and the changed x", {b, t + s, d}, "B T D"});
+  plan.push_back({"the causal mask", {b, t, t}, "B T T", 8});
+  plan.push_back({"the masks for each head", {2, b, h, t, t}, " B H T T"});
+  plan.push_back({"the rand mask", {2, t, t}, " T T"});
+  append(plan, plan_decoder_block(o, sizes, Held::kept));
+  append(plan, plan_decoder_block(o, sizes, Held::before_shown));
+  plan.push_back({"the final norm", {b, t, 2, d}, "B T  D", 4, Held::before_shown});
+  plan.push_back(
+      {"the logits and log_softmax's temporary", {2, b, t, v}, " B T V", 4, Held::before_shown});
+  plan.push_back({"the rand mask's two attentions", {2, b, t, 5, d}, " B T  D", 4, Held::kept});
+  plan.push_back(
+      {"the rand mask's scores and weights", {2, b, h, 2 * t, t}, " B H T T", 4, Held::kept});
+  plan.push_back({"the feed-forward in training mode",
+                  {b, t, 3 * f + 2 * d},
+                  "B T F/D",
+                  4,
+                  Held::before_shown});
+  // input, target_mask, norm_0, self_weights, after_self_attention, cross_weights,
+  // after_cross_attention, block_output, output
+  plan.push_back({"the steps shown", {b, t, 5, d}, "B T  D", 4, Held::shown});
+  plan.push_back({"the masks and weights shown", {b, 1 + h, t, t}, "B H T T", 4, Held::shown});
+  plan.push_back({"the cross weights shown", {b, h, t, s}, "B H T S", 4, Held::shown});
+  plan.push_back({"output", {b, t, v}, "B T V", 4, Held::shown});
+  plan.push_back(
+      {"the heatmaps", {std::min<std::size_t>(h, 4), t, t + s}, "H T T/S", 4, Held::kept});
+  return plan;
+}
+
 }  // namespace
 
 LessonRun run_decoder(const DecoderLessonOptions& o) {
@@ -79,6 +132,7 @@ LessonRun run_decoder(const DecoderLessonOptions& o) {
       throw Error(ErrorKind::bad_size, "decoder",
                   fmt::format("a length of {} does not fit T = {}: give 1 to {}", n, t, t))
           .about("lengths");
+  check_budget("decoder", plan_decoder_lesson(o, sizes));
   LessonRun run("decoder");
   record_settings(run, o.common,
                   {{"batch", b},

@@ -3,7 +3,9 @@
 #include "13-decoder/decoder_models.hpp"
 
 #include "13-decoder/decoder_lesson.hpp"
+#include "base/budget.hpp"
 #include "models.hpp"
+#include "module_size.hpp"
 #include "summary.hpp"
 #include "transformer.hpp"
 
@@ -49,6 +51,15 @@ SummaryInput target_mask_input(const ModelRequest& r) {
   return {Shape{r.batch, 1, r.seq, r.seq}, kInt64};
 }
 
+// For check_budget before a tree is built: `blocks` decoder blocks' module trees (and as many
+// encoder blocks for the Transformer), as a summary holds them.
+void check_summary_budget(const TransformerConfig& c, bool with_encoder) {
+  const std::string last = std::to_string(c.layers - 1);
+  ModuleSize block = module_size(describe_decoder_block(c, last));
+  if (with_encoder) block = block + module_size(describe_encoder_block(c, last));
+  check_budget("summary", planned_summary(block * Count(c.layers), "L"));
+}
+
 }  // namespace
 
 ModelDescription decoder_block_model(const ModelRequest& r) {
@@ -61,6 +72,7 @@ ModelDescription decoder_block_model(const ModelRequest& r) {
 
 ModelDescription decoder_model(const ModelRequest& r) {
   const TransformerConfig c = seed001_config(r);
+  check_summary_budget(c, false);
   const Shape x = hidden_states(r, c.d_model);
   return {describe_decoder(c),
           trace_decoder(c, r.batch, r.seq, r.seq),
@@ -69,6 +81,7 @@ ModelDescription decoder_model(const ModelRequest& r) {
 
 ModelDescription transformer_model(const ModelRequest& r) {
   const TransformerConfig c = seed001_config(r);
+  check_summary_budget(c, true);
   const Shape ids{r.batch, r.seq};
   return {describe_transformer(c),
           trace_transformer(c, r.batch, r.seq, r.seq),

@@ -10,6 +10,7 @@
 
 #include "11-train/train_lesson.hpp"
 #include "base/array.hpp"
+#include "base/budget.hpp"
 #include "base/count.hpp"
 #include "io/shipped.hpp"
 
@@ -160,10 +161,40 @@ void cache_memory_and_shapes(LessonRun& run, const Transformer& model, const Dec
        fmt::format("(1, {})", t)});
   run.table(std::move(shapes));
 }
+// For check_budget, with the model already loaded (its file was checked as it was read): the
+// model's weights and positional encodings, and the file's bytes and tensors that reading held; two decodings (with the cache: each layer's keys and
+// values of the source and of the tokens so far; without: the decoder's tensors on the whole
+// prefix at each step) with each step's log-probabilities and probabilities; the steps shown and
+// every layer's and head's cross-attention map of the answer.
+MemoryPlan plan_generate(const GenerateLessonOptions& o) {
+  const TransformerConfig& c = o.model.config;
+  const std::size_t l = c.layers, h = c.heads, d = c.d_model, f = c.d_ff, v = c.target_vocab;
+  const std::size_t s = o.source.size(),
+                    t = o.decode.max_tokens > 0 ? o.decode.max_tokens : c.target_positions;
+  const auto parameters = static_cast<std::size_t>(count_parameters(describe_transformer(c)));
+  return {
+      {"the model's weights", {parameters}, "", 4, Held::kept},
+      // Reading the checkpoint held its bytes and its tensors beside the model being filled.
+      {"the checkpoint's bytes and tensors", {2, parameters}, "", 4},
+      {"the positional encodings",
+       {c.source_positions + c.target_positions, d},
+       "T D",
+       4,
+       Held::kept},
+      {"the cache's keys and values", {l, 2, s + t, d}, "L  T D"},
+      {"the decoder's tensors on a prefix", {l, t, 24 * d + 2 * f + 4 * h * (s + t)}, "L T D/F"},
+      {"two decodings' steps", {2, t, 2 * v}, "  T V", 4, Held::kept},
+      {"the memory", {2, s, d}, " T D", 4, Held::kept},
+      {"the steps shown", {2, t, v}, " T V", 4, Held::shown},
+      {"the cross-attention maps", {2, l, h, t, s}, " L H T T", 4, Held::kept},
+  };
+}
+
 }  // namespace
 
 LessonRun run_generate(const GenerateLessonOptions& o) {
   check_decode_options(o.decode);
+  check_budget("generate", plan_generate(o));
   const Seq2SeqTask task = o.task;
   const TransformerConfig& c = o.model.config;
   LessonRun run("generate");

@@ -1,5 +1,5 @@
-// --max-memory bounds the real peak: runs accepted at a limit just above their estimate peak within
-// 1.5 times the estimate plus a fixed base, and runs refused for their sizes peak within the base.
+// --max-memory is a promise about the peak: runs accepted at a limit just above their estimate
+// peak within that limit plus a fixed base, and runs refused for their sizes peak within the base.
 // The estimate is the one a refusal prints ("these sizes need about 1.43 GiB"), read from a run at
 // a limit of one byte. Memory is the child's ru_maxrss; nothing here asserts on time.
 #include <cmath>
@@ -31,9 +31,10 @@ std::string command_line(const std::vector<std::string>& args) {
   return command;
 }
 
-// The estimate a refusal prints, in bytes; 0 when the line has none.
+// The estimate a refusal prints, in bytes; 0 when the line has none. A checkpoint too large to
+// read says its own size ("is 176 KiB", "would take up to 256 KiB to parse").
 double printed_estimate(const std::string& err) {
-  static const std::regex need("need about ([0-9.]+) (bytes|KiB|MiB|GiB|TiB)");
+  static const std::regex need("(?:need about|is|up to) ([0-9.]+) (bytes|KiB|MiB|GiB|TiB)");
   std::smatch m;
   if (!std::regex_search(err, m, need)) return 0.0;
   const std::string unit = m[2];
@@ -47,9 +48,10 @@ double printed_estimate(const std::string& err) {
 
 }  // namespace
 
-TEST_CASE("a run accepted near its limit peaks within 1.5 times its estimate", "[cli][memory]") {
+TEST_CASE("a run accepted at 1.01 times its estimate peaks within that limit", "[cli][memory]") {
   attn::testing::ScratchDir dir("memory-peak");
   const std::string saved = (dir.path / "saved").string();
+  const std::string page = (dir.path / "view.html").string();
   const std::vector<std::vector<std::string>> runs = {
       {"dot-product", "--seq", "2500", "--d-model", "8"},
       {"dot-product", "--seq", "700", "--d-model", "8", "--format", "json"},
@@ -67,6 +69,18 @@ TEST_CASE("a run accepted near its limit peaks within 1.5 times its estimate", "
       {"tokens", "--text", "hello", "--d-model", "1500", "--format", "json"},
       {"encoder", "--layers", "20000"},
       {"encoder", "--no-embeddings", "--seq", "1500", "--max-positions", "1500", "--quiet"},
+      {"train", "--steps", "40", "--batch", "1000", "--quiet"},
+      {"train", "--model", "transformer", "--task", "number-words", "--d-model", "8", "--d-ff", "8",
+       "--layers", "1", "--steps", "2", "--quiet"},
+      {"generate", "--quiet"},
+      {"view", "model", "--config", "bert-base", "--export", page},
+      {"summary", "decoder", "--layers", "5000", "--format", "json"},
+      {"summary", "transformer", "--layers", "3000"},
+      {"decoder", "--seq", "600", "--source-seq", "600"},
+      {"decoder", "--seq", "100", "--vocab", "100000", "--d-model", "64"},
+      {"cross-attention", "--seq", "1000", "--source-seq", "1500"},
+      {"cross-attention", "--seq", "300", "--source-seq", "400", "--batch", "4", "--heads", "4",
+       "--d-model", "64", "--source-lengths", "400,100,300,20"},
   };
   for (const std::vector<std::string>& args : runs) {
     INFO(command_line(args));
@@ -75,19 +89,28 @@ TEST_CASE("a run accepted near its limit peaks within 1.5 times its estimate", "
     const auto refused = run_attn(probe);
     INFO("at a limit of 1 byte: " << refused.err);
     REQUIRE(refused.exit_code == 2);
-    const double estimate = printed_estimate(refused.err);
+    double estimate = printed_estimate(refused.err);
     REQUIRE(estimate > 0.0);
-    // The printed estimate has three digits: one percent more is a limit just above it.
-    std::vector<std::string> accepted = args;
-    accepted.insert(
-        accepted.end(),
-        {"--max-memory", std::to_string(static_cast<long>(std::ceil(estimate * 1.01)))});
-    std::filesystem::remove_all(saved);
-    const auto result = run_attn(accepted);
+    // The printed estimate has three digits: one percent more is a limit just above it. A command
+    // that checks in stages (a checkpoint's size as it is read, then the run's plan) prints the
+    // next stage's larger need at that limit: the limit follows it, a few stages at most.
+    attn::testing::RunResult result;
+    for (int stage = 0; stage < 3; ++stage) {
+      std::vector<std::string> accepted = args;
+      accepted.insert(
+          accepted.end(),
+          {"--max-memory", std::to_string(static_cast<long>(std::ceil(estimate * 1.01)))});
+      std::filesystem::remove_all(saved);
+      std::filesystem::remove(page);
+      result = run_attn(accepted);
+      const double next = printed_estimate(result.err);
+      if (result.exit_code != 2 || !(next > estimate)) break;
+      estimate = next;
+    }
     INFO("stderr: " << result.err);
     INFO("estimate " << estimate / kMiB << " MiB, peak " << result.max_rss_bytes / kMiB << " MiB");
     CHECK(result.exit_code == 0);
-    CHECK(attn::testing::peak_within(result.max_rss_bytes, 1.5 * estimate + kBase));
+    CHECK(attn::testing::peak_within(result.max_rss_bytes, std::ceil(estimate * 1.01) + kBase));
   }
 }
 
@@ -117,6 +140,24 @@ TEST_CASE("sizes past the limit are refused before anything is allocated",
        "the heads' module tree (1000000000, 4)"},
       {{"summary", "encoder", "--layers", "1000000000"},
        "the layers' module tree (1000000000, 19)"},
+      // N1, N2, N3, N4 and C1 of the third probe.
+      {{"cross-attention", "--seq", "4096", "--source-seq", "4096", "--d-model", "512", "--batch",
+        "8", "--quiet", "--max-memory", "100M"},
+       "the scores and weights (2, 8, 2, 4096, 4096)), more than the memory limit of 100 MiB (set "
+       "by --max-memory): lower --seq, --batch or --source-seq"},
+      {{"decoder", "--batch", "1000", "--seq", "200", "--d-model", "256", "--d-ff", "4096",
+        "--quiet", "--max-memory", "1G"},
+       "lower --seq, --batch, --d-model or --d-ff"},
+      {{"train", "--model", "transformer", "--batch", "30000", "--steps", "1", "--quiet",
+        "--max-memory", "500M"},
+       "the decoder blocks' streams (2, 30000, 9, 20, 32)), more than the memory limit of 500 MiB "
+       "(set by --max-memory): lower --batch"},
+      {{"train", "--batch", "20000", "--steps", "1", "--quiet", "--max-memory", "1G"},
+       "lower --batch"},
+      {{"summary", "transformer", "--layers", "1000000000", "--max-memory", "100M"},
+       "lower --layers"},
+      {{"summary", "decoder", "--layers", "100000000", "--max-memory", "100M"}, "lower --layers"},
+      {{"view", "head", "--config", "bert-base", "--max-memory", "100M"}, "the weights (1, "},
   };
   for (const Refusal& r : refusals) {
     INFO(command_line(r.args));
