@@ -9,6 +9,7 @@
 
 #include "base/heads.hpp"
 #include "gradients.hpp"
+#include "io/config.hpp"
 #include "loss.hpp"
 #include "state_dict.hpp"
 
@@ -390,16 +391,8 @@ TrainConfig train_config_from_metadata(const Metadata& metadata, std::string_vie
   try {
     m = nlohmann::json::parse(it->second);
   } catch (const nlohmann::json::exception& e) {
-    // e.what(): "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error
-    // while parsing value - invalid literal; last read: 'x'": the reason and the byte only.
-    std::string reason = e.what();
-    if (const auto at = reason.find("syntax error"); at != std::string::npos)
-      reason = reason.substr(at);
-    if (const auto last = reason.find("; last read"); last != std::string::npos)
-      reason.resize(last);
-    const auto* parse = dynamic_cast<const nlohmann::json::parse_error*>(&e);
-    throw damaged(fmt::format("its attn_model is not JSON ({}{})", printable(reason, 120),
-                              parse != nullptr ? fmt::format(" at byte {}", parse->byte) : ""));
+    throw damaged(
+        fmt::format("its attn_model is not JSON ({})", printable(json_error_reason(e), 160)));
   }
   if (!m.is_object())
     throw damaged(fmt::format("its attn_model is a JSON {}, not the object attn train writes",
