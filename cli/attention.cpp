@@ -29,11 +29,11 @@ struct AttentionCliOptions {
 
 // --checkpoint: head `o.head` of the trained layer, as seed 000's AttentionHead on what the layer
 // reads.
-void use_checkpoint(AttentionCliOptions& o, const CLI::App& app) {
+void use_checkpoint(AttentionCliOptions& o, const CLI::App& app, Context& context) {
   std::optional<lessons::TrainedAttention> a = checkpoint_attention(
       app, o.checkpoint,
       {"--input", "--weights", "--batch", "--seq", "--d-model", "--variant", "--head-size"},
-      "attention", [&](TrainedCheckpoint& c) {
+      "attention", context, [&](TrainedCheckpoint& c) {
         const std::optional<Ablation> ablation =
             read_ablation(app, o.ablate, c.model, ViewPart::encoder, "attention",
                           encoder_has_one_part(o.checkpoint.checkpoint));
@@ -108,7 +108,7 @@ void setup(CLI::App& app, Context& context) {
     o->lesson.causal = o->mask.mask == "causal";
     o->lesson.lengths = mask_lengths(o->mask);
     load_weights_option(o->lesson, o->weights, context);
-    use_checkpoint(*o, *sub);
+    use_checkpoint(*o, *sub, context);
     lessons::LessonRun run = lessons::run_attention(o->lesson);
     if (!o->ablated.empty()) run.prose(o->ablated);
     context.exit_code = publish(run, o->cli.output, context);

@@ -25,7 +25,7 @@ struct CrossAttentionCliOptions {
 // --checkpoint: the trained encoder-decoder on --text (the task's example by default), reading
 // decoder layer --layer (default the last). Refuses what the checkpoint replaces, and --text and
 // --layer without it.
-void use_checkpoint(CrossAttentionCliOptions& o, const CLI::App& app) {
+void use_checkpoint(CrossAttentionCliOptions& o, const CLI::App& app, Context& context) {
   if (o.checkpoint.empty()) {
     for (const char* name : {"--text", "--layer"})
       if (app.count(name) > 0)
@@ -44,7 +44,7 @@ void use_checkpoint(CrossAttentionCliOptions& o, const CLI::App& app) {
                               "(the sizes and the inputs come from it)",
                               name))
           .about(std::string(name).substr(2));
-  TrainedCheckpoint c = load_seq2seq_checkpoint(o.checkpoint, "cross-attention");
+  TrainedCheckpoint c = load_seq2seq_checkpoint(o.checkpoint, "cross-attention", context);
   lessons::TrainedCrossAttention& t = o.lesson.trained.emplace();
   t.checkpoint = o.checkpoint;
   t.task = std::get<Seq2SeqTask>(c.config.task);
@@ -88,7 +88,7 @@ void setup(CLI::App& app, Context& context) {
       ->check(CLI::NonNegativeNumber)
       ->option_text("L");
   door_callback(*sub, [o, sub, &context] {
-    use_checkpoint(*o, *sub);
+    use_checkpoint(*o, *sub, context);
     load_lesson_input(o->cli, context);
     o->lesson.common = o->cli.lesson;
     if (!o->source_lengths.empty())

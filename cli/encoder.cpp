@@ -100,7 +100,7 @@ void refuse_unused(const CLI::Option* option, bool used, std::string_view why) {
 // then the task's letters.
 void run_checkpoint(EncoderCliOptions& o, const CLI::App& app, Context& context) {
   lessons::EncoderLessonOptions& l = o.lesson;
-  TrainedCheckpoint checkpoint = load_encoder_checkpoint(o.checkpoint);
+  TrainedCheckpoint checkpoint = load_encoder_checkpoint(o.checkpoint, context);
   const TrainConfig& c = checkpoint.config;
   const std::optional<Ablation> ablation =
       read_ablation(app, o.ablate, checkpoint.model, ViewPart::encoder, "encoder",

@@ -30,11 +30,11 @@ struct GenerateCliOptions {
   render::OutputOptions output;
 };
 
-int run_generate(GenerateCliOptions& o, const CLI::App& app, const Context& context) {
-  TrainedCheckpoint checkpoint = load_seq2seq_checkpoint(o.checkpoint, "generate");
+int run_generate(GenerateCliOptions& o, const CLI::App& app, Context& context) {
+  TrainedCheckpoint checkpoint = load_seq2seq_checkpoint(o.checkpoint, "generate", context);
   const Seq2SeqTask task = std::get<Seq2SeqTask>(checkpoint.config.task);
   lessons::GenerateLessonOptions lesson;
-  lesson.checkpoint_name = o.checkpoint;
+  lesson.checkpoint_name = lessons::checkpoint_label(o.checkpoint);
   const std::optional<Ablation> ablation =
       read_ablation(app, o.ablate, checkpoint.model, ViewPart::cross, "generate",
                     encoder_has_one_part(o.checkpoint));
@@ -43,8 +43,9 @@ int run_generate(GenerateCliOptions& o, const CLI::App& app, const Context& cont
     ablation_text = ablation_line(checkpoint.model, checkpoint.config, *ablation,
                                   "the decoding above ran with these heads ablated.");
     ablate_heads_in_weights(checkpoint.model, ablation->heads, ablation->part);
-    lesson.checkpoint_name = fmt::format("{}, with {} ablated", o.checkpoint,
-                                         ablated_heads_words(checkpoint.model, *ablation));
+    lesson.checkpoint_name =
+        fmt::format("{}, with {} ablated", lessons::checkpoint_label(o.checkpoint),
+                    ablated_heads_words(checkpoint.model, *ablation));
   }
   lesson.task = task;
   lesson.model = std::move(std::get<Transformer>(checkpoint.model));

@@ -1,4 +1,3 @@
-#include "door.hpp"
 #include "lesson_io.hpp"
 
 #include <sys/stat.h>
@@ -13,7 +12,9 @@
 
 #include <fmt/format.h>
 
+#include "base/budget.hpp"
 #include "base/error.hpp"
+#include "door.hpp"
 #include "io/file_io.hpp"
 #include "io/npy.hpp"
 #include "io/shipped.hpp"
@@ -48,6 +49,22 @@ std::string non_finite_summary(const Array& array) {
     parts.push_back(fmt::format("{} {}", infinities, infinities == 1 ? "infinity" : "infinities"));
   return fmt::format("holds {} (the first at [{}])", fmt::join(parts, " and "),
                      fmt::join(index, ", "));
+}
+
+// The first tensor of `weights` that holds NaN or infinities, as a warning in `context`.
+void warn_non_finite(const StateDict& weights, std::string_view option, const std::string& path,
+                     Context& context) {
+  for (const auto& [key, array] : weights) {
+    const std::string summary = non_finite_summary(array);
+    if (summary.empty()) continue;
+    std::string warning =
+        fmt::format("{} '{}' ({}) {}", option, printable(path), printable(key), summary);
+    // A command that reads one file twice warns once.
+    if (std::find(context.warnings.begin(), context.warnings.end(), warning) ==
+        context.warnings.end())
+      context.warnings.push_back(std::move(warning));
+    return;
+  }
 }
 
 // A size given beside --input must be the array's.
@@ -100,13 +117,7 @@ StateDict load_weights_file(const std::string& path, Context& context) {
   } catch (const Error& e) {
     throw Error(e.kind(), e.function(), e.detail()).about("weights");
   }
-  for (const auto& [key, array] : weights) {
-    const std::string summary = non_finite_summary(array);
-    if (summary.empty()) continue;
-    context.warnings.push_back(
-        fmt::format("--weights '{}' ({}) {}", printable(path), printable(key), summary));
-    break;
-  }
+  warn_non_finite(weights, "--weights", path, context);
   return weights;
 }
 
@@ -142,16 +153,19 @@ void add_plain_lesson_command(CLI::App& app, Context& context, std::string_view 
 int publish(const lessons::LessonRun& run, const render::OutputOptions& output,
             const Context& context, const std::vector<render::FileOutput>& files) {
   render::write_outputs(run, output, stdout, files);
-  if (!context.warnings.empty()) {
-    const std::string line =
-        printable(fmt::format("attn {}: warning: {}: the run goes on as PyTorch's would, and "
-                              "checks may fail; numpy.nan_to_num replaces non-finite values",
-                              run.lesson(), fmt::join(context.warnings, "; ")),
-                  std::string::npos) +
-        "\n";
-    std::fwrite(line.data(), 1, line.size(), stderr);
-  }
+  print_warnings(run.lesson(), context);
   return run.all_checks_passed() ? kExitOk : kExitCheckFailed;
+}
+
+void print_warnings(std::string_view command, const Context& context) {
+  if (context.warnings.empty()) return;
+  const std::string line =
+      printable(fmt::format("attn {}: warning: {}: the run goes on as PyTorch's would, and "
+                            "checks may fail; numpy.nan_to_num replaces non-finite values",
+                            command, fmt::join(context.warnings, "; ")),
+                std::string::npos) +
+      "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
 }
 
 }  // namespace attn::cli
@@ -169,55 +183,79 @@ std::filesystem::path executable_folder() {
 std::string resolve_checkpoint(const std::string& name) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (fs::exists(name, ec)) return name;
+  if (!is_shipped_checkpoint_name(name)) {
+    if (fs::symlink_status(name, ec).type() != fs::file_type::not_found) return name;
+    const std::string stem = fs::path(name).stem().string();
+    throw Error(
+        ErrorKind::bad_file, "checkpoint",
+        fmt::format(
+            "'{}' does not exist: give a .safetensors from attn train{}", printable(name),
+            is_shipped_checkpoint_name(stem) && name.find('/') == std::string::npos
+                ? fmt::format(", or a shipped checkpoint by its bare name ({})", printable(stem))
+                : std::string()))
+        .about("checkpoint");
+  }
   const fs::path dir = executable_folder();
   std::vector<std::string> shipped;
   for (const fs::path& folder : {dir / "share" / "attn" / "checkpoints",
                                  dir.parent_path() / "share" / "attn" / "checkpoints"}) {
     if (!fs::is_directory(folder, ec)) continue;
     const fs::path candidate = folder / (name + ".safetensors");
-    if (name.find('/') == std::string::npos && fs::is_regular_file(candidate, ec))
-      return candidate.string();
+    if (fs::is_regular_file(candidate, ec)) return candidate.string();
     for (const auto& entry : fs::directory_iterator(folder, ec))
       if (entry.path().extension() == ".safetensors") shipped.push_back(entry.path().stem());
     break;
   }
   std::sort(shipped.begin(), shipped.end());
   throw Error(ErrorKind::bad_file, "checkpoint",
-              fmt::format("'{}' is neither a file nor a shipped checkpoint: give a .safetensors "
-                          "from attn train, or one of {}",
+              fmt::format("'{}' is not a shipped checkpoint (a bare name is always one): give one "
+                          "of {}, or ./{} for a file of that name",
                           printable(name),
                           shipped.empty() ? "(none installed)"
-                                          : fmt::format("{}", fmt::join(shipped, ", "))))
+                                          : fmt::format("{}", fmt::join(shipped, ", ")),
+                          printable(name)))
       .about("checkpoint");
 }
 
-StateDict read_checkpoint_file(const std::string& path, Metadata& metadata) {
-  try {
-    return read_weights(path, &metadata);
-  } catch (const Error& e) {
-    throw Error(e.kind(), e.function(), e.detail()).about("checkpoint");
-  }
-}
-
-TrainedCheckpoint load_checkpoint(const std::string& name) {
+TrainedCheckpoint load_checkpoint(const std::string& name, Context& context) {
   const std::string path = resolve_checkpoint(name);
-  Metadata metadata;
-  const StateDict weights = read_checkpoint_file(path, metadata);
-  TrainConfig config;
+  // Reading holds the file's bytes, its tensors and the model built from them: three copies.
+  std::error_code ec;
+  const std::uintmax_t file_bytes = std::filesystem::file_size(path, ec);
   try {
-    config = train_config_from_metadata(metadata, name);
+    check_budget("checkpoint", {{"the checkpoint, read and built",
+                                 {3, ec ? 0 : static_cast<std::size_t>(file_bytes / 4)},
+                                 "",
+                                 4,
+                                 Held::kept}});
   } catch (const Error& e) {
+    constexpr std::string_view kGeneric = "use smaller sizes";
+    std::string detail = e.detail();
+    if (detail.ends_with(kGeneric))
+      detail.replace(detail.size() - kGeneric.size(), kGeneric.size(),
+                     "give a smaller checkpoint, or raise the limit");
+    throw Error(e.kind(), e.function(), detail).about("checkpoint");
+  }
+  Metadata metadata;
+  StateDict weights;
+  CheckpointModel read;
+  try {
+    weights = read_weights(path, &metadata);
+    read = read_checkpoint(weights, metadata, name);
+  } catch (const Error& e) {
+    const bool not_attn = e.function() == "train_config_from_metadata";
     throw Error(e.kind(), e.function(),
-                e.detail() + "; make one with `attn train --save-checkpoint FILE.safetensors`")
+                not_attn
+                    ? e.detail() + "; make one with `attn train --save-checkpoint FILE.safetensors`"
+                    : e.detail())
         .about("checkpoint");
   }
-  TrainedModel model = model_from_checkpoint(config, weights, path);
-  return {name, std::move(config), std::move(model)};
+  warn_non_finite(weights, "--checkpoint", name, context);
+  return {name, std::move(read.config), std::move(read.model)};
 }
 
-TrainedCheckpoint load_encoder_checkpoint(const std::string& name) {
-  TrainedCheckpoint c = load_checkpoint(name);
+TrainedCheckpoint load_encoder_checkpoint(const std::string& name, Context& context) {
+  TrainedCheckpoint c = load_checkpoint(name, context);
   if (is_seq2seq(c.config.task))
     throw Error(ErrorKind::bad_value, "checkpoint",
                 fmt::format("'{}' holds seed 001's encoder-decoder, not an encoder: decode with "
@@ -259,8 +297,9 @@ std::vector<std::int64_t> parse_ids(const std::string& text, std::size_t vocab_s
   return ids;
 }
 
-TrainedCheckpoint load_seq2seq_checkpoint(const std::string& name, std::string_view command) {
-  TrainedCheckpoint c = load_checkpoint(name);
+TrainedCheckpoint load_seq2seq_checkpoint(const std::string& name, std::string_view command,
+                                          Context& context) {
+  TrainedCheckpoint c = load_checkpoint(name, context);
   if (!is_seq2seq(c.config.task))
     throw Error(ErrorKind::bad_value, command,
                 fmt::format("'{}' holds an encoder with a head on every token, which has no "
@@ -304,7 +343,8 @@ void add_checkpoint_options(CLI::App& app, CheckpointCliOptions& o) {
 
 std::optional<lessons::TrainedAttention> checkpoint_attention(
     const CLI::App& app, const CheckpointCliOptions& o, const std::vector<std::string>& replaced,
-    std::string_view command, const std::function<void(TrainedCheckpoint&)>& prepare) {
+    std::string_view command, Context& context,
+    const std::function<void(TrainedCheckpoint&)>& prepare) {
   if (o.checkpoint.empty()) {
     for (const char* name : {"--text", "--layer"})
       if (app.count(name) > 0)
@@ -322,7 +362,7 @@ std::optional<lessons::TrainedAttention> checkpoint_attention(
                               "drop {} (the sizes, --input and --weights come from it)",
                               name))
           .about(name.substr(2));
-  TrainedCheckpoint c = load_encoder_checkpoint(o.checkpoint);
+  TrainedCheckpoint c = load_encoder_checkpoint(o.checkpoint, context);
   if (prepare) prepare(c);
   return lessons::trained_attention(std::get<TokenClassifier>(c.model), c.config,
                                     checkpoint_ids(c, o.text, command), o.layer, o.checkpoint);

@@ -38,16 +38,14 @@ void load_weights_option(LessonOptions& lesson, const std::string& path, Context
 // no such file exists. Errors are about "config".
 EncoderConfig resolve_config(const std::string& path);
 
-// --checkpoint: a file, or the name of a shipped checkpoint (reverse, sort, ...: the files in
-// share/attn/checkpoints beside the executable, from data/checkpoints). Errors are about
-// "checkpoint" and list the shipped names.
+// --checkpoint: a bare name (letters, digits, '-' and '_': is_shipped_checkpoint_name) is always a
+// shipped checkpoint (the files in share/attn/checkpoints beside the executable, from
+// data/checkpoints), never a file; anything else is a path. Errors are about "checkpoint": a bare
+// name not shipped lists the shipped names and says ./NAME reads a file.
 std::string resolve_checkpoint(const std::string& name);
 
 // --ids: "2051,10029,2066" -> ids below `vocab_size` (0, [PAD], included); errors are about "ids".
 std::vector<std::int64_t> parse_ids(const std::string& text, std::size_t vocab_size);
-
-// The tensors and metadata of a checkpoint file; errors are about "checkpoint".
-StateDict read_checkpoint_file(const std::string& path, Metadata& metadata);
 
 // A checkpoint of attn train, read whole: its task and sizes, and the model (an encoder with a head
 // on every token, or an encoder-decoder: core/train/trainer.hpp).
@@ -56,12 +54,15 @@ struct TrainedCheckpoint {
   TrainConfig config;
   TrainedModel model;
 };
-// --checkpoint NAME|FILE; errors are about "checkpoint".
-TrainedCheckpoint load_checkpoint(const std::string& name);
+// --checkpoint NAME|FILE, read as strictly as --weights (read_checkpoint: its attn_model and its
+// tensors exactly those attn train writes); NaN and infinities become a warning in `context`.
+// Errors are about "checkpoint".
+TrainedCheckpoint load_checkpoint(const std::string& name, Context& context);
 // The same, refusing an encoder-decoder: the lessons that read an encoder's attention.
-TrainedCheckpoint load_encoder_checkpoint(const std::string& name);
+TrainedCheckpoint load_encoder_checkpoint(const std::string& name, Context& context);
 // The same, refusing an encoder with a head: `command` needs a decoder.
-TrainedCheckpoint load_seq2seq_checkpoint(const std::string& name, std::string_view command);
+TrainedCheckpoint load_seq2seq_checkpoint(const std::string& name, std::string_view command,
+                                          Context& context);
 inline constexpr const char* kShippedSeq2Seq = "transformer-reverse";
 
 // --text in the checkpoint's tokens (its task's example when empty): ids (1,T), T at most the
@@ -82,7 +83,7 @@ void add_checkpoint_options(CLI::App& app, CheckpointCliOptions& options);
 // --text in the task's tokens; `prepare`, when given, may change the model first (--ablate).
 std::optional<lessons::TrainedAttention> checkpoint_attention(
     const CLI::App& app, const CheckpointCliOptions& options,
-    const std::vector<std::string>& replaced, std::string_view command,
+    const std::vector<std::string>& replaced, std::string_view command, Context& context,
     const std::function<void(TrainedCheckpoint&)>& prepare = {});
 
 // Writes the run (text or JSON on stdout, --save, --save-weights and `files`, all or nothing), then the
@@ -90,6 +91,8 @@ std::optional<lessons::TrainedAttention> checkpoint_attention(
 // check failed.
 int publish(const lessons::LessonRun& run, const render::OutputOptions& output,
             const Context& context, const std::vector<render::FileOutput>& files = {});
+// The warnings of `context`, when there are any, on one stderr line of `attn COMMAND`.
+void print_warnings(std::string_view command, const Context& context);
 
 // `attn NAME` for a lesson that takes the shared options and a heatmap, nothing of its own (lessons
 // 01 and 02): its outputs checked, its input read, `run` run and published.

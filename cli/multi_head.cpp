@@ -25,11 +25,11 @@ struct MultiHeadCliOptions {
 };
 
 // --checkpoint: the trained layer's attention, the book's form, on what the layer reads.
-void use_checkpoint(MultiHeadCliOptions& o, const CLI::App& app) {
+void use_checkpoint(MultiHeadCliOptions& o, const CLI::App& app, Context& context) {
   std::optional<lessons::TrainedAttention> a = checkpoint_attention(
       app, o.checkpoint,
       {"--input", "--weights", "--batch", "--seq", "--d-model", "--variant", "--heads"},
-      "multi_head");
+      "multi_head", context);
   if (!a) {
     refuse_ablate_without_model(app, "multi_head",
                                 "add --checkpoint previous-minus-mirror (or another checkpoint)");
@@ -43,7 +43,7 @@ void use_checkpoint(MultiHeadCliOptions& o, const CLI::App& app) {
   l.weights = collect_state_dict(a->attention);
   l.weights_name = fmt::format("{}, layer {}", o.checkpoint.checkpoint, o.checkpoint.layer);
   l.trained = a->source;
-  TrainedCheckpoint c = load_encoder_checkpoint(o.checkpoint.checkpoint);
+  TrainedCheckpoint c = load_encoder_checkpoint(o.checkpoint.checkpoint, context);
   l.ablation = lessons::HeadAblationInput{std::get<TokenClassifier>(std::move(c.model)), c.config,
                                           o.checkpoint.checkpoint, o.checkpoint.layer,
                                           parse_head_list(o.ablate.ablate, "multi_head")};
@@ -79,7 +79,7 @@ void setup(CLI::App& app, Context& context) {
     o->lesson.causal = o->mask.mask == "causal";
     o->lesson.lengths = mask_lengths(o->mask);
     load_weights_option(o->lesson, o->weights, context);
-    use_checkpoint(*o, *sub);
+    use_checkpoint(*o, *sub, context);
     context.exit_code = publish(lessons::run_multi_head(o->lesson), o->cli.output, context);
   });
 }

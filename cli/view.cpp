@@ -123,12 +123,14 @@ AttentionView book_view(const ViewCliOptions& o, const CLI::App& app, Context& c
 // encoder-decoder's --part on the source and its answer (teacher forcing).
 // With --ablate, `ablated` gets the line that says what the heads' absence costs, and the view is
 // computed with them ablated.
-AttentionView checkpoint_view(const ViewCliOptions& o, const CLI::App& app, std::string& ablated) {
+AttentionView checkpoint_view(const ViewCliOptions& o, const CLI::App& app, std::string& ablated,
+                              Context& context) {
   for (const char* name : {"--config", "--weights", "--seed", "--norm", "--pair", "--ids"})
     if (app.count(name) > 0)
       refuse(std::string(name).substr(2),
              fmt::format("a checkpoint brings its own model and weights: drop {}", name));
-  TrainedCheckpoint c = load_checkpoint(o.checkpoint);
+  TrainedCheckpoint c = load_checkpoint(o.checkpoint, context);
+  const std::string shipped = is_shipped_checkpoint_name(o.checkpoint) ? "shipped, " : "";
   const ViewPart shown = o.part == "encoder"   ? ViewPart::encoder
                          : o.part == "decoder" ? ViewPart::decoder
                                                : ViewPart::cross;
@@ -160,9 +162,10 @@ AttentionView checkpoint_view(const ViewCliOptions& o, const CLI::App& app, std:
       source_labels.push_back(source_tokens(task)[static_cast<std::size_t>(id)]);
     for (std::int64_t id : target)
       target_labels.push_back(target_tokens(task)[static_cast<std::size_t>(id)]);
-    return transformer_view(*model, s, t, shown, source_labels, target_labels,
-                            fmt::format("checkpoint {} (seed 001's encoder-decoder, task {}){}",
-                                        o.checkpoint, seq2seq_task_info(task).name, without));
+    return transformer_view(
+        *model, s, t, shown, source_labels, target_labels,
+        fmt::format("checkpoint {} ({}seed 001's encoder-decoder, task {}){}", o.checkpoint,
+                    shipped, seq2seq_task_info(task).name, without));
   }
   if (app.count("--part") > 0)
     refuse("part", fmt::format("'{}' is an encoder: it has one part, its self-attention; drop "
@@ -173,8 +176,8 @@ AttentionView checkpoint_view(const ViewCliOptions& o, const CLI::App& app, std:
   for (std::int64_t id : ids)
     labels.push_back(token_text(id));
   return encoder_view(std::get<TokenClassifier>(c.model).encoder, ids, labels,
-                      fmt::format("checkpoint {} (the book's encoder, task {}){}", o.checkpoint,
-                                  task_name(c.config.task), without));
+                      fmt::format("checkpoint {} ({}the book's encoder, task {}){}", o.checkpoint,
+                                  shipped, task_name(c.config.task), without));
 }
 
 std::vector<std::size_t> parse_heads(const std::string& text, std::size_t heads) {
@@ -238,7 +241,7 @@ int run_view(ViewCliOptions& o, const CLI::App& app, Context& context) {
   }
   std::string ablated;
   AttentionView view =
-      o.checkpoint.empty() ? book_view(o, app, context) : checkpoint_view(o, app, ablated);
+      o.checkpoint.empty() ? book_view(o, app, context) : checkpoint_view(o, app, ablated, context);
   if (o.sentences != "all" && view.pair_split == 0)
     refuse("sentences",
            "the view holds one sentence, so it has no sentence A and B: give a "
@@ -381,7 +384,10 @@ void setup(CLI::App& app, Context& context) {
              "write the view to FILE.html (one self-contained page, interactive), FILE.svg or "
              "FILE.png instead of the terminal");
   add_memory_option(*sub);
-  door_callback(*sub, [o, sub, &context] { context.exit_code = run_view(*o, *sub, context); });
+  door_callback(*sub, [o, sub, &context] {
+    context.exit_code = run_view(*o, *sub, context);
+    print_warnings("view", context);
+  });
 }
 
 const Registration kRegistration{"view", setup};

@@ -17,10 +17,11 @@ std::string shown_key(std::string_view key) {
 }
 }  // namespace
 
-void check_state_dict(const Module& model, const StateDict& weights, std::string_view source) {
+std::string state_dict_mismatch(const std::vector<StateDictEntry>& expected_entries,
+                                const StateDict& weights) {
   std::vector<std::string> missing, wrong;
   std::set<std::string> expected;
-  for (const StateDictEntry& e : state_dict_entries(model)) {
+  for (const StateDictEntry& e : expected_entries) {
     expected.insert(e.key);
     const auto it = weights.find(e.key);
     if (it == weights.end()) {
@@ -36,7 +37,7 @@ void check_state_dict(const Module& model, const StateDict& weights, std::string
   std::vector<std::string> unexpected;
   for (const auto& [key, value] : weights)
     if (!expected.count(key)) unexpected.push_back(shown_key(key));
-  if (missing.empty() && unexpected.empty() && wrong.empty()) return;
+  if (missing.empty() && unexpected.empty() && wrong.empty()) return {};
 
   auto listed = [](const std::vector<std::string>& keys) {
     constexpr std::size_t kShown = 6;
@@ -49,11 +50,17 @@ void check_state_dict(const Module& model, const StateDict& weights, std::string
   if (!missing.empty()) parts.push_back(fmt::format("missing {}", listed(missing)));
   if (!unexpected.empty()) parts.push_back(fmt::format("unexpected {}", listed(unexpected)));
   if (!wrong.empty()) parts.push_back(listed(wrong));
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
+
+void check_state_dict(const Module& model, const StateDict& weights, std::string_view source) {
+  const std::string mismatch = state_dict_mismatch(state_dict_entries(model), weights);
+  if (mismatch.empty()) return;
   throw Error(
       ErrorKind::bad_value, "load_state_dict",
       fmt::format("'{}' does not fit {}: {}; export the state_dict of the same class with the "
                   "same sizes",
-                  printable(source), model.class_name, fmt::join(parts, "; ")))
+                  printable(source), model.class_name, mismatch))
       .about("weights");
 }
 

@@ -2,13 +2,20 @@
 // exactly those of the PyTorch module the layer describes.
 #pragma once
 
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "io/weights.hpp"
 #include "linear.hpp"
 #include "module.hpp"
 
 namespace attn {
+
+// What keeps `weights` from being exactly the `expected` keys and shapes, in float32: "missing a;
+// unexpected 'b'; c is (2) but the model needs (3)" (keys escaped), or "" when they fit.
+std::string state_dict_mismatch(const std::vector<StateDictEntry>& expected,
+                                const StateDict& weights);
 
 // Throws one attn::Error listing every missing, unexpected and wrong-shaped key (and a wrong
 // dtype), naming `source` (the file) and the module's class.

@@ -9,6 +9,7 @@
 #include "base/count.hpp"
 #include "base/error.hpp"
 #include "base/random.hpp"
+#include "train/trainer.hpp"
 
 namespace attn::lessons {
 
@@ -289,9 +290,13 @@ std::string trained_note(const TrainedSource& source, std::string_view which) {
       which, source.layer, source.checkpoint, source.task, source.pattern));
 }
 
+std::string checkpoint_label(const std::string& checkpoint) {
+  return is_shipped_checkpoint_name(checkpoint) ? checkpoint + " (shipped)" : checkpoint;
+}
+
 void record_trained(LessonRun& run, const std::optional<TrainedSource>& trained) {
   if (!trained) return;
-  run.setting("checkpoint", trained->checkpoint);
+  run.setting("checkpoint", checkpoint_label(trained->checkpoint));
   run.setting("layer", std::to_string(trained->layer));
 }
 

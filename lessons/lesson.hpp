@@ -134,6 +134,10 @@ void check_same_up_to_roundoff(LessonRun& run, std::string name, std::string_vie
 // "2, 0, 1", or past `shown` entries "5, 3, 0, 1, …, 17; 6000 in all".
 std::string index_list(const std::vector<std::size_t>& indices, std::size_t shown = 8);
 
+// How a header names --checkpoint NAME: "reverse (shipped)" for a bare name, which is always a
+// shipped checkpoint; a path as given.
+std::string checkpoint_label(const std::string& checkpoint);
+
 // Where an attention lesson's weights and input come from when they are a trained model's
 // (--checkpoint): a layer of a checkpoint of attn train, on the task's own tokens.
 struct TrainedSource {

@@ -104,6 +104,18 @@ void validate_config(const EncoderConfig& c, const std::string& name) {
   }
 }
 
+std::string json_error_reason(const std::exception& e) {
+  // e.what(): "[json.exception.parse_error.101] parse error at line 1, column 20: syntax error
+  // while parsing value - invalid literal; last read: '...'": the reason and the byte only.
+  std::string reason = e.what();
+  const auto* parse = dynamic_cast<const nlohmann::json::parse_error*>(&e);
+  if (parse == nullptr) return reason;
+  if (const auto at = reason.find("syntax error"); at != std::string::npos)
+    reason = reason.substr(at);
+  if (const auto last = reason.find("; last read"); last != std::string::npos) reason.resize(last);
+  return fmt::format("{} at byte {}", reason, parse->byte);
+}
+
 EncoderConfig parse_config(const std::string& text, const std::string& name) {
   if (std::size_t bad = 0; !is_valid_utf8(text, &bad)) {
     throw Error(
@@ -117,18 +129,9 @@ EncoderConfig parse_config(const std::string& text, const std::string& name) {
   try {
     doc = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
-    // e.what(): "[json.exception.parse_error.101] parse error at line 1, column 20: syntax error
-    // while parsing value - invalid literal; last read: '...'": keep the reason only.
-    std::string reason = e.what();
-    if (const auto at = reason.find("syntax error"); at != std::string::npos)
-      reason = reason.substr(at);
-    if (const auto last = reason.find("; last read"); last != std::string::npos)
-      reason.resize(last);
-    throw Error(
-        ErrorKind::bad_file, "load_config",
-        fmt::format("'{}' is not JSON ({} at byte {}): a Hugging Face config.json is one JSON "
-                    "object",
-                    name, reason, e.byte))
+    throw Error(ErrorKind::bad_file, "load_config",
+                fmt::format("'{}' is not JSON ({}): a Hugging Face config.json is one JSON object",
+                            name, json_error_reason(e)))
         .about("config");
   } catch (const nlohmann::json::out_of_range&) {  // a number such as 1e400
     throw Error(ErrorKind::bad_file, "load_config",

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <exception>
 #include <string>
 
 namespace attn {
@@ -22,6 +23,10 @@ struct EncoderConfig {
 // Reads and checks a config.json: the fields above with the right JSON types (other fields are
 // ignored), positive sizes, H dividing D, 0 <= dropout < 1, eps > 0, a known activation.
 // Throws attn::Error naming the file, the field and the fix.
+// nlohmann-json's parse error as a message shows it: "syntax error while parsing value - invalid
+// literal at byte 2" (without its id and what it read last); e.what() for any other exception.
+std::string json_error_reason(const std::exception& e);
+
 EncoderConfig load_config(const std::string& path);
 EncoderConfig parse_config(const std::string& text, const std::string& name);
 // The checks of load_config on a config whose fields were set some other way (command line).

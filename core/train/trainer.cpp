@@ -9,6 +9,7 @@
 
 #include "base/heads.hpp"
 #include "gradients.hpp"
+#include "io/config.hpp"
 #include "loss.hpp"
 #include "module_size.hpp"
 #include "state_dict.hpp"
@@ -426,31 +427,136 @@ Metadata checkpoint_metadata(const TrainConfig& c, const HeldOutResults& held_ou
   return {{"attn_model", model.dump()}, {"attn_training", training_record_json(record)}};
 }
 
+namespace {
+
+// attn_model is one flat object; JSON nested deeper than this is refused before it is parsed.
+constexpr std::size_t kMaxMetadataDepth = 64;
+// A checkpoint's sizes; larger ones are refused before any shape is built from them.
+constexpr std::uint64_t kMaxCheckpointSize = std::uint64_t{1} << 24;
+
+// The fields checkpoint_metadata writes, in its order: an encoder's, the encoder-decoder's.
+const std::vector<std::string> kEncoderFields = {"task",    "vocab", "tokens", "classes", "layers",
+                                                 "d_model", "heads", "d_ff",   "norm"};
+const std::vector<std::string> kSeq2SeqFields = {"kind",
+                                                 "task",
+                                                 "source_vocab",
+                                                 "target_vocab",
+                                                 "source_positions",
+                                                 "target_positions",
+                                                 "layers",
+                                                 "d_model",
+                                                 "heads",
+                                                 "d_ff",
+                                                 "norm"};
+
+// The byte where `text` first nests deeper than kMaxMetadataDepth, outside strings; npos if never.
+std::size_t too_deep_at(std::string_view text) {
+  std::size_t depth = 0;
+  bool in_string = false, escaped = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      escaped = !escaped && c == '\\';
+      if (!escaped && c == '"') in_string = false;
+      if (c != '\\') escaped = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxMetadataDepth) return i;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::string_view::npos;
+}
+
+// A JSON value as a message shows it: compact, escaped, cut at 60 characters.
+std::string shown(const nlohmann::json& value) {
+  return printable(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), 60);
+}
+
+}  // namespace
+
 TrainConfig train_config_from_metadata(const Metadata& metadata, std::string_view name) {
   const auto damaged = [&](const std::string& why) {
-    return Error(ErrorKind::bad_file, "checkpoint",
-                 fmt::format("'{}' is not a checkpoint of attn train: {}", name, why))
+    return Error(ErrorKind::bad_file, "train_config_from_metadata",
+                 fmt::format("'{}' is not a checkpoint of attn train: {}", printable(name), why))
         .about("checkpoint");
   };
   const auto it = metadata.find("attn_model");
   if (it == metadata.end()) throw damaged("its metadata has no attn_model");
-  const nlohmann::json m = nlohmann::json::parse(it->second, nullptr, false);
-  if (!m.is_object()) throw damaged("its attn_model is not a JSON object");
-  const auto size = [&](const char* key) -> std::size_t {
-    if (!m.contains(key) || !m[key].is_number_unsigned())
-      throw damaged(fmt::format("attn_model has no whole number \"{}\"", key));
-    return m[key].get<std::size_t>();
+  if (const std::size_t at = too_deep_at(it->second); at != std::string_view::npos)
+    throw damaged(
+        fmt::format("its attn_model is not JSON attn reads: it nests deeper than {} "
+                    "levels (at byte {}); attn train writes one flat object",
+                    kMaxMetadataDepth, at));
+  nlohmann::json m;
+  try {
+    m = nlohmann::json::parse(it->second);
+  } catch (const nlohmann::json::exception& e) {
+    throw damaged(
+        fmt::format("its attn_model is not JSON ({})", printable(json_error_reason(e), 160)));
+  }
+  if (!m.is_object())
+    throw damaged(fmt::format("its attn_model is a JSON {}, not the object attn train writes",
+                              m.type_name()));
+
+  const bool seq2seq = m.contains("kind");
+  if (seq2seq && m["kind"] != "transformer")
+    throw damaged(
+        fmt::format("attn_model's \"kind\" is {}: it may be \"transformer\" (seed 001's "
+                    "encoder-decoder), or absent (the book's encoder)",
+                    shown(m["kind"])));
+  const std::vector<std::string>& fields = seq2seq ? kSeq2SeqFields : kEncoderFields;
+  const std::string field_list =
+      fmt::format("{} and {}", fmt::join(fields.begin(), fields.end() - 1, ", "), fields.back());
+  for (const std::string& field : fields)
+    if (!m.contains(field))
+      throw damaged(fmt::format("attn_model has no \"{}\": {}'s attn_model holds {}", field,
+                                seq2seq ? "an encoder-decoder" : "an encoder", field_list));
+  for (const auto& [field, value] : m.items())
+    if (std::find(fields.begin(), fields.end(), field) == fields.end())
+      throw damaged(fmt::format(
+          "attn_model has a field \"{}\" that attn train does not write: "
+          "{}'s attn_model holds {}",
+          printable(field, 60), seq2seq ? "an encoder-decoder" : "an encoder", field_list));
+  const auto word = [&](const char* field, const std::string& may_be) {
+    if (!m[field].is_string())
+      throw damaged(fmt::format("attn_model's \"{}\" is {}, not a string: it may be {}", field,
+                                shown(m[field]), may_be));
+    return m[field].get<std::string>();
   };
+  const auto size = [&](const char* field) -> std::size_t {
+    const nlohmann::json& v = m[field];
+    if (!v.is_number_unsigned() || v.get<std::uint64_t>() == 0 ||
+        v.get<std::uint64_t>() > kMaxCheckpointSize)
+      throw damaged(fmt::format("attn_model's \"{}\" is {}: it may be a whole number from 1 to {}",
+                                field, shown(v), kMaxCheckpointSize));
+    return v.get<std::size_t>();
+  };
+
   TrainConfig c;
-  const std::string task = m.value("task", std::string());
-  const bool seq2seq = m.value("kind", std::string()) == "transformer";
+  std::vector<std::string> task_names;
+  if (seq2seq) {
+    for (const Seq2SeqTaskInfo& t : seq2seq_task_list())
+      task_names.emplace_back(t.name);
+  } else {
+    for (const TaskInfo& t : task_list())
+      task_names.emplace_back(t.name);
+  }
+  const std::string tasks = fmt::format("{}", fmt::join(task_names, ", "));
+  const std::string task = word("task", tasks);
   if (seq2seq) {
     const auto known = seq2seq_task_named(task);
-    if (!known) throw damaged(fmt::format("its task '{}' is not one attn knows", task));
+    if (!known)
+      throw damaged(
+          fmt::format("attn_model's \"task\" is {}: it may be {}", shown(m["task"]), tasks));
     c.task = *known;
   } else {
     const auto known = task_named(task);
-    if (!known) throw damaged(fmt::format("its task '{}' is not one attn knows", task));
+    if (!known)
+      throw damaged(
+          fmt::format("attn_model's \"task\" is {}: it may be {}", shown(m["task"]), tasks));
     c.task = *known;
     c.sizes = {size("vocab"), size("tokens")};
   }
@@ -458,11 +564,17 @@ TrainConfig train_config_from_metadata(const Metadata& metadata, std::string_vie
   c.d_model = size("d_model");
   c.heads = size("heads");
   c.d_ff = size("d_ff");
-  c.norm = m.value("norm", std::string("pre")) == "post" ? NormPlacement::post : NormPlacement::pre;
+  const std::string norm = word("norm", "\"pre\" or \"post\"");
+  if (norm != "pre" && norm != "post")
+    throw damaged(fmt::format("attn_model's \"norm\" is {}: it may be \"pre\" or \"post\"",
+                              shown(m["norm"])));
+  c.norm = norm == "post" ? NormPlacement::post : NormPlacement::pre;
   try {
     check_train_config(c);
   } catch (const Error& e) {
-    throw damaged(e.detail());
+    throw damaged(e.subject().empty()
+                      ? e.detail()
+                      : fmt::format("attn_model's \"{}\": {}", e.subject(), e.detail()));
   }
   if (seq2seq) {
     const TransformerConfig expected = transformer_config(c);
@@ -470,9 +582,16 @@ TrainConfig train_config_from_metadata(const Metadata& metadata, std::string_vie
         size("target_vocab") != expected.target_vocab ||
         size("source_positions") != expected.source_positions ||
         size("target_positions") != expected.target_positions)
-      throw damaged("its vocabularies or positions do not fit its task");
-  } else if (size("classes") != task_classes(encoder_task(c), c.sizes)) {
-    throw damaged("its classes do not fit its task");
+      throw damaged(
+          fmt::format("its vocabularies and positions do not fit its task {}: the task "
+                      "has source_vocab {}, target_vocab {}, source_positions {} and "
+                      "target_positions {}",
+                      task, expected.source_vocab, expected.target_vocab, expected.source_positions,
+                      expected.target_positions));
+  } else if (const std::size_t classes = task_classes(encoder_task(c), c.sizes);
+             size("classes") != classes) {
+    throw damaged(fmt::format("its \"classes\" {} do not fit its task {}, which has {}",
+                              m["classes"].get<std::size_t>(), task, classes));
   }
   return c;
 }
@@ -497,38 +616,68 @@ StateDict checkpoint_state_dict(TrainedModel& model) {
   return collect_state_dict(std::get<TokenClassifier>(model));
 }
 
+namespace {
+// The tensors a checkpoint of `c` holds, keyed as the model's state_dict: the encoder's and its
+// head's, or the encoder-decoder's and its two pe buffers.
+std::vector<StateDictEntry> checkpoint_entries(const TrainConfig& c) {
+  if (is_seq2seq(c.task)) {
+    const TransformerConfig t = transformer_config(c);
+    std::vector<StateDictEntry> out = state_dict_entries(describe_transformer(t));
+    out.push_back({kSourcePe, {1, t.source_positions, t.d_model}});
+    out.push_back({kTargetPe, {1, t.target_positions, t.d_model}});
+    return out;
+  }
+  Module encoder = describe_encoder(encoder_config(c), true);
+  encoder.name = "encoder";
+  const std::size_t classes = task_classes(encoder_task(c), c.sizes);
+  return state_dict_entries(Module{
+      "TokenClassifier", "", {}, {encoder, linear_module("head", c.d_model, classes, true)}});
+}
+}  // namespace
+
 TrainedModel model_from_checkpoint(const TrainConfig& c, const StateDict& weights,
                                    std::string_view name) {
+  const auto unfit = [&](const std::string& why) {
+    return Error(ErrorKind::bad_file, "model_from_checkpoint",
+                 fmt::format("'{}' does not fit its own attn_model (layers {}, d_model {}, "
+                             "heads {}, d_ff {}): {}; save it again with attn train",
+                             printable(name), c.layers, c.d_model, c.heads, c.d_ff, why))
+        .about("checkpoint");
+  };
+  // Every layer holds tensors of its own heads: a larger count is refused before its shapes are.
+  if (c.layers * c.heads > weights.size())
+    throw unfit(fmt::format("{} layers of {} heads need more tensors than the file's {}", c.layers,
+                            c.heads, weights.size()));
+  const std::string mismatch = state_dict_mismatch(checkpoint_entries(c), weights);
+  if (!mismatch.empty()) throw unfit(mismatch);
+
   TrainedModel model = initial_model(c);  // the shapes; every value is replaced below
   if (auto* t = std::get_if<Transformer>(&model)) {
-    StateDict parameters = weights;
-    for (const char* key : {kSourcePe, kTargetPe}) {
-      const Tensor2& table = key == kSourcePe ? t->source_pe : t->target_pe;
-      const auto it = parameters.find(key);
-      if (it == parameters.end() || it->second.shape != Shape{1, table.shape(0), table.shape(1)})
-        throw Error(
-            ErrorKind::bad_file, "checkpoint",
-            fmt::format("'{}' has no {} of shape (1, {}, {}): save it again with attn train", name,
-                        key, table.shape(0), table.shape(1)))
-            .about("checkpoint");
-      parameters.erase(it);
-    }
+    StateDict parameters = weights;  // the pe buffers' shapes are checked above, not read
+    parameters.erase(kSourcePe);
+    parameters.erase(kTargetPe);
     load_state_dict(*t, describe_transformer(t->config), parameters, name);
     return model;
   }
   visit_parameters(std::get<TokenClassifier>(model),
                    [&](const std::string& key, float* data, const Shape& shape) {
-                     const auto it = weights.find(key);
-                     if (it == weights.end() || it->second.shape != shape)
-                       throw Error(ErrorKind::bad_file, "checkpoint",
-                                   fmt::format("'{}' has no {} of shape {}: it does not fit its "
-                                               "own metadata",
-                                               name, key, shape_string(shape)))
-                           .about("checkpoint");
-                     const std::vector<float> values = to_float_vector(it->second);
-                     std::copy(values.begin(), values.end(), data);
+                     copy_parameter_in(weights, key, data, shape);
                    });
   return model;
+}
+
+bool is_shipped_checkpoint_name(std::string_view name) {
+  return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_';
+  });
+}
+
+CheckpointModel read_checkpoint(const StateDict& weights, const Metadata& metadata,
+                                std::string_view name) {
+  CheckpointModel out{train_config_from_metadata(metadata, name), {}};
+  out.model = model_from_checkpoint(out.config, weights, name);
+  return out;
 }
 
 }  // namespace attn

@@ -144,15 +144,31 @@ std::string training_record_json(const TrainingRecord& record);
 // What a checkpoint holds beside the weights: everything needed to rebuild the
 // model and read its tokens ("attn_model"), and the run ("attn_training").
 Metadata checkpoint_metadata(const TrainConfig& config, const HeldOutResults& held_out);
-// The model and task a checkpoint's metadata describes; throws attn::Error(bad_file) about
-// "checkpoint" when it is missing or damaged.
+// The model and task a checkpoint's metadata describes, read strictly: attn_model is the JSON
+// object checkpoint_metadata writes, with every field it writes, no other, and each value one it
+// may have. Throws attn::Error(bad_file) about "checkpoint" naming the field and what it may be.
 TrainConfig train_config_from_metadata(const Metadata& metadata, std::string_view name);
 // The state_dict a checkpoint holds: the model's parameters, and the encoder-decoder's pe buffers
 // ((1,P,D)), as PyTorch's model.state_dict() holds them.
 StateDict checkpoint_state_dict(TrainedModel& model);
-// A checkpoint's model: its config's shapes, every value from `weights` (the encoder-decoder's pe
-// buffers are checked, not read); throws attn::Error(bad_file) about "checkpoint" naming `name`.
+// A checkpoint's model: its tensors exactly the config's (no key missing or extra, every shape
+// the config's, float32), every value from `weights` (the encoder-decoder's pe buffers are
+// checked, not read); throws attn::Error(bad_file) about "checkpoint" naming `name` and the
+// file's keys.
 TrainedModel model_from_checkpoint(const TrainConfig& config, const StateDict& weights,
                                    std::string_view name);
+
+// Whether --checkpoint NAME names a shipped checkpoint: a bare name (letters, digits, '-' and '_'
+// only) always does, and never a file; anything else ("./reverse", "mine.safetensors") is a path.
+bool is_shipped_checkpoint_name(std::string_view name);
+
+// A checkpoint of attn train from its tensors and metadata (read_weights or parse_safetensors):
+// train_config_from_metadata, then model_from_checkpoint.
+struct CheckpointModel {
+  TrainConfig config;
+  TrainedModel model;
+};
+CheckpointModel read_checkpoint(const StateDict& weights, const Metadata& metadata,
+                                std::string_view name);
 
 }  // namespace attn

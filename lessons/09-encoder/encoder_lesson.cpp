@@ -195,7 +195,7 @@ LessonRun run_encoder(const EncoderLessonOptions& o) {
 
   run.section(o.placement == NormPlacement::pre ? "intro" : "intro_post");
   if (o.trained) {
-    run.setting("checkpoint", o.trained->checkpoint);
+    run.setting("checkpoint", checkpoint_label(o.trained->checkpoint));
     run.section("intro_trained");
     run.prose(wrapped_prose(fmt::format(
         "This checkpoint was trained on the task `{}`: {}. Attention could solve it with {}; what "

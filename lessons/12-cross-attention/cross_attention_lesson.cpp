@@ -145,7 +145,7 @@ LessonRun run_cross_attention(const CrossAttentionLessonOptions& o) {
   const Sizes3 sizes{in.batch, in.seq, in.d};
   LessonRun run("cross-attention");
   if (o.trained) {
-    run.setting("checkpoint", o.trained->checkpoint);
+    run.setting("checkpoint", checkpoint_label(o.trained->checkpoint));
     run.setting("task", std::string(seq2seq_task_info(o.trained->task).name));
     run.setting("text", source_text(o.trained->task, o.trained->source));
     run.setting("layer", std::to_string(o.trained->layer));

@@ -469,6 +469,18 @@ Maker attention_with_key(std::string key) {
   };
 }
 
+// The shipped reverse checkpoint with `change` made to its tensors and metadata.
+Maker reverse_checkpoint_with(std::function<void(attn::StateDict&, attn::Metadata&)> change) {
+  return [change = std::move(change)](Scratch& s, const fs::path& path) {
+    attn::Metadata metadata;
+    attn::StateDict weights = attn::read_weights(
+        std::string(ATTN_SOURCE_DIR) + "/data/checkpoints/reverse.safetensors", &metadata);
+    metadata.erase("format");
+    change(weights, metadata);
+    bytes(text_of(attn::serialize_safetensors(weights, metadata)))(s, path);
+  };
+}
+
 const std::map<std::string, Maker>& makers() {
   const std::string good = npy_f32({1, 2, 3}, counting(6));
   const std::string f32x6 = floats(counting(6));
@@ -591,6 +603,19 @@ const std::map<std::string, Maker>& makers() {
               std::uint64_t{2} << 30)},
       {"sparse_config.json", sparse("{", std::uint64_t{2} << 30)},
       {"sparse_vocab.txt", sparse("[UNK]\n", std::uint64_t{2} << 30)},
+      // --- checkpoints of attn train, changed
+      {"checkpoint_extra_key.safetensors",
+       reverse_checkpoint_with([](attn::StateDict& w, attn::Metadata&) {
+         w["evil\x1b[2J"] = attn::make_float32({1}, {0.5f});
+       })},
+      {"checkpoint_norm_sideways.safetensors",
+       reverse_checkpoint_with([](attn::StateDict&, attn::Metadata& m) {
+         const std::string pre = "\"norm\":\"pre\"";
+         m["attn_model"].replace(m["attn_model"].find(pre), pre.size(), "\"norm\":\"sideways\"");
+       })},
+      {"checkpoint_not_json.safetensors",
+       reverse_checkpoint_with(
+           [](attn::StateDict&, attn::Metadata& m) { m["attn_model"] = "{\"task\": reverse}"; })},
       // --- .safetensors
       {"truncated.safetensors", truncated("attention.safetensors", 4)},
       {"cut_size.safetensors", bytes(std::string("\x10\x00\x00\x00\x00", 5))},

@@ -191,7 +191,8 @@ TEST_CASE("attn generate refuses what it cannot decode, in one line",
       {{"--seed", "3"}, "greedy decoding draws nothing"},
       {{"--text", "xyz"}, "'x' is not a token of the reverse task"},
       {{"--text", "abcdefghab"}, "more than the reverse task's 8"},
-      {{"--checkpoint", "no-such-checkpoint"}, "neither a file nor a shipped checkpoint"},
+      {{"--checkpoint", "no-such-checkpoint"},
+       "is not a shipped checkpoint (a bare name is always one)"},
   };
   for (const auto& [args, expected] : cases) {
     std::vector<std::string> all{"generate"};

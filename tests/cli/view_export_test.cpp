@@ -87,7 +87,8 @@ TEST_CASE("attn view head --export writes one self-contained page with the view'
   // Nothing outside the page: no address at all, no element that loads one.
   for (const char* outside : {"http://", "https://", "src=", "href=", "@import", "url(", "<link"})
     CHECK(page.find(outside) == std::string::npos);
-  CHECK(page.find("checkpoint reverse (the book&#39;s encoder, task reverse) · self-attention · "
+  CHECK(page.find("checkpoint reverse (shipped, the book&#39;s encoder, task reverse) · "
+                  "self-attention · "
                   "2 layers × 2 heads · 8 tokens") != std::string::npos);
   CHECK(page.size() < 40000);
   const nlohmann::json& d = e.data;
