@@ -24,7 +24,6 @@ void check_outputs(const OutputOptions& options);
 // Errors are about "save_checkpoint".
 void check_checkpoint_file(const std::string& path);
 
-
 // Writes the run's outputs: the save directory and the weights file are written beside their
 // targets under temporary names, moved into place together, and only then is the text (or JSON)
 // written to `out`. When anything fails (a full disk, a closed stdout, another run replacing the

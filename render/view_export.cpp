@@ -247,7 +247,8 @@ std::string view_html(const AttentionView& v, const ExportRequest& r) {
                     "tokens), more than {}: give a shorter <text>",
                     count, v.layers, v.heads, v.rows.size(), v.columns.size(), kPageMaxWeights))
         .about("text");
-  std::string page = "<!DOCTYPE html>\n" + std::string(kWrittenByComment) + "\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  std::string page = "<!DOCTYPE html>\n" + std::string(kWrittenByComment) +
+                     "\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   page += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   page += fmt::format("<title>{}</title>\n", escape_markup(page_title(v, r)));
   page += "<style>\n";

@@ -2,6 +2,7 @@
 // out of, escapes the labels it prints itself, refuses paths it cannot write before anything is
 // computed, and writes all or nothing.
 #include "view_export.hpp"
+#include "io/file_io.hpp"
 #include "page_data.hpp"
 
 #include <sys/stat.h>
