@@ -37,6 +37,7 @@ void setup(CLI::App& app, Context& context) {
       ->option_text("V");
   sub->add_option("--lengths", o->lengths,
                   "pad the targets: target b has the b-th number of real tokens, e.g. 5,3")
+      ->check(not_empty_validator("--lengths", "5,3"))
       ->option_text("N,N,...");
   sub->callback([o, &context] {
     check_outputs(o->cli.output);

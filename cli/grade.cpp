@@ -52,6 +52,7 @@ void add_grade_options(CLI::App& sub, GradeCliOptions& o) {
   sub.add_option(
          "--dir", o.dir,
          "the assignment tree (default: the one around the working directory, else this checkout)")
+      ->check(not_empty_validator("--dir", "student-tree"))
       ->option_text("DIR");
   sub.add_option("--timeout", o.timeout,
                  "seconds each test may run before it counts as failed (default 20)")
@@ -206,6 +207,7 @@ void setup(CLI::App& app, Context& context) {
       ->check(choice_validator("a report format", {"text", "gradescope", "junit"}))
       ->option_text("text|gradescope|junit");
   sub->add_option("--output", o->output, "write the report to FILE instead of stdout")
+      ->check(not_empty_validator("--output", "results.json"))
       ->option_text("FILE");
   sub->callback([o, &context] { context.exit_code = run_grade(*o); });
 
@@ -259,6 +261,7 @@ void setup(CLI::App& app, Context& context) {
       ->option_text("N");
   hint->add_option("--dir", *hint_dir,
                    "the assignment tree (default: the one around the working directory)")
+      ->check(not_empty_validator("--dir", "student-tree"))
       ->option_text("DIR");
   hint->callback([h, hint_dir, stage, &context] {
     const fs::path tree = find_tree(*hint_dir);
@@ -322,6 +325,7 @@ void setup(CLI::App& app, Context& context) {
   release
       ->add_option("--dir", *source_dir,
                    "the tree to release as the student tree (default: attn's own course)")
+      ->check(not_empty_validator("--dir", "course-tree"))
       ->option_text("DIR");
   release->callback([out_dir, grader_dir, source_dir, &context] {
     if (out_dir->empty() && grader_dir->empty()) {
