@@ -254,6 +254,10 @@ int run_view(ViewCliOptions& o, const CLI::App& app, Context& context) {
     refuse("layer", "the model view shows every layer: drop --layer, or use the head view");
   if (o.kind == "model" && app.count("--token") > 0)
     refuse("token", "--token picks a query for the head and neuron views: drop it");
+  if (o.interactive && app.count("--heads") > 0)
+    refuse("heads",
+           "--heads picks the printed head view's heads; --interactive starts with all of them "
+           "and ←→ steps through each: drop --heads, or --interactive");
   const bool exporting = app.count("--export") > 0;
   if (exporting) {
     if (o.interactive)
