@@ -109,6 +109,7 @@ void setup(CLI::App& app, Context& context) {
       ->option_text("N");
   sub->add_option("--config", o->config,
                   "a Hugging Face config.json (default: BERT-base's numbers)")
+      ->check(not_empty_validator("--config", "bert-base"))
       ->option_text("FILE");
   add_memory_option(*sub);
   sub->add_option("--repeat", o->repeat,

@@ -68,6 +68,7 @@ void setup(CLI::App& app, Context& context) {
       ->option_text("S");
   sub->add_option("--source-lengths", o->source_lengths,
                   "pad the sources: source b has the b-th number of real tokens, e.g. 7,4")
+      ->check(not_empty_validator("--source-lengths", "7,4"))
       ->option_text("N,N,...");
   sub->add_option(
          "--fill", o->fill,
@@ -82,6 +83,7 @@ void setup(CLI::App& app, Context& context) {
       ->option_text("NAME|FILE");
   sub->add_option("--text", o->text,
                   "with --checkpoint: the source in the task's tokens (default its example)")
+      ->check(not_empty_validator("--text", "hgfedcba"))
       ->option_text("TEXT");
   sub->add_option("--layer", o->layer,
                   "with --checkpoint: which decoder layer's cross-attention (default the last)")

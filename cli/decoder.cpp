@@ -38,6 +38,7 @@ void setup(CLI::App& app, Context& context) {
       ->option_text("V");
   sub->add_option("--lengths", o->lengths,
                   "pad the targets: target b has the b-th number of real tokens, e.g. 5,3")
+      ->check(not_empty_validator("--lengths", "5,3"))
       ->option_text("N,N,...");
   door_callback(*sub, [o, &context] {
     load_lesson_input(o->cli, context);

@@ -224,14 +224,80 @@ std::string option_for(const CLI::App* sub, const std::string& subject) {
 }
 
 namespace {
+
+// Every long option of every command, spelt as a placeholder names it ("max_positions"): the
+// names core and the lessons may write as <name>.
+std::vector<std::string> placeholder_names(const CLI::App* sub) {
+  const CLI::App* root = sub;
+  while (root->get_parent() != nullptr)
+    root = root->get_parent();
+  std::vector<std::string> names = {"tokens"};
+  std::vector<const CLI::App*> apps = {root};
+  while (!apps.empty()) {
+    const CLI::App* app = apps.back();
+    apps.pop_back();
+    for (const CLI::Option* opt : app->get_options())
+      for (std::string name : opt->get_lnames()) {
+        std::replace(name.begin(), name.end(), '-', '_');
+        names.push_back(std::move(name));
+      }
+    for (const CLI::App* child : app->get_subcommands([](const CLI::App*) { return true; }))
+      apps.push_back(child);
+  }
+  return names;
+}
+
+// The values the user gave on the command line, to `sub` and the commands above it.
+std::vector<std::string> given_values(const CLI::App* sub) {
+  std::vector<std::string> values;
+  for (const CLI::App* app = sub; app != nullptr; app = app->get_parent())
+    for (const CLI::Option* opt : app->get_options())
+      for (const std::string& value : opt->results())
+        values.push_back(value);
+  return values;
+}
+
+// Whether the placeholder at detail[at, at + size) lies inside text the user gave: some value of
+// theirs holds it, and the detail agrees with that value on at least one character beside it.
+bool inside_given_text(const std::string& detail, std::size_t at, std::size_t size,
+                       const std::vector<std::string>& values) {
+  const std::string_view placeholder(detail.data() + at, size);
+  for (const std::string& value : values) {
+    for (std::size_t in = value.find(placeholder); in != std::string::npos;
+         in = value.find(placeholder, in + 1)) {
+      const bool before = in > 0 && at > 0 && value[in - 1] == detail[at - 1];
+      const bool after = in + size < value.size() && at + size < detail.size() &&
+                         value[in + size] == detail[at + size];
+      if (before || after) return true;
+    }
+  }
+  return false;
+}
+
 // Core and the lessons name the parameters in their advice as <name> ("add <variant> head"):
-// here each becomes the subcommand's option ("add --variant head"), or the bare name.
+// here each becomes the subcommand's option ("add --variant head"), or the bare name. A
+// placeholder is a word of its own, an option's name, and not part of what the user typed, so
+// that a path such as 'x<tag>y.npy' or 'my <text> file.npy' is printed as given.
 std::string with_options(const std::string& detail, const CLI::App* sub) {
   static const std::regex placeholder(R"(<([a-z][a-z0-9_]*)>)");
+  const std::vector<std::string> names =
+      sub != nullptr ? placeholder_names(sub) : std::vector<std::string>();
+  const std::vector<std::string> values = given_values(sub);
+  const auto stands_alone = [&detail](std::size_t at, std::size_t size) {
+    const bool left = at == 0 || detail[at - 1] == ' ';
+    const bool right = at + size == detail.size() ||
+                       std::string_view(" ,.:;)").find(detail[at + size]) != std::string::npos;
+    return left && right;
+  };
   std::string out;
   auto last = detail.cbegin();
   for (auto it = std::sregex_iterator(detail.begin(), detail.end(), placeholder);
        it != std::sregex_iterator(); ++it) {
+    const auto at = static_cast<std::size_t>(it->position());
+    const auto size = static_cast<std::size_t>(it->length());
+    const bool known =
+        sub == nullptr || std::find(names.begin(), names.end(), (*it)[1].str()) != names.end();
+    if (!known || !stands_alone(at, size) || inside_given_text(detail, at, size, values)) continue;
     out.append(last, detail.cbegin() + it->position());
     const std::string option = option_for(sub, (*it)[1].str());
     out += option.empty() ? (*it)[1].str() : option;

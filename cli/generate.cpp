@@ -77,6 +77,7 @@ void setup(CLI::App& app, Context& context) {
   sub->add_option("--text", o->text,
                   "the source, in the task's tokens: letters a to h (reverse, sort) or a number "
                   "(number-words); default: the task's example")
+      ->check(not_empty_validator("--text", "hgfedcba"))
       ->option_text("TEXT");
   sub->add_option("--temperature", o->decode.temperature,
                   "sample from softmax(logits / T) (default: greedy decoding)")

@@ -54,6 +54,7 @@ void add_grade_options(CLI::App& sub, GradeCliOptions& o) {
   sub.add_option(
          "--dir", o.dir,
          "the assignment tree (default: the one around the working directory, else this checkout)")
+      ->check(not_empty_validator("--dir", "student-tree"))
       ->option_text("DIR");
   sub.add_option("--timeout", o.timeout,
                  "seconds each test may run before it counts as failed (default 20)")
@@ -263,6 +264,7 @@ void setup(CLI::App& app, Context& context) {
       ->option_text("N");
   hint->add_option("--dir", *hint_dir,
                    "the assignment tree (default: the one around the working directory)")
+      ->check(not_empty_validator("--dir", "student-tree"))
       ->option_text("DIR");
   door_callback(*hint, [h, hint_dir, stage, &context] {
     const fs::path tree = find_tree(*hint_dir);
@@ -326,6 +328,7 @@ void setup(CLI::App& app, Context& context) {
   release
       ->add_option("--dir", *source_dir,
                    "the tree to release as the student tree (default: attn's own course)")
+      ->check(not_empty_validator("--dir", "course-tree"))
       ->option_text("DIR");
   door_callback(*release, [out_dir, grader_dir, source_dir, &context] {
     if (out_dir->empty() && grader_dir->empty()) {

@@ -335,6 +335,7 @@ void add_checkpoint_options(CLI::App& app, CheckpointCliOptions& o) {
       ->check(not_empty_validator("--checkpoint", "reverse"))
       ->option_text("NAME|FILE");
   app.add_option("--text", o.text, "with --checkpoint: the task's tokens (default its example)")
+      ->check(not_empty_validator("--text", "abcd"))
       ->option_text("TEXT");
   app.add_option("--layer", o.layer, "with --checkpoint: which layer's attention (default 0)")
       ->check(CLI::NonNegativeNumber)

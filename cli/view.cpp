@@ -48,6 +48,45 @@ struct ViewCliOptions {
   throw Error(ErrorKind::bad_value, "view", message).about(std::string(option));
 }
 
+// Refuses more tokens than the view's destination shows: the terminal and the pictures draw a
+// grid of fixed cells (kModelViewMaxTokens in the model view, kHeadViewMaxTokens in the others),
+// an exported page scrolls (page_max_tokens). Each way out it suggests is one that takes them.
+void check_tokens(std::size_t tokens, std::size_t layers, std::size_t heads,
+                  const ViewCliOptions& o, const CLI::App& app) {
+  const std::string source = app.count("--ids") > 0 ? "--ids" : "--text";
+  const std::string shorter = fmt::format("give a shorter {}", source);
+  const std::string ext = render::extension_of(o.export_path);
+  const std::size_t page = render::page_max_tokens(layers, heads);
+  if (ext == ".html") {
+    if (tokens > page)
+      refuse(source.substr(2),
+             fmt::format("{} tokens are more than an exported page of this model holds ({} at "
+                         "most: {} layers x {} heads of T x T weights, {} weights in all): {}",
+                         tokens, page, layers, heads, render::kPageMaxWeights, shorter));
+    return;
+  }
+  const std::size_t grid =
+      o.kind == "model" ? render::kModelViewMaxTokens : render::kHeadViewMaxTokens;
+  if (tokens <= grid) return;
+  std::vector<std::string> ways = {shorter};
+  if (o.kind == "model" && ext.empty() && tokens <= render::kHeadViewMaxTokens)
+    ways.push_back(
+        fmt::format("use the head view of one layer ({} at most)", render::kHeadViewMaxTokens));
+  if (tokens <= page) {
+    const std::string html =
+        ext.empty() ? "view.html"
+                    : o.export_path.substr(0, o.export_path.size() - ext.size()) + ".html";
+    ways.push_back(fmt::format("export a page that scrolls ({} tokens at most): --export {}", page,
+                               printable(html)));
+  }
+  refuse(source.substr(2),
+         fmt::format(
+             "{} tokens are more than {} draws legibly ({} at most): {}", tokens,
+             ext.empty() ? fmt::format("the {} view", o.kind)
+                         : fmt::format("a picture of the {} view", o.kind),
+             grid, ways.size() > 2 ? ways[0] + ", " + ways[1] + ", or " + ways[2] : or_list(ways)));
+}
+
 // The book's encoder (--config, default tiny) on --text (and --pair), random or --weights.
 AttentionView book_view(const ViewCliOptions& o, const CLI::App& app, Context& context) {
   for (const char* name : {"--part"})
@@ -95,7 +134,7 @@ AttentionView book_view(const ViewCliOptions& o, const CLI::App& app, Context& c
                                "a shorter --text",
                                ids.size(), config.max_position_embeddings));
   // Refused before a large model is made: the view could not show this many tokens.
-  render::check_legible(ids.size(), o.kind);
+  check_tokens(ids.size(), config.num_hidden_layers, config.num_attention_heads, o, app);
   std::error_code unknown_size;
   const std::uintmax_t weights_bytes =
       o.weights.empty() ? 0 : std::filesystem::file_size(o.weights, unknown_size);
@@ -228,8 +267,17 @@ int run_view(ViewCliOptions& o, const CLI::App& app, Context& context) {
     refuse("layer", "the model view shows every layer: drop --layer, or use the head view");
   if (o.kind == "model" && app.count("--token") > 0)
     refuse("token", "--token picks a query for the head and neuron views: drop it");
+  if (o.interactive && app.count("--heads") > 0)
+    refuse("heads",
+           "--heads picks the printed head view's heads; --interactive starts with all of them "
+           "and ←→ steps through each: drop --heads, or --interactive");
   const bool exporting = app.count("--export") > 0;
   if (exporting) {
+    if (o.interactive)
+      refuse("interactive",
+             "--interactive and --export exclude each other: an exported .html page is "
+             "interactive itself; drop --interactive to export, or --export to explore in the "
+             "terminal");
     if (app.count("--color") > 0)
       refuse("color",
              "--color is for the terminal; an exported view has its own colours: drop "
@@ -250,6 +298,7 @@ int run_view(ViewCliOptions& o, const CLI::App& app, Context& context) {
     const char from = o.sentences[0], to = o.sentences[2];
     view = sentence_block(view, from, to);
   }
+  check_tokens(std::max(view.rows.size(), view.columns.size()), view.layers, view.heads, o, app);
   check_index("layer", "layer", o.layer, view.layers,
               fmt::format("the model has {} layers", view.layers));
   const std::vector<std::size_t> heads = parse_heads(o.heads, view.heads);
@@ -292,13 +341,10 @@ int run_view(ViewCliOptions& o, const CLI::App& app, Context& context) {
   if (o.interactive) return run_interactive(view, {o.kind, o.layer, o.head, o.token}, style);
   std::string text;
   if (o.kind == "head") {
-    render::check_legible(view, render::kHeadViewMaxTokens, "the head view");
     text = render::render_head_view(view, o.layer, heads, style);
   } else if (o.kind == "model") {
-    render::check_legible(view, render::kModelViewMaxTokens, "the model view");
     text = render::render_model_view(view, style);
   } else {
-    render::check_legible(view, render::kHeadViewMaxTokens, "the neuron view");
     text = render::render_neuron_view(view, neuron_view(view, o.layer, o.head, o.token), style);
   }
   std::fwrite(text.data(), 1, text.size(), stdout);
@@ -339,6 +385,7 @@ void setup(CLI::App& app, Context& context) {
       ->option_text("TEXT");
   sub->add_option("--ids", o->ids_text,
                   "the book's encoder: token ids instead of --text, e.g. 2051,10029,2066")
+      ->check(not_empty_validator("--ids", "2051,10029,2066"))
       ->option_text("ID,ID,...");
   sub->add_option("--pair", o->pair,
                   "a second sentence: [CLS] text [SEP] pair [SEP], as BERT reads a pair")
@@ -359,6 +406,7 @@ void setup(CLI::App& app, Context& context) {
       ->check(CLI::NonNegativeNumber)
       ->option_text("L");
   sub->add_option("--heads", o->heads, "head view: the heads to show, e.g. 0,2 (default all)")
+      ->check(not_empty_validator("--heads", "0,2"))
       ->option_text("H,H,...");
   sub->add_option("--head", o->head, "neuron view: the head (default 0)")
       ->check(CLI::NonNegativeNumber)

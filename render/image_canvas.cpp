@@ -122,16 +122,15 @@ void color_bar(cairo_t* cr, double x, double y, double w, double h, Rgb (*color)
 
 std::string render(ImageFormat format, double width, double height,
                    const std::function<void(cairo_t*)>& draw, std::string_view subject,
-                   double png_scale) {
+                   double png_scale, std::string_view fix) {
   width = std::ceil(width);
   height = std::ceil(height);
   if (width > kLargestSide || height > kLargestSide || width * height > kLargestArea)
     throw Error(
         ErrorKind::too_large, subject,
         fmt::format("the picture would be {:.0f} x {:.0f} pixels, larger than attn draws ({:.0f} "
-                    "on a side, {:.0f} million in all): give fewer tokens, or pick a "
-                    "smaller view (the head view of one layer, fewer <heads>)",
-                    width, height, kLargestSide, kLargestArea / 1e6))
+                    "on a side, {:.0f} million in all): {}",
+                    width, height, kLargestSide, kLargestArea / 1e6, fix))
         .about(std::string(subject));
   std::string bytes;
   if (format == ImageFormat::svg) {

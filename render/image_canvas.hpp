@@ -59,9 +59,10 @@ void color_bar(cairo_t* cr, double x, double y, double w, double h, Rgb (*color)
 
 // The drawing as a file's bytes: `draw` paints on a white canvas of width x height units, a PNG
 // with `png_scale` pixels a unit. Throws attn::Error(too_large) about `subject` past kLargestSide or kLargestArea,
+// saying `fix` (a way out that works for this picture, e.g. "use the head view of one layer"),
 // and Error(internal) when cairo fails.
 std::string render(ImageFormat format, double width, double height,
                    const std::function<void(cairo_t*)>& draw, std::string_view subject,
-                   double png_scale = kPngScale);
+                   double png_scale, std::string_view fix);
 
 }  // namespace attn::render::image

@@ -299,7 +299,7 @@ std::string curve_image(const CurvePicture& picture, ImageFormat format) {
         image::set_color(cr, image::kText);
         image::draw_text(cr, picture.x_label, plot_x + plot_w / 2, x_label_y, Align::center);
       },
-      "export", kPngScale);
+      "export", kPngScale, "drop <export>, and plot the curves' numbers from <save> DIR instead");
 }
 
 void write_curve_image(const CurvePicture& picture, const std::string& path) {

@@ -140,24 +140,6 @@ RowSpread weight_row_spread(const AttentionView& v, std::size_t l, std::size_t h
   return row_spread(row.data(), row.size());
 }
 
-void check_legible(std::size_t n, std::size_t limit, std::string_view which) {
-  if (n <= limit) return;
-  throw Error(ErrorKind::bad_size, "view",
-              fmt::format("{} tokens are more than {} draws legibly ({} at most): give a shorter "
-                          "--text, or use the head view of one layer, or --export FILE.html",
-                          n, which, limit))
-      .about("text");
-}
-
-void check_legible(const AttentionView& view, std::size_t limit, std::string_view which) {
-  check_legible(std::max(view.rows.size(), view.columns.size()), limit, which);
-}
-
-void check_legible(std::size_t n, std::string_view kind) {
-  check_legible(n, kind == "model" ? kModelViewMaxTokens : kHeadViewMaxTokens,
-                fmt::format("the {} view", kind));
-}
-
 std::string render_head_view(const AttentionView& v, std::size_t layer,
                              const std::vector<std::size_t>& heads, const ViewStyle& style) {
   const std::size_t T = v.rows.size(), S = v.columns.size();

@@ -26,8 +26,8 @@ struct ViewStyle {
   std::optional<std::pair<std::size_t, std::size_t>> selected;
 };
 
-// The widest grid the model view draws legibly, and the head view's: past these many tokens the
-// views refuse and say what to do.
+// The widest grid the model view draws legibly, and the head view's (the neuron view's too), in
+// the terminal and in pictures: past these many tokens attn view refuses and says what to do.
 inline constexpr std::size_t kModelViewMaxTokens = 48;
 inline constexpr std::size_t kHeadViewMaxTokens = 64;
 
@@ -58,14 +58,6 @@ double weight_position(const AttentionView& view, std::size_t layer, std::size_t
 // How spread query t's row of weights is (row_spread).
 RowSpread weight_row_spread(const AttentionView& view, std::size_t layer, std::size_t head,
                             std::size_t t);
-
-// Throws Error(bad_size) when the view has more tokens than `limit`, saying what to do; `which`
-// names the view ("the model view").
-void check_legible(const AttentionView& view, std::size_t limit, std::string_view which);
-// The same for `tokens` tokens and the view `kind` (head, model or neuron), before the view is
-// computed.
-void check_legible(std::size_t tokens, std::string_view kind);
-void check_legible(std::size_t tokens, std::size_t limit, std::string_view which);
 
 // The terminal's width: COLUMNS when it is a number from 20 to 1000, else the width of the
 // terminal on stdout, else 100.

@@ -35,9 +35,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The most weights (L x H x T x S) one page holds: about 25 MB of HTML.
-constexpr std::size_t kPageMaxWeights = std::size_t{1} << 22;
-
 // A number as JSON: a weight with 4 decimals (0.1234, 0.5, 0), any other value with 4
 // significant digits; null when not finite.
 void append_number(std::string& out, double x, bool weight) {
@@ -222,6 +219,14 @@ std::string page_about(const AttentionView& v) {
 }
 
 }  // namespace
+
+std::size_t page_max_tokens(std::size_t layers, std::size_t heads) {
+  const std::size_t maps = std::max<std::size_t>(layers * heads, 1);
+  std::size_t tokens = 0;
+  while (tokens < kPageMaxTokens && (tokens + 1) * (tokens + 1) * maps <= kPageMaxWeights)
+    ++tokens;
+  return tokens;
+}
 
 void check_export_path(const std::string& path) {
   check_output_file(path, {".html", ".svg", ".png"}, "view.html", "export");

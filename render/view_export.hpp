@@ -12,6 +12,13 @@
 
 namespace attn::render {
 
+// An exported page scrolls, so it holds more tokens than the terminal's grids: up to
+// kPageMaxTokens, and at most kPageMaxWeights weights (L x H x T x S) in all.
+inline constexpr std::size_t kPageMaxTokens = 512;
+inline constexpr std::size_t kPageMaxWeights = std::size_t{1} << 22;
+// The most tokens a page of a model with `layers` x `heads` attention maps holds.
+std::size_t page_max_tokens(std::size_t layers, std::size_t heads);
+
 // Refuses, before anything is computed, a path whose extension is not .html, .svg or .png
 // (case-insensitive), that names a folder or something else than a regular file, or whose folder
 // does not exist or is not writable: Error(bad_value or bad_file) about "export", one line saying

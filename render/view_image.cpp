@@ -252,7 +252,8 @@ std::string head_view(const AttentionView& v, const ExportRequest& r, ImageForma
         }
         legend.draw(cr, kMargin, legend_y);
       },
-      "export");
+      "export", image::kPngScale,
+      "show fewer heads with <heads>, or export a page that scrolls instead: <export> FILE.html");
 }
 
 std::string model_view(const AttentionView& v, const ExportRequest& r, ImageFormat format) {
@@ -310,7 +311,9 @@ std::string model_view(const AttentionView& v, const ExportRequest& r, ImageForm
         }
         legend.draw(cr, kMargin, legend_y);
       },
-      "export");
+      "export", image::kPngScale,
+      "use the head view of one layer, or export a page that scrolls instead: <export> "
+      "FILE.html");
 }
 
 float largest_magnitude(const std::vector<std::vector<float>>& rows) {
@@ -448,7 +451,7 @@ std::string neuron_view_image(const AttentionView& v, const ExportRequest& r, Im
         image::draw_text(cr, agreement, kMargin,
                          notes_y + 10.0 + kCaptionSize + 2.0 + kLineHeight + 6.0);
       },
-      "export");
+      "export", image::kPngScale, "export a page that scrolls instead: <export> FILE.html");
 }
 
 // The legend's words as the SVG's <desc>, which cairo draws as glyphs only: for screen readers

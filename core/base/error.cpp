@@ -1,5 +1,6 @@
 #include "base/error.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include <fmt/format.h>
@@ -38,6 +39,11 @@ std::string printable(std::string_view text, std::size_t limit) {
   }
   if (i < text.size()) out += "...";
   return out;
+}
+
+std::string printable_character(std::string_view text, std::size_t at) {
+  const std::size_t length = std::max<std::size_t>(utf8_sequence_length(text, at), 1);
+  return fmt::format("'{}'", printable(text.substr(at, length)));
 }
 
 Error::Error(ErrorKind kind, std::string_view function, std::string_view message)

@@ -29,6 +29,10 @@ std::string_view kind_name(ErrorKind kind);
 // (C0, DEL, C1) and bytes that are not UTF-8 as \xNN, so that no escape sequence, NUL or line
 // break reaches the terminal raw; cut after `limit` bytes with "...".
 std::string printable(std::string_view text, std::size_t limit = 200);
+// The character that starts at text[at], quoted as a message names it: 'ñ' whole when it is
+// printable UTF-8; a control character or a byte that starts no UTF-8 sequence escaped ('\x1b',
+// '\xc3'), as printable writes them.
+std::string printable_character(std::string_view text, std::size_t at);
 
 class Error : public std::runtime_error {
  public:

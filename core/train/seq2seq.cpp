@@ -184,13 +184,15 @@ std::vector<std::int64_t> parse_source(Seq2SeqTask task, std::string_view text) 
   const bool digits = task == Seq2SeqTask::number_words;
   const std::string alphabet = digits ? "the digits 0 to 9" : "the letters a to h";
   std::vector<std::int64_t> ids;
-  for (char ch : text) {
+  for (std::size_t at = 0; at < text.size(); ++at) {
+    const char ch = text[at];
     if (ch == ' ') continue;
     const auto it = std::find(tokens.begin() + 1, tokens.end(), std::string(1, ch));
     if (it == tokens.end())
-      throw Error(ErrorKind::bad_value, "seq2seq",
-                  fmt::format("'{}' is not a token of the {} task: use {}", ch,
-                              seq2seq_task_info(task).name, alphabet))
+      throw Error(
+          ErrorKind::bad_value, "seq2seq",
+          fmt::format("{} is not a token of the {} task: use {}", printable_character(text, at),
+                      seq2seq_task_info(task).name, alphabet))
           .about("text");
     ids.push_back(it - tokens.begin());
   }

@@ -327,7 +327,8 @@ std::vector<std::int64_t> parse_task_text(Task task, std::string_view text,
                                           const TaskSizes& sizes) {
   const bool masked = task == Task::masked;
   std::vector<std::int64_t> ids;
-  for (char c : text) {
+  for (std::size_t at = 0; at < text.size(); ++at) {
+    const char c = text[at];
     if (masked && (c == ' ' || c == '_' || c == '?')) {
       ids.push_back(c == '?' ? kTextMask : kTextSpace);
       continue;
@@ -335,9 +336,7 @@ std::vector<std::int64_t> parse_task_text(Task task, std::string_view text,
     if (c == ' ') continue;
     const int id = c - 'a';
     if (id < 0 || static_cast<std::size_t>(id) >= (masked ? 26 : sizes.vocab)) {
-      const auto byte = static_cast<unsigned char>(c);
-      const std::string shown = byte >= 0x20 && byte < 0x7f ? fmt::format("'{}'", c)
-                                                            : fmt::format("the byte {:#04x}", byte);
+      const std::string shown = printable_character(text, at);
       throw Error(
           ErrorKind::bad_value, "task_text",
           masked

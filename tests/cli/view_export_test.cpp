@@ -219,3 +219,86 @@ TEST_CASE("attn view --export refuses what it cannot write, and a refused run wr
   CHECK(read_text((dir / "mine.html").string()) == "a page of mine\n");
   if (::geteuid() != 0) fs::permissions(dir / "locked", fs::perms::owner_all);
 }
+
+namespace {
+
+// n words of one letter: n tokens for the book's encoder.
+std::string words(std::size_t n) {
+  std::string text;
+  for (std::size_t i = 0; i < n; ++i)
+    text += i == 0 ? "a" : " a";
+  return text;
+}
+
+// The command a refusal advises, in its own words: "--export FILE" at the end of its line.
+std::string advised_export(const std::string& err) {
+  const std::string mark = "--export ";
+  const std::size_t at = err.rfind(mark);
+  if (at == std::string::npos) return {};
+  std::string path = err.substr(at + mark.size());
+  while (!path.empty() && (path.back() == '\n' || path.back() == ' '))
+    path.pop_back();
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("a view too long for the terminal or a picture advises a page, and the page is written",
+          "[cli][view][export]") {
+  ScratchDir scratch("view-export-long");
+  struct Case {
+    std::string kind;
+    std::size_t tokens;
+    std::string target;  // "" for the terminal
+  };
+  // Past the terminal's grids (48 in the model view, 64 in the others) and the pictures'.
+  const std::vector<Case> cases = {{"model", 52, ""},         {"model", 52, "m52.png"},
+                                   {"head", 65, ""},          {"head", 65, "h65.svg"},
+                                   {"neuron", 65, "n65.png"}, {"head", 170, ""}};
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"view",      c.kind,   "--config",
+                                     "bert-base", "--text", words(c.tokens)};
+    if (!c.target.empty()) {
+      args.push_back("--export");
+      args.push_back((scratch.path / c.target).string());
+    }
+    const auto refused = run_attn(args);
+    INFO(c.kind << " view, " << c.tokens << " tokens, to " << c.target << ": " << refused.err);
+    REQUIRE(refused.exit_code == 2);
+    CHECK(refused.err.find("tokens are more than") != std::string::npos);
+    if (!c.target.empty()) CHECK_FALSE(fs::exists(scratch.path / c.target));
+    // The advice names a page; run it.
+    const std::string page = advised_export(refused.err);
+    REQUIRE(page.size() > 5);
+    CHECK(page.substr(page.size() - 5) == ".html");
+    std::vector<std::string> advised = {"view",   c.kind,          "--config", "bert-base",
+                                        "--text", words(c.tokens), "--export"};
+    advised.push_back(page.front() == '/' ? page : (scratch.path / page).string());
+    const auto written = run_attn(advised, {"ATTN_MAX_MEMORY=2G"});
+    INFO(written.err);
+    CHECK(written.exit_code == 0);
+    CHECK(written.out.find("wrote ") == 0);
+  }
+}
+
+TEST_CASE("a page has a token limit of its own, which its refusal states", "[cli][view][export]") {
+  ScratchDir scratch("view-export-page-limit");
+  const std::string page = (scratch.path / "h171.html").string();
+  // bert-base's 12 layers x 12 heads of T x T weights: 170 tokens at most (2^22 weights).
+  const auto refused =
+      run_attn({"view", "head", "--config", "bert-base", "--text", words(171), "--export", page});
+  INFO(refused.err);
+  CHECK(refused.exit_code == 2);
+  CHECK(refused.out.empty());
+  CHECK(refused.err ==
+        "attn view: --text: 171 tokens are more than an exported page of this model holds (170 at "
+        "most: 12 layers x 12 heads of T x T weights, 4194304 weights in all): give a shorter "
+        "--text\n");
+  CHECK_FALSE(fs::exists(page));
+  // The tiny model's page holds its 64 positions: a model view past the terminal's 48.
+  const auto tiny = run_attn(
+      {"view", "model", "--text", words(60), "--export", (scratch.path / "m60.html").string()});
+  INFO(tiny.err);
+  CHECK(tiny.exit_code == 0);
+  CHECK(fs::file_size(scratch.path / "m60.html") > 0);
+}
