@@ -5,6 +5,7 @@
 #include <string>
 
 #include "10-backward/backward_lesson.hpp"
+#include "base/budget.hpp"
 #include "base/error.hpp"
 #include "command.hpp"
 #include "door.hpp"
@@ -69,6 +70,7 @@ int run_model(BackwardCliOptions& o, const CLI::App& sub, Context& context) {
     }
     gradient.grad_output_name = o.grad_output;
   }
+  check_budget("backward", lessons::plan_backward(model.describe(request)));
   return publish(model.differentiate(request, gradient), o.lesson.output, context);
 }
 

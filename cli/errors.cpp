@@ -197,7 +197,8 @@ std::string size_advice(const Error& e, const CLI::App* sub) {
     if (given(sub, name)) given_options.push_back(name);
   }
   const std::vector<std::string>& names = given_options.empty() ? options : given_options;
-  if (names.empty()) return "use smaller sizes";
+  // A model read from a file: its config sets the sizes.
+  if (names.empty()) return has(sub, "--config") ? "use a smaller --config" : "use smaller sizes";
   if (names.size() == 1 &&
       (names[0] == "--text" || names[0] == "--ids" || names[0] == "--ids-file")) {
     return fmt::format("give fewer tokens ({})", names[0]);

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/budget.hpp"
 #include "base/count.hpp"
 #include "base/error.hpp"
 #include "catalog.hpp"
@@ -14,6 +15,7 @@
 #include "door.hpp"
 #include "lesson_io.hpp"
 #include "models.hpp"
+#include "module_size.hpp"
 #include "options.hpp"
 #include "output.hpp"
 #include "summary.hpp"
@@ -79,7 +81,10 @@ int run_summary(SummaryCliOptions& o, const CLI::App& sub) {
   }
   const lessons::ModelInfo& model = find_model(o.model, "summary");
   refuse_other_options(sub, model, "summary", "summary");
+  // A large model's describe checks its module tree before it builds it; every model's table
+  // is checked here, before its rows are made.
   const lessons::ModelDescription d = model.describe(resolved_request(o.models));
+  check_budget("summary", planned_summary(module_size(d.module), ""));
   SummaryOptions options;
   options.col_names = split_names(o.col_names);
   options.col_width = o.col_width;

@@ -90,9 +90,22 @@ std::string text_report(const std::vector<LessonOutcome>& outcomes, bool color) 
     }
   }
   width = std::min<std::size_t>(width, 72);
+  // `text` in exactly `cells` columns: padded with spaces, or cut and ended with "…" when longer,
+  // so that the points after it stay in one column.
   const auto padded = [](const std::string& text, std::size_t cells) {
     const std::size_t used = column_width(text);
-    return used >= cells ? text : text + std::string(cells - used, ' ');
+    if (used <= cells) return text + std::string(cells - used, ' ');
+    std::string cut;
+    std::size_t at = 0, taken = 0;
+    while (at < text.size()) {
+      const std::size_t n = std::max<std::size_t>(utf8_sequence_length(text, at), 1);
+      const std::size_t w = column_width(std::string_view(text).substr(at, n));
+      if (taken + w + 1 > cells) break;
+      cut.append(text, at, n);
+      taken += w;
+      at += n;
+    }
+    return cut + "…" + std::string(cells - taken - 1, ' ');
   };
   std::string out;
   double score = 0.0, max_score = 0.0;

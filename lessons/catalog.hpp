@@ -36,6 +36,11 @@ struct ModelDescription {
   std::vector<SummaryInput> inputs;
 };
 
+// For check_budget before a backward run, from the model's description (shapes only): the
+// weights, their gradients and their copy in the result; the input and its gradient; every
+// executed layer's output, kept for the backward, and its gradient.
+MemoryPlan plan_backward(const ModelDescription& d);
+
 // What `attn backward --model` feeds a model: its weights, its input and the gradient of its
 // output, each from a file or drawn from the seed (weights: PyTorch's initialisation; X and G:
 // N(0, 1) draws; ids: uniform over the vocabulary).

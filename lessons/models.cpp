@@ -3,7 +3,35 @@
 
 #include <cstdint>
 
+#include "module_size.hpp"
+
 namespace attn::lessons {
+
+MemoryPlan plan_backward(const ModelDescription& d) {
+  // The legend letters of an output's axes, as the lessons show them.
+  const auto axes_of = [](const Shape& shape) -> std::string {
+    if (shape.size() == 3) return "B T D";
+    if (shape.size() == 4) return "B H T T";
+    return "";
+  };
+  const std::size_t parameters = module_size(d.module).parameters.saturated();
+  MemoryPlan plan = {
+      {"the weights, their gradients and their copy", {3, parameters}, "", 4, Held::shown}};
+  for (const SummaryInput& input : d.inputs) {
+    Shape twice = input.shape;
+    twice.insert(twice.begin(), 2);
+    plan.push_back({"the input and its gradient", twice, " " + axes_of(input.shape),
+                    input.element_size, Held::shown});
+  }
+  for (const LayerInfo& layer : d.layers) {
+    if (!layer.executed || !layer.is_leaf || layer.output_shape.empty()) continue;
+    Shape twice = layer.output_shape;
+    twice.insert(twice.begin(), 2);
+    plan.push_back({fmt::format("{}'s output and its gradient", layer.class_name), twice,
+                    " " + axes_of(layer.output_shape), 4, Held::computing, 2});
+  }
+  return plan;
+}
 
 std::size_t or_default(std::size_t given, std::size_t lesson_default) {
   return given != 0 ? given : lesson_default;

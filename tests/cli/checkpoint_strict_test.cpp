@@ -255,7 +255,7 @@ TEST_CASE("NaN and infinite weights in a checkpoint are announced on every comma
 }
 
 TEST_CASE(
-    "a bare --checkpoint name is always a shipped checkpoint; a path is a file, and the "
+    "a bare --checkpoint name is always a shipped checkpoint, a path is a file, and the "
     "header says which was read",
     "[cli][checkpoint]") {
   attn::testing::ScratchDir dir("checkpoint-names");

@@ -153,6 +153,31 @@ TEST_CASE("an earlier attn save is replaced whole, and nothing else is left", "[
   CHECK(leftovers(scratch.path).empty());
 }
 
+TEST_CASE("a checkpoint or picture the disk cannot hold names its option, and the old stays (M26)",
+          "[cli][save]") {
+  ScratchDir scratch("save-full");
+  REQUIRE(run_attn({"train", "--steps", "20", "--quiet", "--save-checkpoint",
+                    (scratch.path / "ck.safetensors").string(), "--export",
+                    (scratch.path / "loss.png").string()})
+              .exit_code == 0);
+  const auto before = snapshot(scratch.path);
+  // A file-size limit stands in for a full disk: past it, write fails (EFBIG, SIGXFSZ ignored).
+  for (const char* option : {"--save-checkpoint ck.safetensors", "--export loss.png"}) {
+    INFO(option);
+    const ShellRun full = run_in_shell(
+        scratch.path, fmt::format("(trap '' XFSZ; ulimit -f 8; exec {} train --steps 20 --seed 3 "
+                                  "--quiet {})",
+                                  ATTN_EXECUTABLE, option));
+    INFO("stderr: " << full.err);
+    CHECK(full.exit_code == 2);
+    const std::string name = std::string(option).substr(0, std::string(option).find(' '));
+    CHECK(full.err.starts_with("attn train: " + name + ": cannot write '"));
+    CHECK(full.err.find("; free space or choose another path") != std::string::npos);
+    CHECK(snapshot(scratch.path) == before);
+    CHECK(leftovers(scratch.path).empty());
+  }
+}
+
 TEST_CASE("when stdout fails, the earlier save is intact and no new one is left (D3, D4)",
           "[cli][save]") {
   ScratchDir scratch("save-stdout");
