@@ -123,6 +123,13 @@ std::vector<std::string> parse_xml(const std::string& xml) {
     if (open.empty() && text.find_first_not_of(" \n\t\r") != std::string::npos)
       fail("text outside the root");
     if (lt == std::string::npos) break;
+    if (xml.compare(lt, 4, "<!--") == 0) {  // a comment: no "--" inside, closed by "-->"
+      const std::size_t end = xml.find("-->", lt + 4);
+      if (end == std::string::npos) fail("unterminated comment");
+      if (xml.substr(lt + 4, end - lt - 4).find("--") != std::string::npos) fail("-- in a comment");
+      i = end + 3;
+      continue;
+    }
     const std::size_t gt = xml.find('>', lt);
     if (gt == std::string::npos) fail("unterminated tag");
     std::string tag = xml.substr(lt + 1, gt - lt - 1);
