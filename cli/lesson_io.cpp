@@ -207,13 +207,17 @@ std::string resolve_checkpoint(const std::string& name) {
     break;
   }
   std::sort(shipped.begin(), shipped.end());
+  // The local file the user most likely meant: NAME.safetensors (as attn train names them), else
+  // a file called NAME.
+  const std::string local =
+      fs::is_regular_file(name + ".safetensors", ec) ? name + ".safetensors" : name;
   throw Error(ErrorKind::bad_file, "checkpoint",
               fmt::format("'{}' is not a shipped checkpoint (a bare name is always one): give one "
-                          "of {}, or ./{} for a file of that name",
+                          "of {}, or ./{} for the file here",
                           printable(name),
                           shipped.empty() ? "(none installed)"
                                           : fmt::format("{}", fmt::join(shipped, ", ")),
-                          printable(name)))
+                          printable(local)))
       .about("checkpoint");
 }
 
