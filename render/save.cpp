@@ -262,8 +262,8 @@ void check_weights_file(const std::string& path, std::string_view subject, std::
     throw error(
         fmt::format("'{}' exists and is not a regular file: choose another name", printable(path)));
   }
+  if (in_save) return;  // the save directory's checks cover its folder, and the files it lists
   refuse_foreign_file(path, subject);
-  if (in_save) return;
   check_folder(parent_of(fs::path(path).lexically_normal()), path,
                checkpoint ? checkpoint_error : weights_error);
 }
