@@ -152,9 +152,9 @@ bool attn_wrote(const std::string& path) {
   if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 8) {
     Sample s;
     s.size = static_cast<std::uint64_t>(st.st_size);
-    const std::size_t head = static_cast<std::size_t>(std::min<std::uint64_t>(s.size, kLook));
-    const std::size_t tail = head;
-    if (read_at(fd, 0, head, s.head) && read_at(fd, s.size - tail, tail, s.tail)) {
+    // The start and the end, each up to kLook bytes (the same bytes for a small file).
+    const std::size_t look = static_cast<std::size_t>(std::min<std::uint64_t>(s.size, kLook));
+    if (read_at(fd, 0, look, s.head) && read_at(fd, s.size - look, look, s.tail)) {
       if (s.head.compare(0, sizeof kPngSignature,
                          std::string(std::begin(kPngSignature), std::end(kPngSignature))) == 0) {
         marked = png_marked(s.head);

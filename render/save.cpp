@@ -257,8 +257,8 @@ void check_weights_file(const std::string& path, std::string_view subject, std::
                                   "extension: name the file e.g. {}",
                                   printable(path), example));
   }
-  if (fs::exists(fs::symlink_status(path, ec)) && !fs::is_symlink(fs::symlink_status(path, ec)) &&
-      !fs::is_regular_file(status)) {
+  const fs::file_status itself = fs::symlink_status(path, ec);
+  if (fs::exists(itself) && !fs::is_symlink(itself) && !fs::is_regular_file(itself)) {
     throw error(
         fmt::format("'{}' exists and is not a regular file: choose another name", printable(path)));
   }
