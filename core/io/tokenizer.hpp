@@ -71,9 +71,18 @@ struct Encoding {
   std::vector<TokenSpan> word_tokens;  // per word of basic.split: its tokens, the inverse of `word`
 };
 
+// BertTokenizer's do_lower_case and strip_accents (tokenizer_config.json). strip_accents unset
+// follows lower_case, as BasicTokenizer's None does.
+struct TokenizerOptions {
+  bool lower_case = true;
+  std::optional<bool> strip_accents;
+};
+
 // tokenizer(text, add_special_tokens=...). Throws attn::Error when the text is not UTF-8, the
 // vocabulary has no [UNK], or add_special_tokens needs a [CLS] or [SEP] it does not have.
 Encoding encode(std::string_view text, const Vocabulary& vocab, bool add_special_tokens);
+Encoding encode(std::string_view text, const Vocabulary& vocab, bool add_special_tokens,
+                const TokenizerOptions& options);
 
 // Whether `text` is valid UTF-8; `bad_offset` gets the offset of the first bad byte.
 bool is_valid_utf8(std::string_view text, std::size_t* bad_offset = nullptr);
