@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from generator import (ablation, attention, encoder, exercises, feed_forward, gradients, layer_norm,  # noqa: E402
+from generator import (ablation, attention, bert, encoder, exercises, feed_forward, gradients, layer_norm,  # noqa: E402
                        lessons, npy_files, positional_encoding, printing, sampling, tokens, training,
                        transformer, weights_files)
 
@@ -47,6 +47,7 @@ def main() -> None:
             "transformer": transformer.generate(FIXTURES),
             "ablation": ablation.generate(FIXTURES),
             "sampling": sampling.generate(FIXTURES),
+            "bert": bert.generate(FIXTURES),
         },
     }
     (FIXTURES / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
