@@ -147,6 +147,17 @@ Tree build_tree(const std::vector<LayerInfo>& layers, const Module* model) {
       tree.trainable_params[tree.parent[i]] += tree.trainable_params[i];
     }
   }
+  // A tied parameter adds to its row and to the ancestors up to the first that holds its owner.
+  for (std::size_t i = 0; i < n; ++i) {
+    for (const TiedParameter& tied : layers[i].tied) {
+      out_of_place = true;
+      for (std::size_t up = i; up != std::string::npos; up = tree.parent[up]) {
+        if (tied.owner >= up && tied.owner < tree.subtree_end[up]) break;
+        tree.num_params[up] += numel(tied.parameter);
+        if (tied.parameter.trainable) tree.trainable_params[up] += numel(tied.parameter);
+      }
+    }
+  }
   for (std::size_t i = 0; i < n; ++i) {
     if (!layers[i].stands_for) continue;
     out_of_place = true;
@@ -171,6 +182,9 @@ Tree build_tree(const std::vector<LayerInfo>& layers, const Module* model) {
     if (layers[i].stands_for) tree.recursive[layers[i].same_as.value_or(i)] = true;
   for (std::size_t i = 0; i < n; ++i)
     if (layers[i].same_as && tree.recursive[*layers[i].same_as]) tree.recursive[i] = true;
+  // ModelStatistics: a row whose parameters were all counted at earlier rows is recursive.
+  for (std::size_t i = 0; i < n; ++i)
+    if (!layers[i].tied.empty() && tree.own_params[i].is_zero()) tree.recursive[i] = true;
   tree.out_of_place = out_of_place;
   if (out_of_place) tree.leftover.resize(n);
   auto module_of = [&](std::size_t row) { return layers[row].stands_for.value_or(row); };
@@ -249,12 +263,16 @@ void add_named_parameters(const Module& module, const std::string& prefix,
 std::vector<NamedParameter> named_parameters(const Tree& tree, std::size_t row) {
   row = tree.layers[row].stands_for.value_or(row);
   std::vector<NamedParameter> result;
-  if (const Module* module = module_of_row(tree, row)) {
+  const Module* module = module_of_row(tree, row);
+  if (module != nullptr) {
     add_named_parameters(*module, "", result);
-    return result;
+  } else {
+    for (const ParameterInfo& parameter : tree.layers[row].parameters)
+      result.push_back({parameter.name, &parameter});
   }
-  for (const ParameterInfo& parameter : tree.layers[row].parameters)
-    result.push_back({parameter.name, &parameter});
+  for (const TiedParameter& tied : tree.layers[row].tied)  // after its own, as it registers them
+    result.push_back({tied.parameter.name, &tied.parameter});
+  if (module != nullptr) return result;
   for (std::size_t d = row + 1; d < tree.subtree_end[row]; ++d) {
     if (!descends(tree, d, row)) continue;
     std::string prefix;

@@ -12,6 +12,13 @@
 
 namespace attn {
 
+// A parameter a module holds that is another module's (weight tying: BERT's MLM decoder holds the
+// word table and its head's bias).
+struct TiedParameter {
+  ParameterInfo parameter;  // named as this module names it
+  std::size_t owner = 0;    // the row of the module whose parameter it is
+};
+
 struct LayerInfo {
   std::string class_name;  // "Linear"
   std::string var_name;    // attribute name in the parent: "tokeys", "0" inside a ModuleList
@@ -31,6 +38,10 @@ struct LayerInfo {
   // LayerInfo object again it is the same_as an earlier row: every listing of one object shows
   // the index and the parameters of its last.
   std::optional<std::size_t> stands_for, same_as;
+  // Parameters of an earlier row's module that this one holds too. torchinfo counts them in this
+  // row and in each ancestor that does not hold their owner, and a row holding nothing else is
+  // "(recursive)"; the totals count them once, at the owner.
+  std::vector<TiedParameter> tied;
 };
 
 // Records module calls in forward order for a summary. `call` adds a row for `module` at the

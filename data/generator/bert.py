@@ -24,6 +24,7 @@ import math
 import pathlib
 import shutil
 import struct
+from collections import OrderedDict
 from types import SimpleNamespace
 
 import numpy as np
@@ -91,7 +92,7 @@ class BertSelfAttention(nn.Module):
         x = x.view(x.size()[:-1] + (self.num_attention_heads, self.attention_head_size))
         return x.permute(0, 2, 1, 3)
 
-    def forward(self, hidden_states, attention_mask=None):
+    def forward(self, hidden_states, attention_mask=None, output_attentions=False):
         mixed_query_layer = self.query(hidden_states)
         key_layer = self.transpose_for_scores(self.key(hidden_states))
         value_layer = self.transpose_for_scores(self.value(hidden_states))
@@ -104,7 +105,7 @@ class BertSelfAttention(nn.Module):
         attention_probs = self.dropout(attention_probs)
         context_layer = torch.matmul(attention_probs, value_layer).permute(0, 2, 1, 3).contiguous()
         context_layer = context_layer.view(context_layer.size()[:-2] + (self.all_head_size,))  # (B,T,D)
-        return context_layer, attention_probs
+        return (context_layer, attention_probs) if output_attentions else (context_layer,)
 
 
 class BertSelfOutput(nn.Module):
@@ -125,9 +126,9 @@ class BertAttention(nn.Module):
         self.self = BertSelfAttention(config)
         self.output = BertSelfOutput(config)
 
-    def forward(self, hidden_states, attention_mask=None):
-        context, probs = self.self(hidden_states, attention_mask)
-        return self.output(context, hidden_states), probs
+    def forward(self, hidden_states, attention_mask=None, output_attentions=False):
+        self_outputs = self.self(hidden_states, attention_mask, output_attentions)
+        return (self.output(self_outputs[0], hidden_states),) + self_outputs[1:]
 
 
 class BertIntermediate(nn.Module):
@@ -161,11 +162,12 @@ class BertLayer(nn.Module):
         self.intermediate = BertIntermediate(config)
         self.output = BertOutput(config)
 
-    def forward(self, hidden_states, attention_mask=None):
-        attention_output, probs = self.attention(hidden_states, attention_mask)
+    def forward(self, hidden_states, attention_mask=None, output_attentions=False):
+        self_attention_outputs = self.attention(hidden_states, attention_mask, output_attentions)
+        attention_output = self_attention_outputs[0]
         # apply_chunking_to_forward with chunk size 0 calls feed_forward_chunk once
         layer_output = self.output(self.intermediate(attention_output), attention_output)
-        return layer_output, probs
+        return (layer_output,) + self_attention_outputs[1:]
 
 
 class BertEncoder(nn.Module):
@@ -173,13 +175,18 @@ class BertEncoder(nn.Module):
         super().__init__()
         self.layer = nn.ModuleList([BertLayer(config) for _ in range(config.num_hidden_layers)])
 
-    def forward(self, hidden_states, attention_mask=None):
-        all_hidden_states, all_attentions = (hidden_states,), ()
+    def forward(self, hidden_states, attention_mask=None, output_attentions=False, output_hidden_states=False):
+        all_hidden_states = (hidden_states,) if output_hidden_states else None
+        all_attentions = () if output_attentions else None
         for layer_module in self.layer:
-            hidden_states, probs = layer_module(hidden_states, attention_mask)
-            all_hidden_states += (hidden_states,)
-            all_attentions += (probs,)
-        return hidden_states, all_hidden_states, all_attentions
+            layer_outputs = layer_module(hidden_states, attention_mask, output_attentions)
+            hidden_states = layer_outputs[0]
+            if output_hidden_states:
+                all_hidden_states += (hidden_states,)
+            if output_attentions:
+                all_attentions += (layer_outputs[1],)
+        return model_output(last_hidden_state=hidden_states, hidden_states=all_hidden_states,
+                            attentions=all_attentions)
 
 
 class BertPooler(nn.Module):
@@ -190,6 +197,12 @@ class BertPooler(nn.Module):
 
     def forward(self, hidden_states):
         return self.activation(self.dense(hidden_states[:, 0]))  # the first token: [CLS]
+
+
+def model_output(**fields):
+    """transformers' ModelOutput: an OrderedDict of the fields that are not None, in order (torchinfo
+    sizes a dict output by its last value)."""
+    return OrderedDict((key, value) for key, value in fields.items() if value is not None)
 
 
 def extended_attention_mask(attention_mask):
@@ -206,15 +219,18 @@ class BertModel(nn.Module):
         self.encoder = BertEncoder(config)
         self.pooler = BertPooler(config) if add_pooling_layer else None
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None):
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=False,
+                output_hidden_states=False):
         if attention_mask is None:
             attention_mask = torch.ones(input_ids.shape, dtype=torch.long)
         mask = extended_attention_mask(attention_mask)
         embedding_output = self.embeddings(input_ids, token_type_ids)
-        sequence_output, hidden_states, attentions = self.encoder(embedding_output, mask)
+        encoder_outputs = self.encoder(embedding_output, mask, output_attentions, output_hidden_states)
+        sequence_output = encoder_outputs["last_hidden_state"]
         pooled_output = self.pooler(sequence_output) if self.pooler is not None else None
-        return SimpleNamespace(last_hidden_state=sequence_output, pooler_output=pooled_output,
-                               hidden_states=hidden_states, attentions=attentions)
+        return model_output(last_hidden_state=sequence_output, pooler_output=pooled_output,
+                            hidden_states=encoder_outputs.get("hidden_states"),
+                            attentions=encoder_outputs.get("attentions"))
 
 
 class BertPredictionHeadTransform(nn.Module):
@@ -266,10 +282,11 @@ class BertForMaskedLM(nn.Module):
         self.cls = BertOnlyMLMHead(config)
         self.cls.predictions.decoder.weight = self.bert.embeddings.word_embeddings.weight  # tie_weights
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None):
-        outputs = self.bert(input_ids, attention_mask, token_type_ids)
-        outputs.logits = self.cls(outputs.last_hidden_state)
-        return outputs
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=False,
+                output_hidden_states=False):
+        outputs = self.bert(input_ids, attention_mask, token_type_ids, output_attentions, output_hidden_states)
+        return model_output(logits=self.cls(outputs["last_hidden_state"]), hidden_states=outputs.get("hidden_states"),
+                            attentions=outputs.get("attentions"))
 
 
 class BertForPreTraining(nn.Module):
@@ -279,10 +296,12 @@ class BertForPreTraining(nn.Module):
         self.cls = BertPreTrainingHeads(config)
         self.cls.predictions.decoder.weight = self.bert.embeddings.word_embeddings.weight  # tie_weights
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None):
-        outputs = self.bert(input_ids, attention_mask, token_type_ids)
-        outputs.logits, outputs.seq_relationship_logits = self.cls(outputs.last_hidden_state, outputs.pooler_output)
-        return outputs
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=False,
+                output_hidden_states=False):
+        outputs = self.bert(input_ids, attention_mask, token_type_ids, output_attentions, output_hidden_states)
+        prediction_scores, seq_relationship_score = self.cls(outputs["last_hidden_state"], outputs["pooler_output"])
+        return model_output(prediction_logits=prediction_scores, seq_relationship_logits=seq_relationship_score,
+                            hidden_states=outputs.get("hidden_states"), attentions=outputs.get("attentions"))
 
 
 ARCHITECTURES = {"BertModel": BertModel, "BertForMaskedLM": BertForMaskedLM, "BertForPreTraining": BertForPreTraining}
@@ -420,13 +439,16 @@ def write_folder(folder, model, vocab, dtype=torch.float32, legacy=False, positi
 def outputs(model, input_ids, token_type_ids=None, attention_mask=None):
     """transformers' outputs with output_hidden_states and output_attentions, as numpy arrays."""
     with torch.no_grad():
-        out = model(input_ids, attention_mask, token_type_ids)
-    arrays = {f"hidden_states.{l}": h.numpy() for l, h in enumerate(out.hidden_states)}
-    arrays.update({f"attentions.{l}": a.numpy() for l, a in enumerate(out.attentions)})
-    if out.pooler_output is not None:
-        arrays["pooler_output"] = out.pooler_output.numpy()
-    if getattr(out, "logits", None) is not None:
-        arrays["logits"] = out.logits.numpy()
+        out = model(input_ids, attention_mask, token_type_ids, output_attentions=True, output_hidden_states=True)
+        if not isinstance(model, BertModel):  # the heads' outputs have no pooler_output
+            out.update(model.bert(input_ids, attention_mask, token_type_ids))
+    arrays = {f"hidden_states.{l}": h.numpy() for l, h in enumerate(out["hidden_states"])}
+    arrays.update({f"attentions.{l}": a.numpy() for l, a in enumerate(out["attentions"])})
+    if "pooler_output" in out:
+        arrays["pooler_output"] = out["pooler_output"].numpy()
+    logits = out.get("logits", out.get("prediction_logits"))
+    if logits is not None:
+        arrays["logits"] = logits.numpy()
     return arrays
 
 
