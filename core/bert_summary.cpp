@@ -19,13 +19,14 @@ bool has_child(const Module& module, const std::string& name) {
                      [&](const Module& c) { return c.name == name; });
 }
 
-// BertSelfOutput and BertOutput: dense, dropout, then LayerNorm(· + the block's input).
-void trace_output_block(Trace& trace, const Module& block, const Shape& input,
-                        const Shape& hidden) {
+// dense, a leaf (`middle`), LayerNorm: BertSelfOutput and BertOutput (dropout; the LayerNorm
+// adds the block's input) and BertPredictionHeadTransform (its activation).
+void trace_dense_block(Trace& trace, const Module& block, const Shape& input, const Shape& hidden,
+                       const std::string& middle) {
   trace.call(block, input, hidden);
   trace.enter();
   trace.call(child(block, "dense"), input, hidden);
-  trace.call(child(block, "dropout"), hidden, hidden);
+  trace.call(child(block, middle), hidden, hidden);
   trace_layer_norm(trace, child(block, "LayerNorm"), hidden);
   trace.leave();
 }
@@ -49,14 +50,14 @@ void trace_bert_layer(Trace& trace, const Module& layer, const Shape& hidden, st
     trace.call(child(self, projection), hidden, hidden);
   trace.call(child(self, "dropout"), probabilities, probabilities);
   trace.leave();
-  trace_output_block(trace, child(attention, "output"), hidden, hidden);
+  trace_dense_block(trace, child(attention, "output"), hidden, hidden, "dropout");
   trace.leave();
   trace.call(intermediate, hidden, inner);
   trace.enter();
   trace.call(up, hidden, inner);
   trace.call(child(intermediate, "intermediate_act_fn"), inner, inner);
   trace.leave();
-  trace_output_block(trace, child(layer, "output"), inner, hidden);
+  trace_dense_block(trace, child(layer, "output"), inner, hidden, "dropout");
   trace.leave();
 }
 
@@ -108,13 +109,7 @@ void trace_prediction_head(Trace& trace, const Module& head, const Shape& hidden
   trace.call(head, hidden, logits);
   const std::size_t head_row = trace.size() - 1;
   trace.enter();
-  const Module& transform = child(head, "transform");
-  trace.call(transform, hidden, hidden);
-  trace.enter();
-  trace.call(child(transform, "dense"), hidden, hidden);
-  trace.call(child(transform, "transform_act_fn"), hidden, hidden);
-  trace_layer_norm(trace, child(transform, "LayerNorm"), hidden);
-  trace.leave();
+  trace_dense_block(trace, child(head, "transform"), hidden, hidden, "transform_act_fn");
   trace.call(child(head, "decoder"), hidden, logits);
   trace.last().tied = {{ParameterInfo{"weight", {vocab, hidden.back()}}, word_row},
                        {ParameterInfo{"bias", {vocab}}, head_row}};

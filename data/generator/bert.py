@@ -108,16 +108,21 @@ class BertSelfAttention(nn.Module):
         return (context_layer, attention_probs) if output_attentions else (context_layer,)
 
 
-class BertSelfOutput(nn.Module):
-    def __init__(self, config):
+class _DenseDropoutNorm(nn.Module):  # BertSelfOutput and BertOutput differ only in dense's input
+    def __init__(self, config, in_features):
         super().__init__()
-        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dense = nn.Linear(in_features, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
     def forward(self, hidden_states, input_tensor):
         hidden_states = self.dropout(self.dense(hidden_states))
         return self.LayerNorm(hidden_states + input_tensor)
+
+
+class BertSelfOutput(_DenseDropoutNorm):
+    def __init__(self, config):
+        super().__init__(config, config.hidden_size)
 
 
 class BertAttention(nn.Module):
@@ -141,16 +146,9 @@ class BertIntermediate(nn.Module):
         return self.intermediate_act_fn(self.dense(hidden_states))
 
 
-class BertOutput(nn.Module):
+class BertOutput(_DenseDropoutNorm):
     def __init__(self, config):
-        super().__init__()
-        self.dense = nn.Linear(config.intermediate_size, config.hidden_size)
-        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
-
-    def forward(self, hidden_states, input_tensor):
-        hidden_states = self.dropout(self.dense(hidden_states))
-        return self.LayerNorm(hidden_states + input_tensor)
+        super().__init__(config, config.intermediate_size)
 
 
 class BertLayer(nn.Module):
