@@ -110,6 +110,21 @@ TEST_CASE("every folder layout loads as its class and computes transformers' out
   }
 }
 
+TEST_CASE("config.json's sizes and activation reach the model", "[bert][config]") {
+  const attn::Bert small = load_folder("d10_pretraining");
+  CHECK(small.config.sizes.hidden_size == 10);
+  CHECK(small.config.sizes.num_attention_heads == 2);
+  CHECK(small.config.sizes.intermediate_size == 14);
+  CHECK(small.config.sizes.max_position_embeddings == 16);
+  CHECK(small.config.sizes.hidden_act == "gelu_new");
+  CHECK(small.config.type_vocab_size == 3);
+  CHECK(small.token_type_embeddings.weight.shape(0) == 3);
+  const attn::Bert base = load_folder("d12_model");
+  CHECK(base.config.sizes.hidden_act == "gelu");
+  CHECK(base.config.sizes.layer_norm_eps == 1e-12);
+  CHECK(base.config.sizes.vocab_size == 59);
+}
+
 TEST_CASE("the folder's tokenizer gives the fixtures' ids", "[bert][tokenizer]") {
   const attn::PretrainedTokenizer tokenizer =
       attn::bert_tokenizer(attn::open_pretrained(bert_fixture("d12_model")));
