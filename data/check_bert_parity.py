@@ -7,7 +7,7 @@ Writes a random Hugging Face folder of bert-base-uncased's sizes (12 layers x 76
 P 512, the real vocabulary data/vocab/bert-base-uncased-vocab.txt: V 30522) into a temporary
 directory, runs `attn encoder --pretrained DIR --text T [--pair T2] --save OUT`, reruns the ids attn
 saved through the reference, and compares every hidden state, attention map and the MLM logits at
-atol 1e-4 (rtol 1e-4), printing the largest differences. Exit 0 when all are within, 1 otherwise.
+atol 1e-4 (no rtol), printing the largest differences. Exit 0 when all are within, 1 otherwise.
 Not part of ctest (it takes a minute and 1.5 GB); the fixtures under data/fixtures/bert/ hold
 the small sizes to 1e-5 in ctest.
 
@@ -26,7 +26,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from generator.bert import ARCHITECTURES, make_config, outputs, randomize, write_folder  # noqa: E402
 
-ATOL = RTOL = 1e-4
+ATOL, RTOL = 1e-4, 0.0
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
@@ -61,7 +61,8 @@ def main():
     torch.set_num_threads(2)
     vocab = (HERE / "vocab" / "bert-base-uncased-vocab.txt").read_text().splitlines()
     config = make_config(768, 12, 3072, 12, len(vocab), 512)
-    model = randomize(ARCHITECTURES[args.architecture](config), args.seed)
+    # Tables of std 0.1 keep the MLM logits in the tens, as a trained BERT's are.
+    model = randomize(ARCHITECTURES[args.architecture](config), args.seed, embedding_scale=0.1)
     dtype = DTYPES[args.dtype]
     with tempfile.TemporaryDirectory() as tmp:
         folder, out = pathlib.Path(tmp) / "bert-base-random", pathlib.Path(tmp) / "out"

@@ -316,9 +316,10 @@ def make_config(hidden_size, num_attention_heads, intermediate_size, num_hidden_
         type_vocab_size=type_vocab_size, use_cache=True, vocab_size=vocab_size)
 
 
-def randomize(model, seed, scale=1.0):
+def randomize(model, seed, scale=1.0, embedding_scale=1.0):
     """Seeded weights spread enough that attention is far from uniform (std `scale` / sqrt(fan-in)
-    for Linears, small noise around 1 and 0 for LayerNorms). Tied parameters are drawn once."""
+    for Linears, `embedding_scale` for the embedding tables, small noise around 1 and 0 for
+    LayerNorms). Tied parameters are drawn once."""
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():  # named_parameters lists a shared parameter once
@@ -328,7 +329,7 @@ def randomize(model, seed, scale=1.0):
             elif p.dim() == 1:
                 p.copy_(0.2 * noise)
             elif "embeddings" in name:
-                p.copy_(scale * noise)
+                p.copy_(embedding_scale * noise)
             else:
                 p.copy_(scale * noise / math.sqrt(p.shape[1]))
     return model.eval()
