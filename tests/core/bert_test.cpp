@@ -6,6 +6,9 @@
 #include "bert.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -17,6 +20,7 @@
 #include "fixtures.hpp"
 #include "io/npy.hpp"
 #include "io/pretrained.hpp"
+#include "scratch.hpp"
 
 namespace {
 
@@ -123,6 +127,35 @@ TEST_CASE("config.json's sizes and activation reach the model", "[bert][config]"
   CHECK(base.config.sizes.hidden_act == "gelu");
   CHECK(base.config.sizes.layer_norm_eps == 1e-12);
   CHECK(base.config.sizes.vocab_size == 59);
+}
+
+TEST_CASE("a bare name is found in the Hugging Face cache, through its symlinks", "[bert][cache]") {
+  // What huggingface-cli download leaves: blobs, a snapshot of symlinks to them, refs/main.
+  namespace fs = std::filesystem;
+  const attn::testing::ScratchDir home("bert-hf-home");
+  const fs::path repo = home.path / "hub" / "models--bert-tiny-test";
+  const std::string revision = "0123456789abcdef0123456789abcdef01234567";
+  fs::create_directories(repo / "blobs");
+  fs::create_directories(repo / "snapshots" / revision);
+  fs::create_directories(repo / "refs");
+  std::ofstream(repo / "refs" / "main") << revision;
+  int blobs = 0;
+  for (const auto& entry : fs::directory_iterator(bert_fixture("d12_masked_lm"))) {
+    const std::string blob = "blob" + std::to_string(blobs++);
+    fs::copy_file(entry.path(), repo / "blobs" / blob);
+    fs::create_symlink(fs::path("../../blobs") / blob,
+                       repo / "snapshots" / revision / entry.path().filename());
+  }
+  REQUIRE(::setenv("HF_HOME", home.path.c_str(), 1) == 0);
+  const attn::PretrainedFolder opened = attn::open_pretrained("bert-tiny-test");
+  CHECK_THROWS_AS(attn::open_pretrained("bert-not-in-the-cache"), attn::Error);
+  ::unsetenv("HF_HOME");
+  CHECK(opened.shown == "bert-tiny-test");
+  const attn::Bert model = attn::load_bert(attn::bert_config(opened),
+                                           attn::read_pretrained_weights(opened), opened.shown);
+  const attn::BertSteps steps = attn::forward(model, read_input("sentence"));
+  CHECK_ALLCLOSE(attn::to_array(steps.logits),
+                 expected(kFolders[1], "sentence", "logits"));  // d12_masked_lm
 }
 
 TEST_CASE("the folder's tokenizer gives the fixtures' ids", "[bert][tokenizer]") {
