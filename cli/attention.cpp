@@ -9,6 +9,7 @@
 #include "door.hpp"
 #include "lesson_io.hpp"
 #include "options.hpp"
+#include "pretrained.hpp"
 #include "state_dict.hpp"
 
 namespace attn::cli {
@@ -52,13 +53,34 @@ void use_checkpoint(AttentionCliOptions& o, const CLI::App& app, Context& contex
         o.ablated_words = ablated_heads_words(c.model, *ablation);
         ablate_heads_in_weights(c.model, ablation->heads, ablation->part);
       });
+  if (std::optional<PretrainedAttention> p =
+          pretrained_attention(app, o.checkpoint,
+                               {"--input", "--weights", "--batch", "--seq", "--d-model",
+                                "--variant", "--head-size"},
+                               "attention")) {
+    const std::size_t heads = p->attention.heads.size();
+    if (o.head >= heads)
+      throw Error(ErrorKind::bad_value, "attention",
+                  fmt::format("head {} does not exist: the layer has {} heads, 0 to {}", o.head,
+                              heads, heads - 1))
+          .about("head");
+    lessons::AttentionLessonOptions& l = o.lesson;
+    l.common.input = to_array(p->x);
+    l.common.input_name = p->source;
+    l.variant = "head";
+    l.head_size = p->x.shape(2) / heads;
+    l.weights = collect_state_dict(p->attention.heads[o.head]);
+    l.weights_name = fmt::format("{} head {}", p->source, o.head);
+    l.tokens = p->tokens;
+    return;
+  }
   if (!a) {
     refuse_ablate_without_model(app, "attention",
                                 "add --checkpoint reverse (or another checkpoint)");
     if (app.count("--head") > 0)
       throw Error(ErrorKind::bad_value, "attention",
                   "--head picks a trained model's head: add --checkpoint reverse "
-                  "(or another checkpoint), or drop --head")
+                  "(or another checkpoint) or --pretrained DIR, or drop --head")
           .about("head");
     return;
   }
@@ -97,7 +119,7 @@ void setup(CLI::App& app, Context& context) {
   add_mask_options(*sub, o->mask);
   add_weights_options(*sub, o->weights, o->cli.output);
   add_checkpoint_options(*sub, o->checkpoint);
-  sub->add_option("--head", o->head, "with --checkpoint: which of the layer's heads (default 0)")
+  sub->add_option("--head", o->head, "with --checkpoint or --pretrained: which of the layer's heads (default 0)")
       ->check(CLI::NonNegativeNumber)
       ->option_text("H");
   add_ablate_option(*sub, o->ablate, "with --checkpoint");

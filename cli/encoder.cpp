@@ -18,6 +18,7 @@
 #include "io/tokenizer.hpp"
 #include "lesson_io.hpp"
 #include "options.hpp"
+#include "pretrained.hpp"
 #include "state_dict.hpp"
 #include "train/tasks.hpp"
 #include "train/trainer.hpp"
@@ -31,7 +32,8 @@ struct EncoderCliOptions {
   render::OutputOptions output;
   const CLI::Option *batch_option = nullptr, *seq_option = nullptr, *vocab_option = nullptr,
                     *special_option = nullptr;
-  std::string config, norm = "pre", text, ids, ids_file, vocab, input, weights, checkpoint;
+  std::string config, norm = "pre", text, pair, ids, ids_file, vocab, input, weights, checkpoint,
+      pretrained;
   AblateCliOptions ablate;
   std::size_t d_model = 0, heads = 0, d_ff = 0, layers = 0, max_positions = 0;
   bool no_embeddings = false, add_special_tokens = false;
@@ -151,8 +153,40 @@ void run_checkpoint(EncoderCliOptions& o, const CLI::App& app, Context& context)
   context.exit_code = publish(lessons::run_encoder(l), o.output, context);
 }
 
+// --pretrained: a Hugging Face BERT folder on --text (and --pair) or --ids.
+void run_pretrained(EncoderCliOptions& o, const CLI::App& app, Context& context) {
+  refuse_beside_pretrained(app,
+                           {"--config", "--d-model", "--heads", "--d-ff", "--layers",
+                            "--max-positions", "--norm", "--vocab", "--add-special-tokens",
+                            "--ids-file", "--no-embeddings", "--input", "--seed", "--batch",
+                            "--seq", "--weights", "--save-weights", "--checkpoint", "--ablate"},
+                           "encoder");
+  const PretrainedBert bert = open_bert(o.pretrained);
+  const BertText text = bert_text(bert, o.text, o.pair, o.ids);
+  // Every tensor of the folder is read; a folder without the MLM head has no logits.
+  MemoryPlan plan = plan_bert_reading(bert);
+  append(plan, lessons::plan_bert_lesson(bert.config, BertHeads::pretraining,
+                                         text.tokens.size()));
+  check_budget("encoder", plan);
+  const Bert model = read_bert(bert);
+  lessons::BertLessonOptions l;
+  l.model = &model;
+  l.vocab = &bert.tokenizer.vocab;
+  l.name = o.pretrained;
+  l.input = text.input;
+  l.tokens = text.tokens;
+  l.pair_split = text.pair_split;
+  l.show_layer = o.lesson.show_layer;
+  context.exit_code = publish(lessons::run_bert(l), o.output, context);
+}
+
 void run(EncoderCliOptions& o, const CLI::App& app, Context& context) {
   lessons::EncoderLessonOptions& l = o.lesson;
+  if (!o.pretrained.empty()) return run_pretrained(o, app, context);
+  if (!o.pair.empty())
+    throw Error(ErrorKind::bad_value, "encoder",
+                "--pair is the second sentence BERT reads: add --pretrained DIR, or drop --pair")
+        .about("pair");
   if (o.checkpoint.empty())
     refuse_ablate_without_model(app, "encoder", "add --checkpoint reverse (or another checkpoint)");
   if (!o.checkpoint.empty()) {
@@ -305,6 +339,12 @@ void setup(CLI::App& app, Context& context) {
           ->option_text("FILE");
   o->special_option = sub->add_flag("--add-special-tokens", o->add_special_tokens,
                                     "wrap --text in [CLS] ... [SEP]");
+  sub->add_option("--pair", o->pair,
+                  "with --pretrained, a second sentence: [CLS] text [SEP] pair [SEP]")
+      ->check(not_empty_validator("--pair", "'fruit flies like a banana'"))
+      ->option_text("TEXT");
+  add_pretrained_option(*sub, o->pretrained)
+      ->check(not_empty_validator("--pretrained", "bert-base-uncased"));
   sub->add_option("--ids", o->ids, "token ids instead of text, e.g. 2051,10029,2066")
       ->check(not_empty_validator("--ids", "2051,10029,2066"))
       ->option_text("N,N,...");

@@ -338,10 +338,21 @@ void add_checkpoint_options(CLI::App& app, CheckpointCliOptions& o) {
                  "sort, histogram, previous-token): its layer's attention on the task's tokens")
       ->check(not_empty_validator("--checkpoint", "reverse"))
       ->option_text("NAME|FILE");
-  app.add_option("--text", o.text, "with --checkpoint: the task's tokens (default its example)")
+  app.add_option("--pretrained", o.pretrained,
+                 "a Hugging Face BERT folder, or a name in the Hugging Face cache: its layer's "
+                 "attention on --text")
+      ->check(not_empty_validator("--pretrained", "bert-base-uncased"))
+      ->option_text("DIR");
+  app.add_option("--text", o.text,
+                 "with --checkpoint: the task's tokens (default its example); with --pretrained: "
+                 "a sentence (default: time flies like an arrow)")
       ->check(not_empty_validator("--text", "abcd"))
       ->option_text("TEXT");
-  app.add_option("--layer", o.layer, "with --checkpoint: which layer's attention (default 0)")
+  app.add_option("--pair", o.pair, "with --pretrained: a second sentence, [CLS] A [SEP] B [SEP]")
+      ->check(not_empty_validator("--pair", "'fruit flies like a banana'"))
+      ->option_text("TEXT");
+  app.add_option("--layer", o.layer,
+                 "with --checkpoint or --pretrained: which layer's attention (default 0)")
       ->check(CLI::NonNegativeNumber)
       ->option_text("L");
 }
@@ -350,16 +361,21 @@ std::optional<lessons::TrainedAttention> checkpoint_attention(
     const CLI::App& app, const CheckpointCliOptions& o, const std::vector<std::string>& replaced,
     std::string_view command, Context& context,
     const std::function<void(TrainedCheckpoint&)>& prepare) {
+  if (!o.pretrained.empty()) return {};
   if (o.checkpoint.empty()) {
-    for (const char* name : {"--text", "--layer"})
+    for (const char* name : {"--text", "--layer", "--pair"})
       if (app.count(name) > 0)
         throw Error(ErrorKind::bad_value, command,
                     fmt::format("{} reads a trained model's tokens: add --checkpoint "
-                                "reverse (or another checkpoint), or drop {}",
+                                "reverse (or another checkpoint) or --pretrained DIR, or drop {}",
                                 name, name))
             .about(std::string(name).substr(2));
     return {};
   }
+  if (app.count("--pair") > 0)
+    throw Error(ErrorKind::bad_value, command,
+                "--pair is the second sentence BERT reads: use it with --pretrained DIR, or drop it")
+        .about("pair");
   for (const std::string& name : replaced)
     if (app.count(name) > 0)
       throw Error(ErrorKind::bad_value, command,

@@ -75,11 +75,12 @@ Ids checkpoint_ids(const TrainedCheckpoint& checkpoint, const std::string& text,
 struct CheckpointCliOptions {
   std::string checkpoint, text;
   std::size_t layer = 0;
+  std::string pretrained, pair;  // --pretrained: a Hugging Face BERT folder (cli/pretrained.hpp)
 };
 void add_checkpoint_options(CLI::App& app, CheckpointCliOptions& options);
-// Refuses --text and --layer without --checkpoint, and with it every option a checkpoint
+// Refuses --text and --layer without --checkpoint or --pretrained, and with --checkpoint every option a checkpoint
 // replaces (`replaced`: given options by name, such as "--d-model"); errors name the option.
-// Without --checkpoint: nothing. With it: the trained layer's attention on what it reads for
+// Without --checkpoint (or with --pretrained, which pretrained_attention reads): nothing. With it: the trained layer's attention on what it reads for
 // --text in the task's tokens; `prepare`, when given, may change the model first (--ablate).
 std::optional<lessons::TrainedAttention> checkpoint_attention(
     const CLI::App& app, const CheckpointCliOptions& options,

@@ -9,6 +9,7 @@
 #include "door.hpp"
 #include "lesson_io.hpp"
 #include "options.hpp"
+#include "pretrained.hpp"
 #include "state_dict.hpp"
 
 namespace attn::cli {
@@ -30,6 +31,20 @@ void use_checkpoint(MultiHeadCliOptions& o, const CLI::App& app, Context& contex
       app, o.checkpoint,
       {"--input", "--weights", "--batch", "--seq", "--d-model", "--variant", "--heads"},
       "multi_head", context);
+  if (std::optional<PretrainedAttention> p = pretrained_attention(
+          app, o.checkpoint,
+          {"--input", "--weights", "--batch", "--seq", "--d-model", "--variant", "--heads"},
+          "multi_head")) {
+    lessons::MultiHeadLessonOptions& l = o.lesson;
+    l.common.input = to_array(p->x);
+    l.common.input_name = p->source;
+    l.variant = "book";
+    l.heads = p->attention.heads.size();
+    l.weights = collect_state_dict(p->attention);
+    l.weights_name = p->source;
+    l.tokens = p->tokens;
+    return;
+  }
   if (!a) {
     refuse_ablate_without_model(app, "multi_head",
                                 "add --checkpoint previous-minus-mirror (or another checkpoint)");

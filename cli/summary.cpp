@@ -18,6 +18,7 @@
 #include "module_size.hpp"
 #include "options.hpp"
 #include "output.hpp"
+#include "pretrained.hpp"
 #include "summary.hpp"
 #include "trace.hpp"
 
@@ -26,7 +27,7 @@ namespace attn::cli {
 namespace {
 
 struct SummaryCliOptions {
-  std::string model;
+  std::string model, pretrained;
   ModelCliOptions models;
   std::string col_names = "output_size,num_params";
   int col_width = 25, depth = 3, verbose = 1;
@@ -45,10 +46,12 @@ std::vector<std::string> split_names(const std::string& text) {
   return names;
 }
 
+int print_summary(const SummaryCliOptions& o, const lessons::ModelDescription& d);
+
 std::string json_document(const SummaryCliOptions& o, const lessons::ModelDescription& d,
                           const std::string& table) {
   nlohmann::ordered_json doc;
-  doc["model"] = o.model;
+  doc["model"] = o.pretrained.empty() ? o.model : o.pretrained;
   doc["class_name"] = d.module.class_name;
   doc["input_size"] = d.inputs.front().shape;
   doc["layers"] = nlohmann::ordered_json::array();
@@ -72,7 +75,34 @@ std::string json_document(const SummaryCliOptions& o, const lessons::ModelDescri
   return doc.dump(2) + "\n";
 }
 
+// --pretrained: transformers' BertModel (what AutoModel.from_pretrained builds) of the folder's
+// config.json, on input_ids (B, T); no weights are read.
+lessons::ModelDescription pretrained_description(const SummaryCliOptions& o, const CLI::App& sub) {
+  if (!o.model.empty())
+    throw Error(ErrorKind::bad_value, "summary",
+                fmt::format("--pretrained names the model: drop '{}'", printable(o.model)))
+        .about("model");
+  if (any_model_option(sub) || sub.count("--d-model") > 0)
+    throw Error(ErrorKind::bad_value, "summary",
+                "--pretrained's config.json gives the sizes: keep only --batch and --seq")
+        .about("pretrained");
+  const PretrainedBert bert = open_bert(o.pretrained, false);
+  check_budget("summary", planned_summary(bert_size(bert.config, BertHeads::none, true), "L"));
+  const lessons::ModelRequest& r = o.models.request;
+  if (r.seq > bert.config.sizes.max_position_embeddings)
+    throw Error(ErrorKind::bad_size, "summary",
+                fmt::format("{} tokens, more than the model's {} positions: give --seq {} or less",
+                            r.seq, bert.config.sizes.max_position_embeddings,
+                            bert.config.sizes.max_position_embeddings))
+        .about("seq");
+  const Shape ids = {r.batch, r.seq};
+  return {describe_bert(bert.config, BertHeads::none, true),
+          trace_bert(bert.config, BertHeads::none, ids, true),
+          {SummaryInput{ids, 8}}};
+}
+
 int run_summary(SummaryCliOptions& o, const CLI::App& sub) {
+  if (!o.pretrained.empty()) return print_summary(o, pretrained_description(o, sub));
   if (o.model.empty()) {
     throw Error(
         ErrorKind::bad_value, "summary",
@@ -85,6 +115,10 @@ int run_summary(SummaryCliOptions& o, const CLI::App& sub) {
   // is checked here, before its rows are made.
   const lessons::ModelDescription d = model.describe(resolved_request(o.models));
   check_budget("summary", planned_summary(module_size(d.module), ""));
+  return print_summary(o, d);
+}
+
+int print_summary(const SummaryCliOptions& o, const lessons::ModelDescription& d) {
   SummaryOptions options;
   options.col_names = split_names(o.col_names);
   options.col_width = o.col_width;
@@ -104,6 +138,8 @@ void setup(CLI::App& app, Context& context) {
       "summary", "torchinfo's summary table for a lesson's model: " + model_names());
   // The model's name is checked in run_summary, whose message lists the models.
   sub->add_option("model", o->model, "one of: " + model_names())->option_text("MODEL");
+  add_pretrained_option(*sub, o->pretrained)
+      ->check(not_empty_validator("--pretrained", "bert-base-uncased"));
   sub->add_option("--batch", r.batch, "B of the input (default 1)")
       ->check(size_validator())
       ->option_text("B");

@@ -7,6 +7,8 @@
 #include "door.hpp"
 #include "lesson_io.hpp"
 #include "options.hpp"
+#include "pretrained.hpp"
+#include "state_dict.hpp"
 
 namespace attn::cli {
 
@@ -15,12 +17,33 @@ namespace {
 struct TokensCliOptions {
   lessons::TokensLessonOptions lesson;
   std::string vocab;
-  std::string weights;
+  std::string weights, pretrained;
   render::OutputOptions output;
   const CLI::Option* width_option = nullptr;
 };
 
-void run(TokensCliOptions& o, Context& context) {
+// --pretrained: the folder's tokenizer and its word table, as transformers' tokenizer(text) reads
+// a sentence ([CLS] ... [SEP]).
+void run_pretrained(TokensCliOptions& o, const CLI::App& app, Context& context) {
+  refuse_beside_pretrained(app, {"--vocab", "--weights", "--d-model", "--seed"}, "tokens");
+  const PretrainedBert bert = open_bert(o.pretrained);
+  check_budget("tokens", plan_bert_reading(bert));
+  Bert model = read_bert(bert);
+  lessons::TokensLessonOptions& l = o.lesson;
+  l.vocab = bert.tokenizer.vocab;
+  l.vocab_name = o.pretrained + "/vocab.txt";
+  l.tokenizer = bert.tokenizer.options;
+  l.add_special_tokens = true;
+  l.weights = StateDict{};
+  copy_parameter_out(*l.weights, "weight", model.embeddings.token_embeddings.weight.data(),
+                     {model.embeddings.token_embeddings.weight.shape(0),
+                      model.embeddings.token_embeddings.weight.shape(1)});
+  l.weights_name = o.pretrained + ", embeddings.word_embeddings";
+  context.exit_code = publish(lessons::run_tokens(l), o.output, context);
+}
+
+void run(TokensCliOptions& o, const CLI::App& app, Context& context) {
+  if (!o.pretrained.empty()) return run_pretrained(o, app, context);
   if (!o.weights.empty() && o.width_option->count() > 0) {
     throw Error(
         ErrorKind::bad_value, "tokens",
@@ -63,7 +86,9 @@ void setup(CLI::App& app, Context& context) {
       ->option_text("N");
   add_output_options(*sub, o->output);
   add_weights_options(*sub, o->weights, o->output);
-  door_callback(*sub, [o, &context] { run(*o, context); });
+  add_pretrained_option(*sub, o->pretrained)
+      ->check(not_empty_validator("--pretrained", "bert-base-uncased"));
+  door_callback(*sub, [o, sub, &context] { run(*o, *sub, context); });
 }
 
 const Registration kRegistration{"tokens", setup};

@@ -24,6 +24,7 @@
 #include "io/tokenizer.hpp"
 #include "lesson_io.hpp"
 #include "options.hpp"
+#include "pretrained.hpp"
 #include "state_dict.hpp"
 #include "train/tasks.hpp"
 #include "view_export.hpp"
@@ -37,7 +38,7 @@ struct ViewCliOptions {
   std::string kind;  // head, model, neuron
   std::string checkpoint, config, weights, text, pair, ids_text,
       sentences = "all", part = "cross", norm = "pre", color = "auto", scale = "auto", heads,
-      export_path;
+      export_path, pretrained;
   std::uint64_t seed = 0;
   std::size_t layer = 0, head = 0, token = 0;
   bool interactive = false;
@@ -156,6 +157,29 @@ AttentionView book_view(const ViewCliOptions& o, const CLI::App& app, Context& c
   AttentionView view = encoder_view(encoder, input, tokens, model);
   view.pair_split = split;
   return view;
+}
+
+// A Hugging Face BERT folder on --text (and --pair) or --ids.
+AttentionView pretrained_view(const ViewCliOptions& o, const CLI::App& app) {
+  refuse_beside_pretrained(app, {"--checkpoint", "--config", "--weights", "--seed", "--norm", "--part",
+                                 "--ablate"},
+                           "view");
+  const PretrainedBert bert = open_bert(o.pretrained);
+  const BertText text = bert_text(bert, o.text, o.pair, o.ids_text);
+  const EncoderConfig& c = bert.config.sizes;
+  // Refused before the weights are read: the view could not show this many tokens.
+  check_tokens(text.tokens.size(), c.num_hidden_layers, c.num_attention_heads, o, app);
+  MemoryPlan plan = plan_bert_reading(bert);
+  append(plan, plan_bert(bert.config, BertHeads::none, 1, text.tokens.size(), false));
+  append(plan, render::plan_view(c.num_hidden_layers, c.num_attention_heads, text.tokens.size(),
+                                 text.tokens.size(), c.hidden_size / c.num_attention_heads,
+                                 o.export_path));
+  check_budget("view", plan);
+  const Bert model = read_bert(bert);
+  return bert_view(model, text.input, text.tokens,
+                   fmt::format("{} (BERT, {} layers x {} heads)", o.pretrained, c.num_hidden_layers,
+                               c.num_attention_heads),
+                   text.pair_split);
 }
 
 // A checkpoint of attn train: an encoder's self-attention on the task's letters, or an
@@ -288,8 +312,9 @@ int run_view(ViewCliOptions& o, const CLI::App& app, Context& context) {
              "token instead: drop --token");
   }
   std::string ablated;
-  AttentionView view =
-      o.checkpoint.empty() ? book_view(o, app, context) : checkpoint_view(o, app, ablated, context);
+  AttentionView view = !o.pretrained.empty()  ? pretrained_view(o, app)
+                       : o.checkpoint.empty() ? book_view(o, app, context)
+                                              : checkpoint_view(o, app, ablated, context);
   if (o.sentences != "all" && view.pair_split == 0)
     refuse("sentences",
            "the view holds one sentence, so it has no sentence A and B: give a "
@@ -363,6 +388,8 @@ void setup(CLI::App& app, Context& context) {
                   "previous-token, transformer-reverse); default: the book's encoder")
       ->check(not_empty_validator("--checkpoint", "reverse"))
       ->option_text("NAME|FILE");
+  add_pretrained_option(*sub, o->pretrained)
+      ->check(not_empty_validator("--pretrained", "bert-base-uncased"));
   sub->add_option("--config", o->config,
                   "the book's encoder: a config.json, or bert-base / tiny (default tiny)")
       ->check(not_empty_validator("--config", "bert-base"))

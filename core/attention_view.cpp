@@ -41,6 +41,24 @@ void check_labels(const AttentionView& view) {
                             view.columns.size(), view.weights.shape(2), view.weights.shape(3)));
 }
 
+// The self-attention of every layer of an encoder's run.
+AttentionView self_attention_view(const std::vector<EncoderLayerTape>& layers,
+                                  std::vector<std::string> tokens, std::string model,
+                                  std::size_t pair_split) {
+  AttentionView view;
+  view.model = std::move(model);
+  view.part = "self-attention";
+  std::vector<const MultiHeadSteps*> steps;
+  for (const EncoderLayerTape& layer : layers)
+    steps.push_back(&layer.attention);
+  fill(view, steps);
+  view.rows = tokens;
+  view.columns = std::move(tokens);
+  view.pair_split = pair_split;
+  check_labels(view);
+  return view;
+}
+
 }  // namespace
 
 AttentionView encoder_view(const Encoder& encoder, const Ids& ids, std::vector<std::string> tokens,
@@ -48,18 +66,17 @@ AttentionView encoder_view(const Encoder& encoder, const Ids& ids, std::vector<s
   if (ids.shape(0) != 1 || encoder.layers.empty())
     throw Error(ErrorKind::bad_value, "encoder_view",
                 "a view shows one sequence through at least one layer");
-  const EncoderTape tape = forward_tape(encoder, ids);
-  AttentionView view;
-  view.model = std::move(model);
-  view.part = "self-attention";
-  std::vector<const MultiHeadSteps*> steps;
-  for (const EncoderLayerTape& layer : tape.layers)
-    steps.push_back(&layer.attention);
-  fill(view, steps);
-  view.rows = tokens;
-  view.columns = std::move(tokens);
-  check_labels(view);
-  return view;
+  return self_attention_view(forward_tape(encoder, ids).layers, std::move(tokens), std::move(model),
+                             0);
+}
+
+AttentionView bert_view(const Bert& model, const BertInput& input, std::vector<std::string> tokens,
+                        std::string name, std::size_t pair_split) {
+  if (input.ids.shape(0) != 1 || model.layers.empty())
+    throw Error(ErrorKind::bad_value, "bert_view",
+                "a view shows one sequence through at least one layer");
+  return self_attention_view(forward(model, input, false).layers, std::move(tokens),
+                             std::move(name), pair_split);
 }
 
 AttentionView transformer_view(const Transformer& model, const Ids& source, const Ids& target,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/tensor.hpp"
+#include "bert.hpp"
 #include "encoder.hpp"
 #include "transformer.hpp"
 
@@ -34,6 +35,10 @@ struct AttentionView {
 // The book's encoder on ids (1,T); `tokens` label them (T of them).
 AttentionView encoder_view(const Encoder& encoder, const Ids& ids, std::vector<std::string> tokens,
                            std::string model);
+// BERT on one sequence (input ids (1,T), its token types); `pair_split` is B's first token in a
+// sentence pair, 0 for one sentence.
+AttentionView bert_view(const Bert& model, const BertInput& input, std::vector<std::string> tokens,
+                        std::string name, std::size_t pair_split);
 // Seed 001's encoder-decoder on source ids (1,S) and target ids (1,T) (the decoder's input, causal
 // mask), one part: the encoder's self-attention (source x source), the decoder's masked
 // self-attention (target x target) or its cross-attention (target x source).

@@ -30,8 +30,8 @@ void LessonRun::prose(std::string text) {
   items_.emplace_back(Prose{std::move(text)});
 }
 
-void LessonRun::step(std::string name, std::string title, Array value) {
-  items_.emplace_back(Step{std::move(name), std::move(title), std::move(value)});
+void LessonRun::step(std::string name, std::string title, Array value, bool printed) {
+  items_.emplace_back(Step{std::move(name), std::move(title), std::move(value), printed});
 }
 
 void LessonRun::check(std::string name, bool passed, std::string detail) {

@@ -28,6 +28,7 @@ struct Step {
   std::string name;   // file stem and JSON name: "raw_weights"
   std::string title;  // what it is: "W' = X Xᵀ, every token's dot product with every other"
   Array value;
+  bool printed = true;  // false: text shows its name and shape only (JSON and --save hold it all)
 };
 
 struct Check {
@@ -92,7 +93,7 @@ class LessonRun {
   void section(std::string_view name);
   // Prose made by the run itself (Markdown), for text that depends on its inputs.
   void prose(std::string text);
-  void step(std::string name, std::string title, Array value);
+  void step(std::string name, std::string title, Array value, bool printed = true);
   void check(std::string name, bool passed, std::string detail);
   void table(Table table);
   void heatmap(Heatmap heatmap);

@@ -316,6 +316,12 @@ std::string render_text(const LessonRun& run, const OutputOptions& options, bool
   std::size_t step_number = 0;
   bool e_explained = false;
   auto step_text = [&](const Step& step) {
+    if (!step.printed) {
+      return fmt::format("{} {}\n", style.cyan(fmt::format("[{}/{}] {}, shape {}:", step_number,
+                                                           step_count, step.name,
+                                                           shape_string(step.value.shape))),
+                         step.title);
+    }
     const std::string tensor = format_torch(step.value, print);
     std::string note;
     if (!e_explained && !options.quiet) {

@@ -141,7 +141,7 @@ LessonRun run_tokens(const TokensLessonOptions& options) {
       }
     }
   }
-  const Encoding e = encode(options.text, vocab, options.add_special_tokens);
+  const Encoding e = encode(options.text, vocab, options.add_special_tokens, options.tokenizer);
   if (e.tokens.empty()) {
     throw Error(ErrorKind::bad_value, "tokens_lesson",
                 fmt::format("{} has no tokens: it is empty or only spaces and control "

@@ -18,6 +18,7 @@ struct TokensLessonOptions {
   std::string vocab_name;           // its path, for the settings
   std::size_t d_model = 6;          // ignored with --weights: D comes from the table
   bool add_special_tokens = false;
+  TokenizerOptions tokenizer;        // --pretrained: the folder's lower-casing
   bool scale_by_sqrt_d = false;      // seed 001's InputEmbedding: times sqrt(D)
   std::optional<StateDict> weights;  // --weights: nn.Embedding's state_dict, key weight (V, D)
   std::string weights_name;

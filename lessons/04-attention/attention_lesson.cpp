@@ -165,7 +165,9 @@ LessonRun run_attention(const AttentionLessonOptions& options) {
   run.section("weights");
   run.step("weights", "softmax over the keys (last axis)", to_array(s.weights));
   const std::vector<std::string> labels =
-      options.trained ? options.trained->tokens : token_labels(tokens);
+      options.trained            ? options.trained->tokens
+      : !options.tokens.empty() ? options.tokens
+                                : token_labels(tokens);
   run.heatmap({"weights of sequence 0 (rows: queries, columns: keys)", first_matrix(s.weights),
                labels, labels, HeatmapKind::weights, masked});
   if (options.trained) {

@@ -19,6 +19,7 @@ struct AttentionLessonOptions {
   std::string weights_name;
   std::optional<TrainedSource> trained;  // --checkpoint: weights, X and labels from a trained model
   std::size_t trained_head = 0;          // which of its heads
+  std::vector<std::string> tokens;       // --pretrained: the input's tokens, the heatmaps' labels
 };
 
 // Lesson 04: one head with learned projections, step by step: Q, K, V, scores, scaled scores,

@@ -349,7 +349,9 @@ void run_variant(LessonRun& run, const MultiHeadLessonOptions& o, MultiHeadVaria
                                   kHeatmapHeads, heads)
                     : "every head, sequence 0 (rows: queries, columns: keys)",
                 {}};
-  const std::vector<std::string> labels = o.trained ? o.trained->tokens : token_labels(tokens);
+  const std::vector<std::string> labels = o.trained            ? o.trained->tokens
+                                          : !o.tokens.empty() ? o.tokens
+                                                              : token_labels(tokens);
   for (std::size_t h = 0; h < std::min(heads, kHeatmapHeads); ++h) {
     maps.maps.push_back({fmt::format("head {}", h), head_matrix(s.weights, h), labels, labels,
                          HeatmapKind::weights, mask != nullptr});

@@ -357,3 +357,175 @@ LessonRun run_encoder(const EncoderLessonOptions& o) {
 }
 
 }  // namespace attn::lessons
+
+namespace attn::lessons {
+
+namespace {
+// How many predictions a [MASK] shows.
+constexpr std::size_t kPredictions = 5;
+
+Array ids_array(const Ids& ids) {
+  return make_int64({ids.shape(0), ids.shape(1)}, std::vector<std::int64_t>(ids.begin(), ids.end()));
+}
+}  // namespace
+
+MemoryPlan plan_bert_lesson(const BertConfig& config, BertHeads heads, std::size_t tokens) {
+  const EncoderConfig& c = config.sizes;
+  const std::size_t d = c.hidden_size, layers = c.num_hidden_layers, h = c.num_attention_heads;
+  MemoryPlan plan = plan_bert(config, heads, 1, tokens);
+  plan.push_back({"input_ids, token_type_ids, attention_mask", {3, tokens}, " T", 8, Held::shown});
+  plan.push_back({"the embeddings' steps", {4, tokens, d}, " T D", 4, Held::shown});
+  plan.push_back({"hidden_states", {layers + 1, tokens, d}, "L T D", 4, Held::shown});
+  plan.push_back({"attentions", {layers, h, tokens, tokens}, "L H T T", 4, Held::shown});
+  if (heads != BertHeads::none)
+    plan.push_back({"logits", {tokens, c.vocab_size}, "T V", 4, Held::shown});
+  plan.push_back(planned_heatmap(tokens, tokens, "T T"));
+  plan.push_back(planned_table_rows("the tables", 2 * tokens + layers, "T"));
+  plan.push_back(planned_tree("the module tree", bert_size(config, heads, true), 1, " "));
+  return plan;
+}
+
+LessonRun run_bert(const BertLessonOptions& o) {
+  const Bert& model = *o.model;
+  const EncoderConfig& c = model.config.sizes;
+  const std::size_t layers = model.layers.size(), tokens = o.input.ids.shape(1);
+  if (o.show_layer >= layers) {
+    throw Error(ErrorKind::bad_value, "encoder_lesson",
+                fmt::format("layer {} does not exist: the model has {} layers, numbered 0 to {}",
+                            o.show_layer, layers, layers - 1))
+        .about("show_layer");
+  }
+  const BertSteps s = forward(model, o.input);
+  const char* classes[] = {"BertModel", "BertForMaskedLM", "BertForPreTraining"};
+  const Module tree = describe_bert(model.config, model.heads, model.pooler.has_value());
+
+  LessonRun run("encoder");
+  run.setting("pretrained", o.name);
+  run.setting("model", classes[static_cast<int>(model.heads)]);
+  run.setting("layers", std::to_string(layers));
+  run.setting("d-model", std::to_string(c.hidden_size));
+  run.setting("heads", std::to_string(c.num_attention_heads));
+  run.setting("d-ff", std::to_string(c.intermediate_size));
+  run.setting("tokens", std::to_string(tokens));
+  run.section("bert_intro");
+
+  Table t{"The tokens (lesson 00), as the folder's tokenizer reads the text",
+          {"position", "token", "id", "token type"},
+          {}};
+  const Ids types = o.input.token_types.size() > 0 ? o.input.token_types
+                                                   : Ids(xt::zeros<std::int64_t>({std::size_t{1}, tokens}));
+  for (std::size_t i = 0; i < tokens; ++i)
+    t.rows.push_back({fmt::format("{}", i), o.tokens.at(i), fmt::format("{}", o.input.ids(0, i)),
+                      fmt::format("{}", types(0, i))});
+  run.table(std::move(t));
+  run.step("input_ids", "input_ids, one id per token", ids_array(o.input.ids));
+  run.step("token_type_ids", "token_type_ids: 0 for the first sentence, 1 for the second",
+           ids_array(types));
+  run.step("attention_mask", "attention_mask: 1 for every token (no padding)",
+           ids_array(Ids(xt::ones<std::int64_t>({std::size_t{1}, tokens}))));
+
+  run.section("bert_embeddings");
+  run.step("word_embeddings", "embeddings.word_embeddings(input_ids): a row of (V, D) per token",
+           to_array(s.embeddings.token));
+  run.step("token_type_embeddings",
+           "embeddings.token_type_embeddings(token_type_ids): a row of (Y, D) per token",
+           to_array(s.token_type));
+  run.step("position_embeddings", "embeddings.position_embeddings(0..T-1)",
+           to_array(s.embeddings.position));
+  run.step("hidden_states.0",
+           fmt::format("LayerNorm(word + token type + position), eps {:g}: hidden_states[0]",
+                       c.layer_norm_eps),
+           to_array(s.hidden_states(0)));
+
+  run.section("bert_layers");
+  Table norms{"The residual stream: the size of each token's vector (L2 norm)",
+              {"after", "mean", "largest"},
+              {}};
+  auto add_norm = [&](const std::string& where, const Tensor3& x) {
+    const auto [mean, largest] = token_norms(x);
+    norms.rows.push_back({where, fmt::format("{:.4f}", mean), fmt::format("{:.4f}", largest)});
+  };
+  add_norm("embeddings", s.hidden_states(0));
+  float worst_sum = 0.0f;
+  bool finite = all_finite(s.hidden_states(0));
+  for (std::size_t l = 0; l < layers; ++l) {
+    const Tensor4& w = s.layers[l].attention.weights;  // (1,H,T,T)
+    for (std::size_t r = 0; r < w.size() / tokens; ++r) {
+      double sum = 0.0;
+      for (std::size_t k = 0; k < tokens; ++k)
+        sum += w.data()[r * tokens + k];
+      worst_sum = std::max(worst_sum, static_cast<float>(std::abs(sum - 1.0)));
+    }
+    const bool shown = l == o.show_layer || l + 1 == layers;
+    run.step(fmt::format("attentions.{}", l),
+             fmt::format("encoder.layer.{}: every head's softmax(Q Kᵀ / √{}), (B, H, T, T)", l,
+                         c.hidden_size / c.num_attention_heads),
+             to_array(w), false);
+    run.step(fmt::format("hidden_states.{}", l + 1),
+             fmt::format("the output of encoder.layer.{}: hidden_states[{}]{}", l, l + 1,
+                         l + 1 == layers ? ", last_hidden_state" : ""),
+             to_array(s.hidden_states(l + 1)), shown);
+    finite = finite && all_finite(s.hidden_states(l + 1));
+    add_norm(fmt::format("layer {}", l), s.hidden_states(l + 1));
+  }
+  run.section("bert_maps");
+  Heatmaps maps{fmt::format("layer {} (--show-layer N picks another)", o.show_layer), {}};
+  const Tensor4& shown_weights = s.layers[o.show_layer].attention.weights;
+  for (std::size_t h = 0; h < std::min(c.num_attention_heads, kMapHeads); ++h)
+    maps.maps.push_back(
+        {fmt::format("head {}", h), head_matrix(shown_weights, h), o.tokens, o.tokens});
+  run.heatmaps(std::move(maps));
+  run.table(std::move(norms));
+
+  if (model.pooler) {
+    run.section("bert_pooler");
+    run.step("pooler_output", "pooler: tanh(dense(hidden_states[L][:, 0])), the [CLS] vector",
+             to_array(s.pooled));
+  }
+  if (model.masked_lm) {
+    run.step("logits", "cls.predictions: LayerNorm(gelu(dense(x))) @ word_embeddingsᵀ + bias",
+             to_array(s.logits), false);
+    const std::size_t vocab = s.logits.shape(2);
+    Table p{"What the MLM head predicts at each [MASK]",
+            {"position", "rank", "token", "id", "probability"},
+            {}};
+    for (std::size_t i = 0; i < tokens; ++i) {
+      if (o.tokens[i] != kMaskToken) continue;
+      const std::vector<TokenPrediction> top =
+          top_predictions(s.logits.data() + i * vocab, vocab, kPredictions);
+      for (std::size_t r = 0; r < top.size(); ++r) {
+        const auto id = static_cast<std::size_t>(top[r].id);
+        p.rows.push_back({r == 0 ? fmt::format("{}", i) : "", fmt::format("{}", r + 1),
+                          id < o.vocab->size() ? o.vocab->tokens[id] : "?",
+                          fmt::format("{}", top[r].id), fmt::format("{:.4f}", top[r].probability)});
+      }
+    }
+    if (p.rows.empty()) {
+      run.section("bert_no_mask");
+    } else {
+      run.section("bert_predictions");
+      run.table(std::move(p));
+    }
+  }
+
+  run.section("checks");
+  run.check("every hidden state is finite", finite, "no inf or nan in hidden_states");
+  run.check("every attention row sums to 1", worst_sum <= summation_tolerance(tokens),
+            roundoff_evidence("max |sum - 1|", worst_sum, summation_tolerance(tokens)));
+  run.section("parameters");
+  Table params{"Parameters by part", {"part", "parameters"}, {}};
+  const Module& bert = model.heads == BertHeads::none ? tree : child(tree, "bert");
+  for (const Module& part : bert.children)
+    if (part.name != "encoder") params.rows.push_back({part.name, count(part)});
+  const Module& list = child(child(bert, "encoder"), "layer");
+  params.rows.push_back({fmt::format("each layer (x {})", layers), count(list.children.front())});
+  if (model.heads != BertHeads::none)
+    params.rows.push_back(
+        {"cls (the word table is shared with the embeddings)", count(child(tree, "cls"))});
+  params.rows.push_back({"total", count(tree)});
+  run.table(std::move(params));
+  run.parameters = count_parameters(tree);
+  return run;
+}
+
+}  // namespace attn::lessons

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "bert.hpp"
 #include "io/config.hpp"
 #include "layer_norm.hpp"
 #include "lesson.hpp"
@@ -41,5 +42,20 @@ struct EncoderLessonOptions {
 
 // Lesson 09: the book's encoder, embeddings and a stack of layers, one layer shown step by step.
 LessonRun run_encoder(const EncoderLessonOptions& options);
+
+// Lesson 09 on a real model: a Hugging Face BERT folder (--pretrained) on one sequence, its
+// hidden states and attentions named as transformers' outputs name them.
+struct BertLessonOptions {
+  const Bert* model = nullptr;
+  const Vocabulary* vocab = nullptr;  // the folder's, to name the predicted tokens
+  std::string name;                   // the folder as given
+  BertInput input;                    // ids (1,T), token types, no padding
+  std::vector<std::string> tokens;    // T
+  std::size_t pair_split = 0;         // the second sentence's first token; 0 for one sentence
+  std::size_t show_layer = 0;         // whose attention maps are drawn
+};
+// What run_bert holds beside the model, for check_budget: the forward, the steps it shows.
+MemoryPlan plan_bert_lesson(const BertConfig& config, BertHeads heads, std::size_t tokens);
+LessonRun run_bert(const BertLessonOptions& options);
 
 }  // namespace attn::lessons

@@ -1,0 +1,148 @@
+#include "pretrained.hpp"
+
+#include <fmt/format.h>
+
+#include "base/error.hpp"
+#include "lesson_io.hpp"
+
+namespace attn::cli {
+
+namespace {
+template <class F>
+auto about(std::string_view subject, F&& f) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    throw Error(e.kind(), e.function(), e.detail()).about(std::string(subject)).driven_by(e.sizes());
+  }
+}
+}  // namespace
+
+CLI::Option* add_pretrained_option(CLI::App& sub, std::string& path) {
+  return sub
+      .add_option("--pretrained", path,
+                  "a Hugging Face BERT folder (config.json, model.safetensors, vocab.txt), or a "
+                  "model's name in the Hugging Face cache; attn never downloads one")
+      ->type_name("DIR");
+}
+
+PretrainedBert open_bert(const std::string& name, bool tokenizer) {
+  return about("pretrained", [&] {
+    PretrainedBert bert;
+    bert.folder = open_pretrained(name);
+    bert.config = bert_config(bert.folder);
+    if (tokenizer) bert.tokenizer = bert_tokenizer(bert.folder);
+    return bert;
+  });
+}
+
+BertText bert_text(const PretrainedBert& bert, const std::string& text, const std::string& pair,
+                   const std::string& ids) {
+  const Vocabulary& vocab = bert.tokenizer.vocab;
+  BertText out;
+  std::vector<std::int64_t> id_list, types;
+  if (!ids.empty()) {
+    if (!text.empty() || !pair.empty())
+      throw Error(ErrorKind::bad_value, "bert_text",
+                  "give the tokens once: --ids, or --text (and --pair)")
+          .about("ids");
+    id_list = parse_ids(ids, bert.config.sizes.vocab_size);
+    types.assign(id_list.size(), 0);
+    for (std::int64_t id : id_list)
+      out.tokens.push_back(static_cast<std::size_t>(id) < vocab.size()
+                               ? vocab.tokens[static_cast<std::size_t>(id)]
+                               : std::to_string(id));
+  } else {
+    const std::string a = text.empty() ? "time flies like an arrow" : text;
+    const Encoding ea = about("text", [&] { return encode(a, vocab, true, bert.tokenizer.options); });
+    out.tokens = ea.tokens;
+    id_list = ea.ids;
+    types.assign(id_list.size(), 0);
+    if (!pair.empty()) {
+      const Encoding eb =
+          about("pair", [&] { return encode(pair, vocab, false, bert.tokenizer.options); });
+      out.pair_split = out.tokens.size();
+      for (std::size_t i = 0; i < eb.tokens.size(); ++i) {
+        out.tokens.push_back(eb.tokens[i]);
+        id_list.push_back(eb.ids[i]);
+      }
+      out.tokens.emplace_back(kSeparatorToken);
+      id_list.push_back(*vocab.find(kSeparatorToken));
+      types.resize(id_list.size(), 1);
+    }
+  }
+  for (std::int64_t id : id_list) {
+    if (id < 0 || static_cast<std::size_t>(id) >= bert.config.sizes.vocab_size)
+      throw Error(ErrorKind::bad_file, "bert_text",
+                  fmt::format("the tokenizer gives id {}, outside the model's vocabulary of {} "
+                              "(config.json's vocab_size): the folder's vocab.txt and config.json "
+                              "do not belong together",
+                              id, bert.config.sizes.vocab_size))
+          .about("pretrained");
+  }
+  const std::size_t positions = bert.config.sizes.max_position_embeddings;
+  if (id_list.size() > positions) {
+    const std::string source = !ids.empty() ? "ids" : !pair.empty() ? "pair" : "text";
+    throw Error(ErrorKind::bad_size, "bert_text",
+                fmt::format("{} tokens, more than the model's {} positions "
+                            "(max_position_embeddings): give a shorter --{}",
+                            id_list.size(), positions, source))
+        .about(source);
+  }
+  const std::size_t tokens = id_list.size();
+  out.input.ids = Ids::from_shape({1, tokens});
+  out.input.token_types = Ids::from_shape({1, tokens});
+  std::copy(id_list.begin(), id_list.end(), out.input.ids.begin());
+  std::copy(types.begin(), types.end(), out.input.token_types.begin());
+  return out;
+}
+
+MemoryPlan plan_bert_reading(const PretrainedBert& bert) {
+  return {{"the folder's tensors in float32", {bert.folder.float32_bytes / 4}, "D/F/V", 4,
+           Held::kept, 16 * bert.config.sizes.num_hidden_layers + 16}};
+}
+
+Bert read_bert(const PretrainedBert& bert) {
+  return about("pretrained", [&] {
+    return load_bert(bert.config, read_pretrained_weights(bert.folder), bert.folder.shown);
+  });
+}
+
+std::optional<PretrainedAttention> pretrained_attention(const CLI::App& app,
+                                                        const CheckpointCliOptions& o,
+                                                        const std::vector<std::string>& replaced,
+                                                        std::string_view command) {
+  if (o.pretrained.empty()) return {};
+  std::vector<std::string> refused = replaced;
+  refused.insert(refused.end(), {"--checkpoint", "--ablate"});
+  refuse_beside_pretrained(app, refused, command);
+  const PretrainedBert bert = open_bert(o.pretrained);
+  const std::size_t layers = bert.config.sizes.num_hidden_layers;
+  if (o.layer >= layers)
+    throw Error(ErrorKind::bad_value, std::string(command),
+                fmt::format("layer {} does not exist: the model has {} layers, 0 to {}", o.layer,
+                            layers, layers - 1))
+        .about("layer");
+  const BertText text = bert_text(bert, o.text, o.pair, "");
+  MemoryPlan plan = plan_bert_reading(bert);
+  append(plan, plan_bert(bert.config, BertHeads::none, 1, text.tokens.size(), false));
+  check_budget(command, plan);
+  const Bert model = read_bert(bert);
+  BertSteps steps = forward(model, text.input, false);
+  return PretrainedAttention{std::move(steps.layers.at(o.layer).input),
+                             model.layers.at(o.layer).attention, text.tokens,
+                             fmt::format("{}, layer {}", o.pretrained, o.layer)};
+}
+
+void refuse_beside_pretrained(const CLI::App& app, const std::vector<std::string>& options,
+                              std::string_view command) {
+  for (const std::string& name : options) {
+    if (app.count(name) == 0) continue;
+    throw Error(ErrorKind::bad_value, std::string(command),
+                fmt::format("--pretrained brings its own model, sizes and tokenizer: drop {}",
+                            name))
+        .about(name.substr(2));
+  }
+}
+
+}  // namespace attn::cli

@@ -1,0 +1,67 @@
+// --pretrained DIR|NAME: a Hugging Face model folder (core/io/pretrained.hpp) on the commands that
+// run a real model. A folder is opened and its text tokenized before anything large is read, so
+// that a command checks its memory plan (the weights in float32 and its own run) first.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "base/budget.hpp"
+#include "bert.hpp"
+#include "io/pretrained.hpp"
+#include "lesson_io.hpp"
+
+namespace attn::cli {
+
+// Adds --pretrained to `sub`, an input folder (never written).
+CLI::Option* add_pretrained_option(CLI::App& sub, std::string& path);
+
+// A BERT folder, opened: its config and tokenizer read, its tensors not yet.
+struct PretrainedBert {
+  PretrainedFolder folder;
+  BertConfig config;
+  PretrainedTokenizer tokenizer;
+};
+// Errors are about "pretrained". Without `tokenizer`, the tokenizer's files are not read.
+PretrainedBert open_bert(const std::string& name, bool tokenizer = true);
+
+// The tokens a command runs BERT on: --text ([CLS] A [SEP]), with --pair ([CLS] A [SEP] B [SEP],
+// token types 0 then 1), or --ids as they are.
+struct BertText {
+  BertInput input;  // (1,T)
+  std::vector<std::string> tokens;
+  std::size_t pair_split = 0;  // B's first token; 0 for one sentence
+};
+// Errors are about "text", "pair" or "ids"; more tokens than the model's positions are refused.
+BertText bert_text(const PretrainedBert& bert, const std::string& text, const std::string& pair,
+                   const std::string& ids);
+
+// Reading the weights: the float32 tensors, held until the model takes them.
+MemoryPlan plan_bert_reading(const PretrainedBert& bert);
+// Reads the tensors and builds the model (after check_budget); errors are about "pretrained".
+Bert read_bert(const PretrainedBert& bert);
+
+// --pretrained on the attention lessons: layer --layer's attention (the book's form: a head per
+// slice of query, key and value) and what it reads, hidden_states[layer], for --text (--pair).
+struct PretrainedAttention {
+  Tensor3 x;                // (1,T,D)
+  BookMultiHead attention;  // encoder.layer.N.attention's heads and its output dense
+  std::vector<std::string> tokens;
+  std::string source;  // "DIR, layer N"
+};
+// Nothing without --pretrained. With it, `replaced` (options such as "--d-model") and
+// --checkpoint are refused; errors name the option they are about.
+std::optional<PretrainedAttention> pretrained_attention(const CLI::App& app,
+                                                        const CheckpointCliOptions& options,
+                                                        const std::vector<std::string>& replaced,
+                                                        std::string_view command);
+
+// Refuses each option of `options` (names like "--config") given beside --pretrained, whose
+// folder replaces it.
+void refuse_beside_pretrained(const CLI::App& app, const std::vector<std::string>& options,
+                              std::string_view command);
+
+}  // namespace attn::cli
