@@ -17,8 +17,10 @@ namespace attn {
 namespace {
 constexpr std::size_t kMaxSize = 1'000'000'000;
 
-std::size_t size_field(const nlohmann::json& doc, const char* key, std::size_t fallback,
-                       const std::string& name) {
+}  // namespace
+
+std::size_t config_size(const nlohmann::json& doc, const char* key, std::size_t fallback,
+                        const std::string& name) {
   if (!doc.contains(key)) return fallback;
   const nlohmann::json& v = doc[key];
   // nlohmann reads a whole number past 2^64-1 as a double: that is a size too large, not a fraction.
@@ -34,7 +36,7 @@ std::size_t size_field(const nlohmann::json& doc, const char* key, std::size_t f
                             kMaxSize))
         .about("config");
   }
-  if (v.is_number_unsigned() ? v.get<std::uint64_t>() > kMaxSize
+  if (v.is_number_unsigned() ? v.get<std::uint64_t>() == 0 || v.get<std::uint64_t>() > kMaxSize
                              : (v.get<std::int64_t>() < 1 ||
                                 v.get<std::int64_t>() > static_cast<std::int64_t>(kMaxSize))) {
     throw Error(ErrorKind::bad_file, "load_config",
@@ -44,6 +46,8 @@ std::size_t size_field(const nlohmann::json& doc, const char* key, std::size_t f
   }
   return v.get<std::size_t>();
 }
+
+namespace {
 
 double real_field(const nlohmann::json& doc, const char* key, double fallback,
                   const std::string& name) {
@@ -116,7 +120,7 @@ std::string json_error_reason(const std::exception& e) {
   return fmt::format("{} at byte {}", reason, parse->byte);
 }
 
-EncoderConfig parse_config(const std::string& text, const std::string& name) {
+nlohmann::json parse_config_object(const std::string& text, const std::string& name) {
   if (std::size_t bad = 0; !is_valid_utf8(text, &bad)) {
     throw Error(
         ErrorKind::bad_file, "load_config",
@@ -146,14 +150,18 @@ EncoderConfig parse_config(const std::string& text, const std::string& name) {
                             name, doc.type_name()))
         .about("config");
   }
+  return doc;
+}
+
+EncoderConfig encoder_config(const nlohmann::json& doc, const std::string& name) {
   EncoderConfig c;
-  c.hidden_size = size_field(doc, "hidden_size", c.hidden_size, name);
-  c.num_attention_heads = size_field(doc, "num_attention_heads", c.num_attention_heads, name);
-  c.intermediate_size = size_field(doc, "intermediate_size", c.intermediate_size, name);
-  c.num_hidden_layers = size_field(doc, "num_hidden_layers", c.num_hidden_layers, name);
-  c.vocab_size = size_field(doc, "vocab_size", c.vocab_size, name);
+  c.hidden_size = config_size(doc, "hidden_size", c.hidden_size, name);
+  c.num_attention_heads = config_size(doc, "num_attention_heads", c.num_attention_heads, name);
+  c.intermediate_size = config_size(doc, "intermediate_size", c.intermediate_size, name);
+  c.num_hidden_layers = config_size(doc, "num_hidden_layers", c.num_hidden_layers, name);
+  c.vocab_size = config_size(doc, "vocab_size", c.vocab_size, name);
   c.max_position_embeddings =
-      size_field(doc, "max_position_embeddings", c.max_position_embeddings, name);
+      config_size(doc, "max_position_embeddings", c.max_position_embeddings, name);
   c.hidden_dropout_prob = real_field(doc, "hidden_dropout_prob", c.hidden_dropout_prob, name);
   c.attention_probs_dropout_prob =
       real_field(doc, "attention_probs_dropout_prob", c.attention_probs_dropout_prob, name);
@@ -171,12 +179,20 @@ EncoderConfig parse_config(const std::string& text, const std::string& name) {
   return c;
 }
 
-EncoderConfig load_config(const std::string& path) {
+EncoderConfig parse_config(const std::string& text, const std::string& name) {
+  return encoder_config(parse_config_object(text, name), name);
+}
+
+std::string read_config_text(const std::string& path) {
   // bert-base-uncased's config.json has 570 bytes; 1 MiB leaves room for label maps.
   const SizeCap cap{std::uint64_t{1} << 20, "a config.json may have (1 MiB)",
                     "is it the right file? bert-base-uncased's has 570 bytes"};
   const std::vector<unsigned char> bytes = read_file(path, "a config.json file", cap);
-  return parse_config(std::string(bytes.begin(), bytes.end()), printable(path));
+  return std::string(bytes.begin(), bytes.end());
+}
+
+EncoderConfig load_config(const std::string& path) {
+  return parse_config(read_config_text(path), printable(path));
 }
 
 }  // namespace attn

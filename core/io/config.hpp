@@ -5,6 +5,8 @@
 #include <exception>
 #include <string>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace attn {
 
 struct EncoderConfig {
@@ -31,5 +33,17 @@ EncoderConfig load_config(const std::string& path);
 EncoderConfig parse_config(const std::string& text, const std::string& name);
 // The checks of load_config on a config whose fields were set some other way (command line).
 void validate_config(const EncoderConfig& config, const std::string& name);
+
+// The pieces of parse_config, for readers of other models' config.json. `name` is shown in
+// errors as given (quote it).
+// A config.json's text, within a config's size cap (1 MiB).
+std::string read_config_text(const std::string& path);
+// The text as a JSON object: UTF-8, JSON, an object.
+nlohmann::json parse_config_object(const std::string& text, const std::string& name);
+// EncoderConfig's fields of a parsed config.json, checked (validate_config).
+EncoderConfig encoder_config(const nlohmann::json& doc, const std::string& name);
+// A size field from 1 to 1e9; `fallback` when the field is absent.
+std::size_t config_size(const nlohmann::json& doc, const char* key, std::size_t fallback,
+                        const std::string& name);
 
 }  // namespace attn

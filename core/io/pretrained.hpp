@@ -1,8 +1,9 @@
 // A Hugging Face model folder, as `huggingface-cli download` or save_pretrained leaves it:
 // config.json; model.safetensors, or model.safetensors.index.json and the shards it lists; the
 // tokenizer's files (BERT: vocab.txt and tokenizer_config.json). A bare name that is not a path
-// is looked up in the Hugging Face cache ($HF_HOME/hub, else ~/.cache/huggingface/hub:
-// models--NAME/snapshots/<revision>/, the revision refs/main names); nothing is ever fetched.
+// is looked up in the Hugging Face cache ($HF_HUB_CACHE, else $HF_HOME/hub, else
+// ~/.cache/huggingface/hub: models--NAME/snapshots/<revision>/, the revision refs/main names);
+// nothing is ever fetched.
 #pragma once
 
 #include <cstdint>

@@ -361,7 +361,13 @@ Vocabulary read_vocabulary(const std::string& path) {
   return parse_vocabulary(text, printable(path));
 }
 
-BasicTokens basic_tokenize(std::string_view text) {
+namespace {
+
+// BasicTokenizer with do_lower_case and strip_accents: lower-casing (PreTrainedTokenizer.tokenize
+// does it first) only with lower_case; accents stripped when strip_accents says so, else when
+// lower-casing.
+BasicTokens basic_tokenize(std::string_view text, const TokenizerOptions& options) {
+  const bool strip = options.strip_accents.value_or(options.lower_case);
   const std::u32string chars = decode(text, "basic_tokenize");
   BasicTokens out;
   std::vector<std::u32string> split;
@@ -378,8 +384,13 @@ BasicTokens basic_tokenize(std::string_view text) {
       continue;
     }
     std::u32string lowered;
-    for (char32_t c : part.text)
-      append_lower(lowered, c);
+    for (char32_t c : part.text) {
+      if (options.lower_case) {
+        append_lower(lowered, c);
+      } else {
+        lowered.push_back(c);
+      }
+    }
     std::u32string cleaned;  // _clean_text
     for (char32_t c : lowered) {
       if (c == 0 || c == 0xFFFD || is_control(c)) continue;
@@ -402,7 +413,7 @@ BasicTokens basic_tokenize(std::string_view text) {
     for (const std::u32string& word : split_on_spaces(spaced)) {
       // never_split: a word that is a special token only once cleaned stays whole.
       const bool keep = is_special(word);
-      const std::u32string stripped = keep ? word : strip_accents(word);
+      const std::u32string stripped = keep || !strip ? word : strip_accents(word);
       out.words.push_back(encode_utf8(word));
       out.stripped.push_back(encode_utf8(stripped));
       if (keep) {
@@ -421,6 +432,12 @@ BasicTokens basic_tokenize(std::string_view text) {
     }
   }
   return out;
+}
+
+}  // namespace
+
+BasicTokens basic_tokenize(std::string_view text) {
+  return basic_tokenize(text, TokenizerOptions{});
 }
 
 std::vector<std::string> wordpiece_tokenize(std::string_view word, const Vocabulary& vocab,
@@ -453,12 +470,17 @@ std::vector<std::string> wordpiece_tokenize(std::string_view word, const Vocabul
 }
 
 Encoding encode(std::string_view text, const Vocabulary& vocab, bool add_special_tokens) {
+  return encode(text, vocab, add_special_tokens, TokenizerOptions{});
+}
+
+Encoding encode(std::string_view text, const Vocabulary& vocab, bool add_special_tokens,
+                const TokenizerOptions& options) {
   const auto unknown = vocab.find(kUnknownToken);
   if (!unknown)
     throw Error(ErrorKind::bad_value, "encode",
                 "the vocabulary has no [UNK]: add a line [UNK] to it");
   Encoding e;
-  e.basic = basic_tokenize(text);
+  e.basic = basic_tokenize(text, options);
   auto add = [&](std::string token, std::int64_t word) {
     // A token outside the vocabulary (a special token the file lacks) gets [UNK]'s id, as the
     // slow tokenizer's vocab.get(token, vocab.get(unk_token)).

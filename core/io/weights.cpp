@@ -10,6 +10,7 @@
 #include <bit>
 #include <cctype>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <optional>
@@ -91,7 +92,8 @@ std::size_t checked_bytes(const Array& array, std::string_view function, std::st
 
 constexpr std::uint64_t kMaxHeader = 100'000'000;  // MAX_HEADER_SIZE of the Rust reader
 constexpr std::uint64_t kJsonGrowth = 32;
-constexpr std::string_view kReads = "attn reads F32, F64, I32, I64 and BOOL";
+constexpr std::string_view kReads =
+    "attn reads F32, F64, I32, I64 and BOOL, and F16 and BF16 as float32";
 
 struct StDtype {
   std::string_view code;
@@ -124,6 +126,35 @@ constexpr StDtype kStDtypes[] = {
     {"F8_E4M3FNUZ", 8, {}},
     {"F8_E5M2FNUZ", 8, {}},
 };
+
+const StDtype* find_dtype(std::string_view code) {
+  for (const StDtype& type : kStDtypes) {
+    if (type.code == code) return &type;
+  }
+  return nullptr;
+}
+
+bool is_half(std::string_view code) {
+  return code == "F16" || code == "BF16";
+}
+
+// IEEE half to float32 bits, exactly as torch's .float() (c10's fp16_ieee_to_fp32_value):
+// subnormals become normal floats, infinities stay infinite, a NaN keeps its payload.
+std::uint32_t half_to_float_bits(std::uint16_t half) {
+  const std::uint32_t sign = std::uint32_t{half & 0x8000u} << 16;
+  const std::uint32_t exponent = (half >> 10) & 0x1f;
+  std::uint32_t mantissa = half & 0x3ffu;
+  if (exponent == 0x1f) return sign | 0x7f800000u | (mantissa << 13);
+  if (exponent != 0) return sign | ((exponent + 112) << 23) | (mantissa << 13);
+  if (mantissa == 0) return sign;
+  // A subnormal, mantissa * 2^-24: shift the leading 1 into the implicit bit.
+  std::uint32_t shift = 0;
+  while ((mantissa & 0x400u) == 0) {
+    mantissa <<= 1;
+    ++shift;
+  }
+  return sign | ((113 - shift) << 23) | ((mantissa & 0x3ffu) << 13);
+}
 
 // The writer's code and its order: save_file sorts by the Rust enum's position, descending.
 std::pair<std::string_view, int> st_code(Dtype dtype) {
@@ -244,9 +275,7 @@ StEntry parse_entry(const std::string& key, const json& value, std::string_view 
   if (!dtype.is_string())
     st_corrupt(name, fmt::format("tensor '{}': dtype must be a string", shown));
   const auto& code = dtype.get_ref<const std::string&>();
-  for (const StDtype& type : kStDtypes) {
-    if (type.code == code) entry.type = &type;
-  }
+  entry.type = find_dtype(code);
   if (entry.type == nullptr) {
     st_corrupt(name, fmt::format("tensor '{}' has the unknown dtype '{}'", shown, printable(code)));
   }
@@ -605,22 +634,22 @@ std::string lower_extension(const std::string& path) {
 
 // ---------------------------------------------------------------------------------------------
 
-StateDict parse_safetensors(std::span<const unsigned char> bytes, std::string_view name,
-                            Metadata* metadata) {
-  if (bytes.size() < 8) {
+std::uint64_t safetensors_header_length(std::span<const unsigned char> start,
+                                        std::uint64_t file_size, std::string_view name) {
+  if (start.size() < 8 || file_size < 8) {
     st_corrupt(name, fmt::format("the file has {} bytes, fewer than the 8-byte header size that "
                                  "starts a safetensors file",
-                                 bytes.size()));
+                                 file_size));
   }
-  const std::uint64_t n = le(bytes, 0, 8);
+  const std::uint64_t n = le(start, 0, 8);
   if (n > kMaxHeader) {
     st_corrupt(name,
                fmt::format("the header size is {}, larger than the limit of 100000000 bytes", n));
   }
-  if (n > bytes.size() - 8) {
+  if (n > file_size - 8) {
     st_corrupt(name, fmt::format("the {}-byte header runs past the end of the file ({} bytes): "
                                  "the file is truncated",
-                                 n, bytes.size()));
+                                 n, file_size));
   }
   // nlohmann's tree of a JSON text takes up to about 32 times its bytes (nested empty arrays).
   if (const SizeCap cap = memory_cap(std::string(kSmallerWeights)); n > cap.bytes / kJsonGrowth) {
@@ -630,7 +659,11 @@ StateDict parse_safetensors(std::span<const unsigned char> bytes, std::string_vi
                     printable(name, 200), n, format_bytes(static_cast<double>(n * kJsonGrowth)),
                     cap.limit, cap.fix));
   }
-  const std::string_view text(reinterpret_cast<const char*>(bytes.data() + 8), n);
+  return n;
+}
+
+SafetensorsHeader parse_safetensors_header(std::string_view text, std::uint64_t file_size,
+                                           std::string_view name) {
   if (const std::size_t bad = utf8_error(text); bad != std::string_view::npos) {
     st_corrupt(name, fmt::format("the header is not valid UTF-8 (byte {} of the header)", bad));
   }
@@ -639,13 +672,14 @@ StateDict parse_safetensors(std::span<const unsigned char> bytes, std::string_vi
   }
   const json header = parse_header(text, name);
 
+  SafetensorsHeader out;
+  out.data_start = 8 + text.size();
   std::vector<StEntry> entries;
   for (const auto& [key, value] : header.items()) {
     if (key == "__metadata__") {
       check_metadata(value, name);
-      if (metadata != nullptr)
-        for (const auto& [k, v] : value.items())
-          (*metadata)[k] = v.get<std::string>();
+      for (const auto& [k, v] : value.items())
+        out.metadata[k] = v.get<std::string>();
     } else {
       entries.push_back(parse_entry(key, value, name));
     }
@@ -680,8 +714,9 @@ StateDict parse_safetensors(std::span<const unsigned char> bytes, std::string_vi
                                    e.end, e.end - e.begin));
     }
     position = e.end;
+    out.tensors.push_back({e.name, std::string(e.type->code), e.shape, e.begin, e.end});
   }
-  const std::uint64_t available = bytes.size() - 8 - n;
+  const std::uint64_t available = file_size - out.data_start;
   if (position > available) {
     st_corrupt(name, fmt::format("the tensors need {} bytes of data but the file has {} after the "
                                  "header: it is truncated, or data_offsets point past the end",
@@ -690,21 +725,57 @@ StateDict parse_safetensors(std::span<const unsigned char> bytes, std::string_vi
   if (position < available) {
     st_corrupt(name, fmt::format("{} trailing bytes after the last tensor", available - position));
   }
+  return out;
+}
 
-  StateDict out;
-  for (const StEntry& e : entries) {
-    if (!e.type->dtype) {
-      const bool half = e.type->code == "F16" || e.type->code == "BF16";
-      st_fail(name, fmt::format("tensor '{}' has dtype {}; {}: convert with `.float()`{} before "
-                                "saving, e.g. save_file({{k: v.float() for k, v in "
-                                "sd.items()}}, 'w.safetensors')",
-                                printable(e.name), e.type->code, kReads,
-                                half ? "" : " (or `.long()` for integers)"));
+std::uint64_t safetensors_read_bytes(const SafetensorsTensor& tensor) {
+  const std::uint64_t stored = tensor.end - tensor.begin;
+  return is_half(tensor.dtype) ? 2 * stored : stored;
+}
+
+Array safetensors_array(const SafetensorsTensor& tensor, std::span<const unsigned char> data,
+                        std::string_view name) {
+  const StDtype* type = find_dtype(tensor.dtype);
+  if (type == nullptr || data.size() != tensor.end - tensor.begin) {
+    throw Error(ErrorKind::internal, "safetensors_array",
+                fmt::format("{}: tensor '{}' is {} bytes of {}, not what its header says",
+                            printable(name, 200), printable(tensor.key), data.size(),
+                            printable(tensor.dtype)));
+  }
+  if (is_half(tensor.dtype)) {
+    const bool brain = tensor.dtype == "BF16";
+    Array array{Dtype::float32, tensor.shape, std::vector<unsigned char>(2 * data.size())};
+    for (std::size_t i = 0; i < data.size() / 2; ++i) {
+      const auto half = static_cast<std::uint16_t>(le(data, 2 * i, 2));
+      const std::uint32_t bits = brain ? std::uint32_t{half} << 16 : half_to_float_bits(half);
+      std::memcpy(array.bytes.data() + 4 * i, &bits, 4);
     }
-    const auto* data = bytes.data() + 8 + n;
-    Array array{*e.type->dtype, e.shape, std::vector<unsigned char>(data + e.begin, data + e.end)};
-    normalize_bools(array);
-    out.emplace(e.name, std::move(array));
+    return array;
+  }
+  if (!type->dtype) {
+    st_fail(name, fmt::format("tensor '{}' has dtype {}; {}: convert with `.float()` (or "
+                              "`.long()` for integers) before saving, e.g. "
+                              "save_file({{k: v.float() for k, v in sd.items()}}, 'w.safetensors')",
+                              printable(tensor.key), type->code, kReads));
+  }
+  Array array{*type->dtype, tensor.shape, std::vector<unsigned char>(data.begin(), data.end())};
+  normalize_bools(array);
+  return array;
+}
+
+StateDict parse_safetensors(std::span<const unsigned char> bytes, std::string_view name,
+                            Metadata* metadata) {
+  const std::uint64_t n = safetensors_header_length(bytes, bytes.size(), name);
+  const std::string_view text(reinterpret_cast<const char*>(bytes.data() + 8), n);
+  SafetensorsHeader header = parse_safetensors_header(text, bytes.size(), name);
+  if (metadata != nullptr) {
+    for (auto& [key, value] : header.metadata)
+      (*metadata)[key] = std::move(value);
+  }
+  StateDict out;
+  for (const SafetensorsTensor& t : header.tensors) {
+    out.emplace(t.key, safetensors_array(
+                           t, bytes.subspan(header.data_start + t.begin, t.end - t.begin), name));
   }
   return out;
 }

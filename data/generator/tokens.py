@@ -180,9 +180,11 @@ def split_on_punc(text, never_split):
     return ["".join(x) for x in output]
 
 
-def basic_tokenize(text, never_split):
-    """BasicTokenizer.tokenize, keeping every stage. The text arrives lower-cased already (see
-    split_special_tokens), so BasicTokenizer's own `token.lower()` changes nothing."""
+def basic_tokenize(text, never_split, lower_case=True, strip_accents_option=None):
+    """BasicTokenizer.tokenize, keeping every stage. With lower_case the text arrives lower-cased
+    already (see split_special_tokens), so BasicTokenizer's own `token.lower()` changes nothing.
+    Accents are stripped when lower-casing unless strip_accents is False, and without
+    lower-casing only when strip_accents is True."""
     stages = {}
     text = clean_text(text)
     stages["cleaned"] = text
@@ -190,9 +192,10 @@ def basic_tokenize(text, never_split):
     stages["spaced"] = text
     words = whitespace_tokenize(text)
     stages["words"] = words
-    lowered = [w if w in never_split else w.lower() for w in words]
+    lowered = [w if w in never_split or not lower_case else w.lower() for w in words]
     assert lowered == words
-    stripped = [w if w in never_split else strip_accents(w) for w in lowered]
+    strip = strip_accents_option is not False if lower_case else strip_accents_option is True
+    stripped = [w if w in never_split or not strip else strip_accents(w) for w in lowered]
     stages["stripped"] = stripped
     split = []
     for w in stripped:
@@ -223,27 +226,30 @@ def wordpiece(token, vocab, unk="[UNK]", max_chars=100):
     return pieces
 
 
-def split_special_tokens(text):
+def split_special_tokens(text, lower_case=True):
     """PreTrainedTokenizer.tokenize: the text is lower-cased one character at a time (`re.sub`
     with `(.+?)`: no final-sigma rule), except the special tokens, which are then cut out whole.
     Returns the lower-cased text and its parts, (text, is_special)."""
     escaped = [re.escape(t) for t in SPECIAL]
-    text = re.sub(r"(" + r"|".join(escaped) + r")|" + r"(.+?)", lambda m: m.groups()[0] or m.groups()[1].lower(),
-                  text)
+    if lower_case:
+            text = re.sub(r"(" + r"|".join(escaped) + r")|" + r"(.+?)",
+                      lambda m: m.groups()[0] or m.groups()[1].lower(),
+                      text)
     parts = re.split(r"(" + r"|".join(escaped) + r")", text)
     return text, [(p, p in SPECIAL) for p in parts if p]
 
 
-def encode(text, vocab, add_special_tokens=False):
-    """tokenizer(text, add_special_tokens=...): the stages, the words, the tokens and the ids."""
-    lowered, parts = split_special_tokens(text)
+def encode(text, vocab, add_special_tokens=False, lower_case=True, strip_accents_option=None):
+    """tokenizer(text, add_special_tokens=...) of BertTokenizer(do_lower_case=lower_case,
+    strip_accents=strip_accents_option): the stages, the words, the tokens and the ids."""
+    lowered, parts = split_special_tokens(text, lower_case)
     stages = {"lowered": lowered, "cleaned": [], "spaced": [], "words": [], "stripped": [], "split": []}
     words, tokens, word_of_token = [], [], []
     for part, special in parts:
         if special:
             s = {"cleaned": part, "spaced": part, "words": [part], "stripped": [part], "split": [part]}
         else:
-            s = basic_tokenize(part, set(SPECIAL))
+            s = basic_tokenize(part, set(SPECIAL), lower_case, strip_accents_option)
         for k in ["cleaned", "spaced"]:
             stages[k].append(s[k])
         for k in ["words", "stripped", "split"]:
@@ -293,6 +299,10 @@ TEXTS = [
 ]
 
 
+CASED_TEXTS = ["Time FLIES like an Arrow!", "Héllo, wörld! Ça va? naïve Café e\u0301 [MASK]"]
+CASED_OPTIONS = [(False, None), (False, True), (True, False)]
+
+
 def tokenizer_cases():
     vocabs = {"lesson": load_vocab(LESSON_VOCAB)}
     if BERT_VOCAB.exists():
@@ -305,6 +315,13 @@ def tokenizer_cases():
                     continue
                 e = encode(text, vocab, special)
                 cases.append({"vocab": vocab_name, "text": text, "add_special_tokens": special, **e})
+    # tokenizer_config.json's do_lower_case and strip_accents: cased checkpoints and their kin.
+    vocab_name = "bert-base-uncased" if "bert-base-uncased" in vocabs else "lesson"
+    for text in CASED_TEXTS:
+        for lower_case, strip in CASED_OPTIONS:
+            e = encode(text, vocabs[vocab_name], True, lower_case, strip)
+            cases.append({"vocab": vocab_name, "text": text, "add_special_tokens": True,
+                          "options": {"do_lower_case": lower_case, "strip_accents": strip}, **e})
     return cases
 
 

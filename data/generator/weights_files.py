@@ -116,7 +116,12 @@ def _read_safetensors(data):
     out = {}
     for name, info in header.items():
         begin, end = info["data_offsets"]
-        array = np.frombuffer(data[8 + n + begin:8 + n + end], dtype=np.dtype(types[info["dtype"]]))
+        raw = bytearray(data[8 + n + begin:8 + n + end])
+        if info["dtype"] in ("F16", "BF16"):  # as attn reads them: torch's .float()
+            half = torch.float16 if info["dtype"] == "F16" else torch.bfloat16
+            array = torch.frombuffer(raw, dtype=torch.int16).view(half).float().numpy()
+        else:
+            array = np.frombuffer(bytes(raw), dtype=np.dtype(types[info["dtype"]]))
         out[name] = array.reshape(info["shape"])
     return out
 
@@ -149,6 +154,16 @@ def _good_safetensors(models):
     out.append(("empties_share_offset.safetensors", "empties",
                 _raw_safetensors(text, w.tobytes()), False))
     models["empties"] = {"w": w, "e1": np.zeros((0,), np.float32), "e2": np.zeros((0, 3), np.int64)}
+    # F16 and BF16 are read as float32, as torch's .float() converts them: subnormals, infinities
+    # and NaN included.
+    half = np.array([1.0, -2.5, 65504.0, 2.0**-24, -0.0, np.inf, -np.inf, np.nan, 1 / 3], np.float16)
+    out.append(("f16.safetensors", "f16_as_float32", _safetensors_bytes({"w": half}), False))
+    models["f16_as_float32"] = {"w": half.astype(np.float32)}
+    brain = np.array([0x3F80, 0xC0A0, 0x0001, 0x7F80, 0xFF80, 0x7FC0, 0x8000, 0x4049], np.uint16)
+    text = _header({"w": _entry("BF16", [2, 4], [0, 16])})
+    out.append(("bf16.safetensors", "bf16_as_float32",
+                _raw_safetensors(text + " " * (-len(text) % 8), brain.astype("<u2").tobytes()), False))
+    models["bf16_as_float32"] = {"w": (brain.astype(np.uint32) << 16).view(np.float32).reshape(2, 4)}
     return out
 
 
@@ -158,7 +173,6 @@ def _bad_safetensors(models):
     f32x2 = np.array([1.0, 2.0], dtype=np.float32).tobytes()
     two = _entry("F32", [2], [0, 8])
     second = lambda offsets: _header({"a": two, "b": _entry("F32", [2], offsets)})  # noqa: E731
-    bf16 = _header({"w": _entry("BF16", [2], [0, 4])})
     return [
         ("too_short.safetensors", b"\x08\x00\x00", "fewer than the 8-byte header size"),
         ("header_too_large.safetensors", _raw_safetensors("{}", size=100_000_001),
@@ -188,9 +202,6 @@ def _bad_safetensors(models):
                                                    f32x2), "unknown dtype 'F99'"),
         ("dtype_not_string.safetensors", _raw_safetensors(_header({"w": _entry(32, [2], [0, 8])}),
                                                           f32x2), "dtype must be a string"),
-        ("f16.safetensors", _safetensors_bytes({"w": np.array([1, 2], np.float16)}), "`.float()`"),
-        ("bf16.safetensors", _raw_safetensors(bf16 + " " * (-len(bf16) % 8), b"\x80\x3f\x00\x40"),
-         "`.float()`"),
         ("u8.safetensors", _safetensors_bytes({"w": np.array([1, 2], np.uint8)}),
          "attn reads F32, F64, I32, I64 and BOOL"),
         ("overlapping_offsets.safetensors", _raw_safetensors(second([4, 12]), f32x2 * 2 + b"\0" * 4),

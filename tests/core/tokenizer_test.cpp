@@ -46,15 +46,26 @@ TEST_CASE("every stage, token and id equals the Python port of Hugging Face's Be
   const auto cases = nlohmann::json::parse(
       attn::testing::read_text(attn::testing::fixture_path("tokens/tokenizer_cases.json")));
   REQUIRE(cases.size() >= 40);
-  std::size_t bert_cases = 0;
+  std::size_t bert_cases = 0, cased_cases = 0;
   for (const auto& c : cases) {
     const std::string text = c["text"];
     const bool special = c["add_special_tokens"];
     const bool is_bert = c["vocab"] == "bert-base-uncased";
     bert_cases += is_bert;
+    // tokenizer_config.json's options; BertTokenizer's defaults when the case has none.
+    attn::TokenizerOptions options;
+    std::string options_text;
+    if (c.contains("options")) {
+      options_text = c["options"].dump();
+      options.lower_case = c["options"]["do_lower_case"];
+      if (!c["options"]["strip_accents"].is_null())
+        options.strip_accents = c["options"]["strip_accents"].get<bool>();
+      cased_cases += !options.lower_case;
+    }
     DYNAMIC_SECTION(c["vocab"].get<std::string>()
-                    << " " << attn::escape_invisible(text) << (special ? " +special" : "")) {
-      const attn::Encoding e = attn::encode(text, is_bert ? bert() : lesson(), special);
+                    << " " << attn::escape_invisible(text) << (special ? " +special" : "") << " "
+                    << options_text) {
+      const attn::Encoding e = attn::encode(text, is_bert ? bert() : lesson(), special, options);
       const auto& stages = c["stages"];
       CHECK(e.basic.lowered == stages["lowered"].get<std::string>());
       CHECK(e.basic.cleaned == stages["cleaned"].get<std::string>());
@@ -80,6 +91,7 @@ TEST_CASE("every stage, token and id equals the Python port of Hugging Face's Be
     }
   }
   CHECK(bert_cases >= 20);
+  CHECK(cased_cases >= 4);
 }
 
 // The largest --text argv carries (128 KB), in one call. The counts come from the Python port
