@@ -53,12 +53,11 @@ void use_checkpoint(AttentionCliOptions& o, const CLI::App& app, Context& contex
         o.ablated_words = ablated_heads_words(c.model, *ablation);
         ablate_heads_in_weights(c.model, ablation->heads, ablation->part);
       });
-  if (std::optional<PretrainedAttention> p =
-          pretrained_attention(app, o.checkpoint,
-                               {"--input", "--weights", "--batch", "--seq", "--d-model",
-                                "--variant", "--head-size"},
-                               "attention")) {
-    const std::size_t heads = p->attention.heads.size();
+  if (std::optional<PretrainedLayer> p = pretrained_layer(
+          app, o.checkpoint,
+          {"--input", "--weights", "--batch", "--seq", "--d-model", "--variant", "--head-size"},
+          "attention")) {
+    const std::size_t heads = p->layer.attention.heads.size();
     if (o.head >= heads)
       throw Error(ErrorKind::bad_value, "attention",
                   fmt::format("head {} does not exist: the layer has {} heads, 0 to {}", o.head,
@@ -69,9 +68,10 @@ void use_checkpoint(AttentionCliOptions& o, const CLI::App& app, Context& contex
     l.common.input_name = p->source;
     l.variant = "head";
     l.head_size = p->x.shape(2) / heads;
-    l.weights = collect_state_dict(p->attention.heads[o.head]);
+    l.weights = collect_state_dict(p->layer.attention.heads[o.head]);
     l.weights_name = fmt::format("{} head {}", p->source, o.head);
     l.tokens = p->tokens;
+    l.pretrained = p->source;
     return;
   }
   if (!a) {
@@ -119,7 +119,8 @@ void setup(CLI::App& app, Context& context) {
   add_mask_options(*sub, o->mask);
   add_weights_options(*sub, o->weights, o->cli.output);
   add_checkpoint_options(*sub, o->checkpoint);
-  sub->add_option("--head", o->head, "with --checkpoint or --pretrained: which of the layer's heads (default 0)")
+  sub->add_option("--head", o->head,
+                  "with --checkpoint or --pretrained: which of the layer's heads (default 0)")
       ->check(CLI::NonNegativeNumber)
       ->option_text("H");
   add_ablate_option(*sub, o->ablate, "with --checkpoint");

@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "09-encoder/encoder_models.hpp"
 #include "10-backward/backward_lesson.hpp"
 #include "base/budget.hpp"
 #include "base/error.hpp"
@@ -13,6 +14,7 @@
 #include "lesson_io.hpp"
 #include "models.hpp"
 #include "options.hpp"
+#include "pretrained.hpp"
 
 namespace attn::cli {
 
@@ -22,7 +24,41 @@ struct BackwardCliOptions {
   LessonCliOptions lesson;
   std::string model, weights, grad_output;
   ModelCliOptions models;
+  CheckpointCliOptions pretrained;  // --pretrained, --text, --pair, --layer
 };
+
+// --grad-output, when given.
+void read_grad_output(const std::string& path, lessons::GradientRequest& gradient) {
+  if (path.empty()) return;
+  try {
+    gradient.grad_output = read_npy(path);
+  } catch (const Error& e) {
+    throw Error(e.kind(), e.function(), e.detail()).about("grad_output");
+  }
+  gradient.grad_output_name = path;
+}
+
+// --pretrained: one layer of a BERT folder on what it reads for --text (--pair).
+int run_pretrained(BackwardCliOptions& o, const CLI::App& sub, Context& context) {
+  std::optional<PretrainedLayer> p = pretrained_layer(
+      sub, o.pretrained,
+      {"--model", "--weights", "--input", "--batch", "--seq", "--d-model", "--config", "--heads",
+       "--d-ff", "--layers", "--variant", "--norm", "--no-embeddings", "--kind", "--head-size",
+       "--vocab-size", "--max-positions"},
+      "backward");
+  lessons::GradientRequest gradient;
+  gradient.seed = o.lesson.lesson.seed;
+  read_grad_output(o.grad_output, gradient);
+  EncoderConfig config;
+  config.hidden_size = p->x.shape(2);
+  config.num_attention_heads = p->layer.attention.heads.size();
+  config.intermediate_size = p->layer.feed_forward.linear_1.weight.shape(0);
+  check_budget("backward", lessons::plan_bert_layer_gradients(config, p->x.shape(1)));
+  lessons::LessonRun run =
+      lessons::bert_layer_gradients(p->layer, o.pretrained.layer, p->x, gradient);
+  run.setting("pretrained", p->source);
+  return publish(run, o.lesson.output, context);
+}
 
 // An option only --model reads, given without it: refused, never ignored.
 void refuse_model_options(const CLI::App& sub) {
@@ -62,14 +98,7 @@ int run_model(BackwardCliOptions& o, const CLI::App& sub, Context& context) {
     gradient.weights = load_weights_file(o.weights, context);
     gradient.weights_name = o.weights;
   }
-  if (!o.grad_output.empty()) {
-    try {
-      gradient.grad_output = read_npy(o.grad_output);
-    } catch (const Error& e) {
-      throw Error(e.kind(), e.function(), e.detail()).about("grad_output");
-    }
-    gradient.grad_output_name = o.grad_output;
-  }
+  read_grad_output(o.grad_output, gradient);
   check_budget("backward", lessons::plan_backward(model.describe(request)));
   return publish(model.differentiate(request, gradient), o.lesson.output, context);
 }
@@ -93,7 +122,34 @@ void setup(CLI::App& app, Context& context) {
       ->check(not_empty_validator("--grad-output", "g.npy"))
       ->option_text("FILE.npy");
   add_model_options(*sub, o->models, false);
+  sub->add_option("--pretrained", o->pretrained.pretrained,
+                  "y.backward(G) on one layer of a Hugging Face BERT folder (or a name in the "
+                  "Hugging Face cache), on what it reads for --text")
+      ->check(not_empty_validator("--pretrained", "bert-base-uncased"))
+      ->option_text("DIR");
+  sub->add_option("--text", o->pretrained.text,
+                  "with --pretrained: the sentence (default: time flies like an arrow)")
+      ->check(not_empty_validator("--text", "'time flies'"))
+      ->option_text("TEXT");
+  sub->add_option("--pair", o->pretrained.pair,
+                  "with --pretrained: a second sentence, [CLS] A [SEP] B [SEP]")
+      ->check(not_empty_validator("--pair", "'fruit flies like a banana'"))
+      ->option_text("TEXT");
+  sub->add_option("--layer", o->pretrained.layer, "with --pretrained: the layer (default 0)")
+      ->check(CLI::NonNegativeNumber)
+      ->option_text("L");
   door_callback(*sub, [o, sub, &context] {
+    if (!o->pretrained.pretrained.empty()) {
+      context.exit_code = run_pretrained(*o, *sub, context);
+      return;
+    }
+    for (const char* name : {"--text", "--pair", "--layer"})
+      if (sub->count(name) > 0)
+        throw Error(ErrorKind::bad_value, "backward",
+                    fmt::format("{} is for `attn backward --pretrained DIR`: add --pretrained, or "
+                                "drop {}",
+                                name, name))
+            .about(std::string(name).substr(2));
     load_lesson_input(o->lesson, context);
     if (!o->model.empty()) {
       context.exit_code = run_model(*o, *sub, context);

@@ -33,7 +33,7 @@ struct EncoderCliOptions {
   const CLI::Option *batch_option = nullptr, *seq_option = nullptr, *vocab_option = nullptr,
                     *special_option = nullptr;
   std::string config, norm = "pre", text, pair, ids, ids_file, vocab, input, weights, checkpoint,
-      pretrained;
+                      pretrained;
   AblateCliOptions ablate;
   std::size_t d_model = 0, heads = 0, d_ff = 0, layers = 0, max_positions = 0;
   bool no_embeddings = false, add_special_tokens = false;
@@ -155,18 +155,17 @@ void run_checkpoint(EncoderCliOptions& o, const CLI::App& app, Context& context)
 
 // --pretrained: a Hugging Face BERT folder on --text (and --pair) or --ids.
 void run_pretrained(EncoderCliOptions& o, const CLI::App& app, Context& context) {
-  refuse_beside_pretrained(app,
-                           {"--config", "--d-model", "--heads", "--d-ff", "--layers",
-                            "--max-positions", "--norm", "--vocab", "--add-special-tokens",
-                            "--ids-file", "--no-embeddings", "--input", "--seed", "--batch",
-                            "--seq", "--weights", "--save-weights", "--checkpoint", "--ablate"},
-                           "encoder");
+  refuse_beside_pretrained(
+      app,
+      {"--config", "--d-model", "--heads", "--d-ff", "--layers", "--max-positions", "--norm",
+       "--vocab", "--add-special-tokens", "--ids-file", "--no-embeddings", "--input", "--seed",
+       "--batch", "--seq", "--weights", "--save-weights", "--checkpoint", "--ablate"},
+      "encoder");
   const PretrainedBert bert = open_bert(o.pretrained);
   const BertText text = bert_text(bert, o.text, o.pair, o.ids);
   // Every tensor of the folder is read; a folder without the MLM head has no logits.
   MemoryPlan plan = plan_bert_reading(bert);
-  append(plan, lessons::plan_bert_lesson(bert.config, BertHeads::pretraining,
-                                         text.tokens.size()));
+  append(plan, lessons::plan_bert_lesson(bert.config, BertHeads::pretraining, text.tokens.size()));
   check_budget("encoder", plan);
   const Bert model = read_bert(bert);
   lessons::BertLessonOptions l;

@@ -373,8 +373,9 @@ std::optional<lessons::TrainedAttention> checkpoint_attention(
     return {};
   }
   if (app.count("--pair") > 0)
-    throw Error(ErrorKind::bad_value, command,
-                "--pair is the second sentence BERT reads: use it with --pretrained DIR, or drop it")
+    throw Error(
+        ErrorKind::bad_value, command,
+        "--pair is the second sentence BERT reads: use it with --pretrained DIR, or drop it")
         .about("pair");
   for (const std::string& name : replaced)
     if (app.count(name) > 0)

@@ -31,7 +31,7 @@ void use_checkpoint(MultiHeadCliOptions& o, const CLI::App& app, Context& contex
       app, o.checkpoint,
       {"--input", "--weights", "--batch", "--seq", "--d-model", "--variant", "--heads"},
       "multi_head", context);
-  if (std::optional<PretrainedAttention> p = pretrained_attention(
+  if (std::optional<PretrainedLayer> p = pretrained_layer(
           app, o.checkpoint,
           {"--input", "--weights", "--batch", "--seq", "--d-model", "--variant", "--heads"},
           "multi_head")) {
@@ -39,10 +39,11 @@ void use_checkpoint(MultiHeadCliOptions& o, const CLI::App& app, Context& contex
     l.common.input = to_array(p->x);
     l.common.input_name = p->source;
     l.variant = "book";
-    l.heads = p->attention.heads.size();
-    l.weights = collect_state_dict(p->attention);
+    l.heads = p->layer.attention.heads.size();
+    l.weights = collect_state_dict(p->layer.attention);
     l.weights_name = p->source;
     l.tokens = p->tokens;
+    l.pretrained = p->source;
     return;
   }
   if (!a) {

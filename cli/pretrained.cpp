@@ -13,7 +13,9 @@ auto about(std::string_view subject, F&& f) {
   try {
     return f();
   } catch (const Error& e) {
-    throw Error(e.kind(), e.function(), e.detail()).about(std::string(subject)).driven_by(e.sizes());
+    throw Error(e.kind(), e.function(), e.detail())
+        .about(std::string(subject))
+        .driven_by(e.sizes());
   }
 }
 }  // namespace
@@ -54,7 +56,8 @@ BertText bert_text(const PretrainedBert& bert, const std::string& text, const st
                                : std::to_string(id));
   } else {
     const std::string a = text.empty() ? "time flies like an arrow" : text;
-    const Encoding ea = about("text", [&] { return encode(a, vocab, true, bert.tokenizer.options); });
+    const Encoding ea =
+        about("text", [&] { return encode(a, vocab, true, bert.tokenizer.options); });
     out.tokens = ea.tokens;
     id_list = ea.ids;
     types.assign(id_list.size(), 0);
@@ -98,8 +101,12 @@ BertText bert_text(const PretrainedBert& bert, const std::string& text, const st
 }
 
 MemoryPlan plan_bert_reading(const PretrainedBert& bert) {
-  return {{"the folder's tensors in float32", {bert.folder.float32_bytes / 4}, "D/F/V", 4,
-           Held::kept, 16 * bert.config.sizes.num_hidden_layers + 16}};
+  return {{"the folder's tensors in float32",
+           {bert.folder.float32_bytes / 4},
+           "D/F/V",
+           4,
+           Held::kept,
+           16 * bert.config.sizes.num_hidden_layers + 16}};
 }
 
 Bert read_bert(const PretrainedBert& bert) {
@@ -108,10 +115,9 @@ Bert read_bert(const PretrainedBert& bert) {
   });
 }
 
-std::optional<PretrainedAttention> pretrained_attention(const CLI::App& app,
-                                                        const CheckpointCliOptions& o,
-                                                        const std::vector<std::string>& replaced,
-                                                        std::string_view command) {
+std::optional<PretrainedLayer> pretrained_layer(const CLI::App& app, const CheckpointCliOptions& o,
+                                                const std::vector<std::string>& replaced,
+                                                std::string_view command) {
   if (o.pretrained.empty()) return {};
   std::vector<std::string> refused = replaced;
   refused.insert(refused.end(), {"--checkpoint", "--ablate"});
@@ -129,18 +135,18 @@ std::optional<PretrainedAttention> pretrained_attention(const CLI::App& app,
   check_budget(command, plan);
   const Bert model = read_bert(bert);
   BertSteps steps = forward(model, text.input, false);
-  return PretrainedAttention{std::move(steps.layers.at(o.layer).input),
-                             model.layers.at(o.layer).attention, text.tokens,
-                             fmt::format("{}, layer {}", o.pretrained, o.layer)};
+  return PretrainedLayer{std::move(steps.layers.at(o.layer).input), model.layers.at(o.layer),
+                         text.tokens, fmt::format("{}, layer {}", o.pretrained, o.layer)};
 }
 
 void refuse_beside_pretrained(const CLI::App& app, const std::vector<std::string>& options,
                               std::string_view command) {
   for (const std::string& name : options) {
-    if (app.count(name) == 0) continue;
-    throw Error(ErrorKind::bad_value, std::string(command),
-                fmt::format("--pretrained brings its own model, sizes and tokenizer: drop {}",
-                            name))
+    const CLI::Option* option = app.get_option_no_throw(name);
+    if (option == nullptr || option->count() == 0) continue;
+    throw Error(
+        ErrorKind::bad_value, std::string(command),
+        fmt::format("--pretrained brings its own model, sizes and tokenizer: drop {}", name))
         .about(name.substr(2));
   }
 }

@@ -44,20 +44,20 @@ MemoryPlan plan_bert_reading(const PretrainedBert& bert);
 // Reads the tensors and builds the model (after check_budget); errors are about "pretrained".
 Bert read_bert(const PretrainedBert& bert);
 
-// --pretrained on the attention lessons: layer --layer's attention (the book's form: a head per
+// --pretrained on the lessons of one layer: layer --layer (the book's post-LN layer: a head per
 // slice of query, key and value) and what it reads, hidden_states[layer], for --text (--pair).
-struct PretrainedAttention {
-  Tensor3 x;                // (1,T,D)
-  BookMultiHead attention;  // encoder.layer.N.attention's heads and its output dense
+struct PretrainedLayer {
+  Tensor3 x;           // (1,T,D)
+  EncoderLayer layer;  // encoder.layer.N
   std::vector<std::string> tokens;
   std::string source;  // "DIR, layer N"
 };
 // Nothing without --pretrained. With it, `replaced` (options such as "--d-model") and
 // --checkpoint are refused; errors name the option they are about.
-std::optional<PretrainedAttention> pretrained_attention(const CLI::App& app,
-                                                        const CheckpointCliOptions& options,
-                                                        const std::vector<std::string>& replaced,
-                                                        std::string_view command);
+std::optional<PretrainedLayer> pretrained_layer(const CLI::App& app,
+                                                const CheckpointCliOptions& options,
+                                                const std::vector<std::string>& replaced,
+                                                std::string_view command);
 
 // Refuses each option of `options` (names like "--config") given beside --pretrained, whose
 // folder replaces it.

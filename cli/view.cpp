@@ -161,9 +161,9 @@ AttentionView book_view(const ViewCliOptions& o, const CLI::App& app, Context& c
 
 // A Hugging Face BERT folder on --text (and --pair) or --ids.
 AttentionView pretrained_view(const ViewCliOptions& o, const CLI::App& app) {
-  refuse_beside_pretrained(app, {"--checkpoint", "--config", "--weights", "--seed", "--norm", "--part",
-                                 "--ablate"},
-                           "view");
+  refuse_beside_pretrained(
+      app, {"--checkpoint", "--config", "--weights", "--seed", "--norm", "--part", "--ablate"},
+      "view");
   const PretrainedBert bert = open_bert(o.pretrained);
   const BertText text = bert_text(bert, o.text, o.pair, o.ids_text);
   const EncoderConfig& c = bert.config.sizes;

@@ -21,9 +21,13 @@ GeluApproximation gelu_of(const EncoderConfig& config) {
   return config.hidden_act == "gelu" ? GeluApproximation::none : GeluApproximation::tanh;
 }
 
-float eps_of(const EncoderConfig& config) { return static_cast<float>(config.layer_norm_eps); }
+float eps_of(const EncoderConfig& config) {
+  return static_cast<float>(config.layer_norm_eps);
+}
 
-Module layer_norm_named(std::size_t d) { return describe_layer_norm(d, "LayerNorm"); }
+Module layer_norm_named(std::size_t d) {
+  return describe_layer_norm(d, "LayerNorm");
+}
 
 Module bert_layer(const EncoderConfig& c, std::string name) {
   const std::size_t d = c.hidden_size, f = c.intermediate_size;
@@ -32,22 +36,22 @@ Module bert_layer(const EncoderConfig& c, std::string name) {
               {},
               {linear_module("query", d, d, true), linear_module("key", d, d, true),
                linear_module("value", d, d, true), leaf_module("Dropout", "dropout")}};
-  Module self_output{"BertSelfOutput",
-                     "output",
-                     {},
-                     {linear_module("dense", d, d, true), layer_norm_named(d),
-                      leaf_module("Dropout", "dropout")}};
+  Module self_output{
+      "BertSelfOutput",
+      "output",
+      {},
+      {linear_module("dense", d, d, true), layer_norm_named(d), leaf_module("Dropout", "dropout")}};
   Module attention{"BertAttention", "attention", {}, {std::move(self), std::move(self_output)}};
-  Module intermediate{"BertIntermediate",
-                      "intermediate",
-                      {},
-                      {linear_module("dense", d, f, true),
-                       leaf_module("GELUActivation", "intermediate_act_fn")}};
-  Module output{"BertOutput",
-                "output",
-                {},
-                {linear_module("dense", f, d, true), layer_norm_named(d),
-                 leaf_module("Dropout", "dropout")}};
+  Module intermediate{
+      "BertIntermediate",
+      "intermediate",
+      {},
+      {linear_module("dense", d, f, true), leaf_module("GELUActivation", "intermediate_act_fn")}};
+  Module output{
+      "BertOutput",
+      "output",
+      {},
+      {linear_module("dense", f, d, true), layer_norm_named(d), leaf_module("Dropout", "dropout")}};
   return Module{"BertLayer",
                 std::move(name),
                 {},
@@ -118,23 +122,22 @@ Module describe_bert(const BertConfig& config, BertHeads heads, bool pooler) {
                   {bert_model(config, pooler, "bert"),
                    Module{"BertOnlyMLMHead", "cls", {}, {prediction_head(config.sizes)}}}};
   }
-  return Module{
-      "BertForPreTraining",
-      "",
-      {},
-      {bert_model(config, pooler, "bert"),
-       Module{"BertPreTrainingHeads",
-              "cls",
-              {},
-              {prediction_head(config.sizes),
-               linear_module("seq_relationship", config.sizes.hidden_size, 2, true)}}}};
+  return Module{"BertForPreTraining",
+                "",
+                {},
+                {bert_model(config, pooler, "bert"),
+                 Module{"BertPreTrainingHeads",
+                        "cls",
+                        {},
+                        {prediction_head(config.sizes),
+                         linear_module("seq_relationship", config.sizes.hidden_size, 2, true)}}}};
 }
 
 ModuleSize bert_size(const BertConfig& config, BertHeads heads, bool pooler) {
   const EncoderConfig& c = config.sizes;
   const std::size_t layers = c.num_hidden_layers;
-  ModuleSize size = module_size(bert_layer(c, std::to_string(layers == 0 ? 0 : layers - 1))) *
-                    Count(layers);
+  ModuleSize size =
+      module_size(bert_layer(c, std::to_string(layers == 0 ? 0 : layers - 1))) * Count(layers);
   size = size + module_size(bert_embeddings(config)) +
          module_size(Module{"BertModel", "bert", {}, {}}) +
          module_size(Module{"BertEncoder", "encoder", {}, {Module{"ModuleList", "layer", {}, {}}}});
@@ -146,14 +149,15 @@ ModuleSize bert_size(const BertConfig& config, BertHeads heads, bool pooler) {
                                       leaf_module("Tanh", "activation")}});
   }
   if (heads != BertHeads::none)
-    size = size + module_size(prediction_head(c)) + module_size(Module{"BertOnlyMLMHead", "cls", {}, {}});
+    size = size + module_size(prediction_head(c)) +
+           module_size(Module{"BertOnlyMLMHead", "cls", {}, {}});
   if (heads == BertHeads::pretraining)
     size = size + module_size(linear_module("seq_relationship", c.hidden_size, 2, true));
-  check_parameter_count(size.parameters, "describe_bert",
-                        fmt::format("BERT with L = {}, D = {}, F = {}, V = {}, P = {}", layers,
-                                    c.hidden_size, c.intermediate_size, c.vocab_size,
-                                    c.max_position_embeddings),
-                        {"L", "D", "F", "V", "P"});
+  check_parameter_count(
+      size.parameters, "describe_bert",
+      fmt::format("BERT with L = {}, D = {}, F = {}, V = {}, P = {}", layers, c.hidden_size,
+                  c.intermediate_size, c.vocab_size, c.max_position_embeddings),
+      {"L", "D", "F", "V", "P"});
   return size;
 }
 
@@ -191,6 +195,18 @@ Array take(StateDict& weights, const std::string& key) {
   return std::move(node.mapped());
 }
 
+Array array_of(const float* data, Shape shape) {
+  Array a{Dtype::float32, std::move(shape), {}};
+  a.bytes.resize(element_count(a.shape) * sizeof(float));
+  std::memcpy(a.bytes.data(), data, a.bytes.size());
+  return a;
+}
+Array array_of(const Tensor2& t) {
+  return array_of(t.data(), {t.shape(0), t.shape(1)});
+}
+Array array_of(const Tensor1& t) {
+  return array_of(t.data(), {t.shape(0)});
+}
 Tensor2 to_tensor2(const Array& a) {
   Tensor2 t = Tensor2::from_shape({a.shape.at(0), a.shape.at(1)});
   std::memcpy(t.data(), a.bytes.data(), a.bytes.size());
@@ -283,10 +299,10 @@ Bert load_bert(const BertConfig& config, StateDict&& file_weights, std::string_v
     for (std::size_t i = 0; counting && i < ids.size(); ++i)
       counting = ids.integer(i) == static_cast<std::int64_t>(i);
     if (!counting) {
-      throw Error(ErrorKind::bad_file, "load_bert",
-                  fmt::format("'{}': {} is not the integers 0..{} of shape (1, {})", shown,
-                              position_ids, c.max_position_embeddings - 1,
-                              c.max_position_embeddings));
+      throw Error(
+          ErrorKind::bad_file, "load_bert",
+          fmt::format("'{}': {} is not the integers 0..{} of shape (1, {})", shown, position_ids,
+                      c.max_position_embeddings - 1, c.max_position_embeddings));
     }
   }
   std::optional<Array> decoder_weight, decoder_bias;
@@ -301,25 +317,28 @@ Bert load_bert(const BertConfig& config, StateDict&& file_weights, std::string_v
     for (StateDictEntry& e : expected)
       if (starts_with(e.key, "bert.")) e.key = e.key.substr(5);
   if (model.heads == BertHeads::none && prefixed)
-    for (StateDictEntry& e : expected) e.key = "bert." + e.key;
+    for (StateDictEntry& e : expected)
+      e.key = "bert." + e.key;
   const std::string mismatch = state_dict_mismatch(expected, weights);
   if (!mismatch.empty()) {
     const char* names[] = {"BertModel", "BertForMaskedLM", "BertForPreTraining"};
-    throw Error(ErrorKind::bad_file, "load_bert",
-                fmt::format("'{}' does not fit {} with config.json's sizes (L {}, D {}, H {}, F {}, "
-                            "V {}, P {}, Y {}): {}",
-                            shown, names[static_cast<int>(model.heads)], c.num_hidden_layers,
-                            c.hidden_size, c.num_attention_heads, c.intermediate_size,
-                            c.vocab_size, c.max_position_embeddings, config.type_vocab_size,
-                            mismatch));
+    throw Error(
+        ErrorKind::bad_file, "load_bert",
+        fmt::format("'{}' does not fit {} with config.json's sizes (L {}, D {}, H {}, F {}, "
+                    "V {}, P {}, Y {}): {}",
+                    shown, names[static_cast<int>(model.heads)], c.num_hidden_layers, c.hidden_size,
+                    c.num_attention_heads, c.intermediate_size, c.vocab_size,
+                    c.max_position_embeddings, config.type_vocab_size, mismatch));
   }
 
   const std::string e = base + "embeddings.";
   const float eps = eps_of(c);
-  model.embeddings.token_embeddings.weight = to_tensor2(take(weights, e + "word_embeddings.weight"));
+  model.embeddings.token_embeddings.weight =
+      to_tensor2(take(weights, e + "word_embeddings.weight"));
   model.embeddings.position_embeddings.weight =
       to_tensor2(take(weights, e + "position_embeddings.weight"));
-  model.token_type_embeddings.weight = to_tensor2(take(weights, e + "token_type_embeddings.weight"));
+  model.token_type_embeddings.weight =
+      to_tensor2(take(weights, e + "token_type_embeddings.weight"));
   model.embeddings.layer_norm = norm_from(weights, e + "LayerNorm.", eps);
   model.embeddings.dropout = 0.0f;
   for (std::size_t l = 0; l < c.num_hidden_layers; ++l) {
@@ -357,25 +376,53 @@ Bert load_bert(const BertConfig& config, StateDict&& file_weights, std::string_v
                   fmt::format("'{}' has cls.predictions.decoder.weight but no other part of the "
                               "MLM head (cls.predictions.bias, .transform)",
                               shown));
-    const Tensor2& table = model.embeddings.token_embeddings.weight;
-    Array word{Dtype::float32, {table.shape(0), table.shape(1)}, {}};
-    word.bytes.resize(table.size() * 4);
-    std::memcpy(word.bytes.data(), table.data(), word.bytes.size());
-    check_equal(*decoder_weight, word, "cls.predictions.decoder.weight",
-                "the word embeddings", source);
+    check_equal(*decoder_weight, array_of(model.embeddings.token_embeddings.weight),
+                "cls.predictions.decoder.weight", "the word embeddings", source);
   }
   if (decoder_bias) {
     if (!model.masked_lm)
       throw Error(ErrorKind::bad_file, "load_bert",
                   fmt::format("'{}' has cls.predictions.decoder.bias but no MLM head", shown));
-    const Tensor1& bias = model.masked_lm->bias;
-    Array own{Dtype::float32, {bias.size()}, {}};
-    own.bytes.resize(bias.size() * 4);
-    std::memcpy(own.bytes.data(), bias.data(), own.bytes.size());
-    check_equal(*decoder_bias, own, "cls.predictions.decoder.bias", "cls.predictions.bias",
-                source);
+    check_equal(*decoder_bias, array_of(model.masked_lm->bias), "cls.predictions.decoder.bias",
+                "cls.predictions.bias", source);
   }
   return model;
+}
+
+std::vector<std::pair<std::string, Array>> bert_layer_parameters(const EncoderLayer& layer,
+                                                                 const std::string& prefix) {
+  std::vector<std::pair<std::string, Array>> out;
+  const auto linear = [&](const std::string& name, const Linear& l) {
+    out.emplace_back(prefix + name + ".weight", array_of(l.weight));
+    out.emplace_back(prefix + name + ".bias", array_of(l.bias));
+  };
+  const auto norm = [&](const std::string& name, const LayerNorm& n) {
+    out.emplace_back(prefix + name + ".weight", array_of(n.weight));
+    out.emplace_back(prefix + name + ".bias", array_of(n.bias));
+  };
+  // query, key, value: (D, D) with head h's rows h·hs .. (h+1)·hs.
+  for (auto [name, part] : {std::pair{"query", &AttentionHead::q},
+                            {"key", &AttentionHead::k},
+                            {"value", &AttentionHead::v}}) {
+    Linear stacked;
+    const std::size_t d = layer.attention.output_linear.weight.shape(1);
+    stacked.weight = Tensor2::from_shape({d, d});
+    stacked.bias = Tensor1::from_shape({d});
+    std::size_t row = 0;
+    for (const AttentionHead& head : layer.attention.heads) {
+      const Linear& l = head.*part;
+      std::copy(l.weight.begin(), l.weight.end(), stacked.weight.data() + row * d);
+      std::copy(l.bias.begin(), l.bias.end(), stacked.bias.data() + row);
+      row += l.weight.shape(0);
+    }
+    linear(std::string("attention.self.") + name, stacked);
+  }
+  linear("attention.output.dense", layer.attention.output_linear);
+  norm("attention.output.LayerNorm", layer.layer_norm_1);
+  linear("intermediate.dense", layer.feed_forward.linear_1);
+  linear("output.dense", layer.feed_forward.linear_2);
+  norm("output.LayerNorm", layer.layer_norm_2);
+  return out;
 }
 
 Bert init_bert(Rng& rng, const BertConfig& config, BertHeads heads) {
@@ -455,7 +502,7 @@ BertSteps forward(const Bert& model, const BertInput& input, bool logits) {
   for (std::size_t t = 0; t < tokens; ++t)
     position_ids(0, t) = static_cast<std::int64_t>(t);
   s.embeddings.position = forward(model.embeddings.position_embeddings, position_ids);  // (1,T,D)
-  s.embeddings.sum = s.embeddings.token + s.token_type;  // (B,T,D)
+  s.embeddings.sum = s.embeddings.token + s.token_type;                                 // (B,T,D)
   for (std::size_t b = 0; b < batch; ++b)
     xt::view(s.embeddings.sum, b) += xt::view(s.embeddings.position, 0);
   s.embeddings.output = forward(model.embeddings.layer_norm, s.embeddings.sum).output;
@@ -483,9 +530,8 @@ BertSteps forward(const Bert& model, const BertInput& input, bool logits) {
     mask = &s.mask;
   }
   for (const EncoderLayer& layer : model.layers)
-    s.layers.push_back(forward_tape(layer, s.layers.empty() ? s.embeddings.output
-                                                            : s.layers.back().output,
-                                    mask));
+    s.layers.push_back(
+        forward_tape(layer, s.layers.empty() ? s.embeddings.output : s.layers.back().output, mask));
   const Tensor3& last = s.hidden_states(model.layers.size());
   if (model.pooler) {
     // tanh(dense(x[:, 0])): the first token, [CLS], of each sequence.

@@ -39,8 +39,8 @@ enum class BertHeads {
   pretraining,  // BertForPreTraining: bert.*, cls.predictions.*, cls.seq_relationship.*
 };
 
-struct BertMaskedLMHead {  // cls.predictions (BertLMPredictionHead)
-  Linear transform;        // transform.dense, Linear(D, D)
+struct BertMaskedLMHead {    // cls.predictions (BertLMPredictionHead)
+  Linear transform;          // transform.dense, Linear(D, D)
   LayerNorm transform_norm;  // transform.LayerNorm
   Tensor1 bias;              // (V)
   Tensor2 decoder;           // (V,D) when not tied to the word table; empty when tied
@@ -49,8 +49,8 @@ struct BertMaskedLMHead {  // cls.predictions (BertLMPredictionHead)
 struct Bert {
   BertConfig config;
   BertHeads heads = BertHeads::none;
-  Embeddings embeddings;            // word_embeddings, position_embeddings, LayerNorm
-  Embedding token_type_embeddings;  // (Y,D)
+  Embeddings embeddings;             // word_embeddings, position_embeddings, LayerNorm
+  Embedding token_type_embeddings;   // (Y,D)
   std::vector<EncoderLayer> layers;  // encoder.layer.N, post-LN
   std::optional<Linear> pooler;      // pooler.dense; BertForMaskedLM has none
   std::optional<BertMaskedLMHead> masked_lm;
@@ -72,6 +72,12 @@ ModuleSize bert_size(const BertConfig& config, BertHeads heads, bool pooler = tr
 // the fix.
 Bert load_bert(const BertConfig& config, StateDict&& weights, std::string_view source);
 
+// One layer's parameters (or gradients: a layer of the same form) under transformers' keys, each
+// with `prefix` ("encoder.layer.3."), in BertLayer's state_dict order: the heads' q, k and v rows
+// stacked back into query, key and value.
+std::vector<std::pair<std::string, Array>> bert_layer_parameters(const EncoderLayer& layer,
+                                                                 const std::string& prefix);
+
 // A Bert of `config`'s sizes with the book's initialisation, for tests and benchmarks.
 Bert init_bert(Rng& rng, const BertConfig& config, BertHeads heads);
 
@@ -82,11 +88,11 @@ struct BertInput {
 };
 
 struct BertSteps {
-  Tensor3 token_type;            // (B,T,D) token_type_embeddings(types)
-  EmbeddingsSteps embeddings;    // token = word rows; sum = word + token type + position
-  Tensor3 mask;                  // (B,T,T) the additive mask; empty without padding
+  Tensor3 token_type;          // (B,T,D) token_type_embeddings(types)
+  EmbeddingsSteps embeddings;  // token = word rows; sum = word + token type + position
+  Tensor3 mask;                // (B,T,T) the additive mask; empty without padding
   std::vector<EncoderLayerTape> layers;
-  Tensor2 pooled;   // (B,D) with a pooler
+  Tensor2 pooled;       // (B,D) with a pooler
   Tensor3 transformed;  // (B,T,D) the MLM head's LayerNorm(gelu(transform(x_L)))
   Tensor3 logits;       // (B,T,V) with the MLM head
   // transformers' hidden_states[l]: 0 the embeddings' output, l the output of layer l - 1.
@@ -114,7 +120,6 @@ struct TokenPrediction {
   float probability = 0.0f;  // softmax over the vocabulary
 };
 // The k most probable ids of one row of logits (V), most probable first (ties: lower id first).
-std::vector<TokenPrediction> top_predictions(const float* logits, std::size_t vocab,
-                                             std::size_t k);
+std::vector<TokenPrediction> top_predictions(const float* logits, std::size_t vocab, std::size_t k);
 
 }  // namespace attn

@@ -281,6 +281,16 @@ std::string wrapped_prose(std::string_view text, std::size_t width) {
   return out + line + "\n";
 }
 
+std::string pretrained_note(std::string_view source, std::string_view which) {
+  return wrapped_prose(fmt::format(
+             "These weights are not a random initialisation: they are {} of {} (a Hugging Face "
+             "BERT folder), and X is what that layer reads for the text, hidden_states of the "
+             "layer before. BERT's query, key and value are each Linear(D, D); head h owns rows "
+             "h·hs to (h+1)·hs of each, which makes it exactly seed 000's AttentionHead.",
+             which, source)) +
+         "\n";
+}
+
 std::string trained_note(const TrainedSource& source, std::string_view which) {
   return wrapped_prose(fmt::format(
       "These weights are {} of layer {} of the checkpoint `{}`, trained on the `{}` task (lesson "

@@ -317,9 +317,9 @@ std::string render_text(const LessonRun& run, const OutputOptions& options, bool
   bool e_explained = false;
   auto step_text = [&](const Step& step) {
     if (!step.printed) {
-      return fmt::format("{} {}\n", style.cyan(fmt::format("[{}/{}] {}, shape {}:", step_number,
-                                                           step_count, step.name,
-                                                           shape_string(step.value.shape))),
+      return fmt::format("{} {}\n",
+                         style.cyan(fmt::format("[{}/{}] {}, shape {}:", step_number, step_count,
+                                                step.name, shape_string(step.value.shape))),
                          step.title);
     }
     const std::string tensor = format_torch(step.value, print);

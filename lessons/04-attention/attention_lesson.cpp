@@ -164,12 +164,12 @@ LessonRun run_attention(const AttentionLessonOptions& options) {
            to_array(s.scaled_scores));
   run.section("weights");
   run.step("weights", "softmax over the keys (last axis)", to_array(s.weights));
-  const std::vector<std::string> labels =
-      options.trained            ? options.trained->tokens
-      : !options.tokens.empty() ? options.tokens
-                                : token_labels(tokens);
+  const std::vector<std::string> labels = options.trained           ? options.trained->tokens
+                                          : !options.tokens.empty() ? options.tokens
+                                                                    : token_labels(tokens);
   run.heatmap({"weights of sequence 0 (rows: queries, columns: keys)", first_matrix(s.weights),
                labels, labels, HeatmapKind::weights, masked});
+  if (!options.pretrained.empty()) run.prose(pretrained_note(options.pretrained, "one head"));
   if (options.trained) {
     run.prose(trained_note(*options.trained, fmt::format("head {}", options.trained_head)));
     show_trained_heads(run, *options.trained, options.trained_head);

@@ -349,7 +349,7 @@ void run_variant(LessonRun& run, const MultiHeadLessonOptions& o, MultiHeadVaria
                                   kHeatmapHeads, heads)
                     : "every head, sequence 0 (rows: queries, columns: keys)",
                 {}};
-  const std::vector<std::string> labels = o.trained            ? o.trained->tokens
+  const std::vector<std::string> labels = o.trained           ? o.trained->tokens
                                           : !o.tokens.empty() ? o.tokens
                                                               : token_labels(tokens);
   for (std::size_t h = 0; h < std::min(heads, kHeatmapHeads); ++h) {
@@ -357,6 +357,7 @@ void run_variant(LessonRun& run, const MultiHeadLessonOptions& o, MultiHeadVaria
                          HeatmapKind::weights, mask != nullptr});
   }
   run.heatmaps(std::move(maps));
+  if (!o.pretrained.empty()) run.prose(pretrained_note(o.pretrained, "the heads"));
   if (o.trained) {
     run.prose(trained_note(*o.trained, "the heads"));
     show_trained_heads(run, *o.trained);

@@ -365,7 +365,8 @@ namespace {
 constexpr std::size_t kPredictions = 5;
 
 Array ids_array(const Ids& ids) {
-  return make_int64({ids.shape(0), ids.shape(1)}, std::vector<std::int64_t>(ids.begin(), ids.end()));
+  return make_int64({ids.shape(0), ids.shape(1)},
+                    std::vector<std::int64_t>(ids.begin(), ids.end()));
 }
 }  // namespace
 
@@ -412,8 +413,9 @@ LessonRun run_bert(const BertLessonOptions& o) {
   Table t{"The tokens (lesson 00), as the folder's tokenizer reads the text",
           {"position", "token", "id", "token type"},
           {}};
-  const Ids types = o.input.token_types.size() > 0 ? o.input.token_types
-                                                   : Ids(xt::zeros<std::int64_t>({std::size_t{1}, tokens}));
+  const Ids types = o.input.token_types.size() > 0
+                        ? o.input.token_types
+                        : Ids(xt::zeros<std::int64_t>({std::size_t{1}, tokens}));
   for (std::size_t i = 0; i < tokens; ++i)
     t.rows.push_back({fmt::format("{}", i), o.tokens.at(i), fmt::format("{}", o.input.ids(0, i)),
                       fmt::format("{}", types(0, i))});

@@ -2,6 +2,7 @@
 // TransformerEncoder, from a config.
 #include "09-encoder/encoder_models.hpp"
 
+#include "bert.hpp"
 #include "encoder.hpp"
 #include "io/shipped.hpp"
 #include "models.hpp"
@@ -21,6 +22,15 @@ EncoderConfig encoder_config(const ModelRequest& r) {
   if (r.vocab_size != 0) c.vocab_size = r.vocab_size;
   validate_config(c, r.config ? "the config" : "the tiny config");
   return c;
+}
+
+// Parameters held as named arrays (transformers' keys), for gradient_run.
+struct NamedArrays {
+  std::vector<std::pair<std::string, Array>> entries;
+};
+void visit_parameters(NamedArrays& named, const ParameterVisitor& visit) {
+  for (auto& [key, array] : named.entries)
+    visit(key, reinterpret_cast<float*>(array.bytes.data()), array.shape);
 }
 
 }  // namespace
@@ -84,6 +94,30 @@ LessonRun encoder_gradients(const ModelRequest& r, const GradientRequest& g) {
   const Tensor3 dy = gradient_of(tape.output(), g, rng);
   const Tensor3 dx = backward(layer, tape, dy, grad);
   return gradient_run("encoder", g, to_array(x), tape.output(), dy, &dx, grad);
+}
+
+LessonRun bert_layer_gradients(const EncoderLayer& layer, std::size_t index, const Tensor3& x,
+                               const GradientRequest& g) {
+  Rng rng(g.seed);
+  const EncoderLayerTape tape = forward_tape(layer, x);
+  const Tensor3 dy = gradient_of(tape.output, g, rng);
+  EncoderLayer grad = zeros_like(layer);
+  const Tensor3 dx = backward(layer, tape, dy, grad);
+  const std::string name = fmt::format("encoder.layer.{}", index);
+  NamedArrays named{bert_layer_parameters(grad, name + ".")};
+  return gradient_run(name, g, to_array(x), tape.output, dy, &dx, named);
+}
+
+MemoryPlan plan_bert_layer_gradients(const EncoderConfig& config, std::size_t tokens) {
+  const std::size_t d = config.hidden_size, f = config.intermediate_size;
+  MemoryPlan plan = plan_encoder_layer_tape(config, 1, tokens);
+  append(plan, plan_multi_head_temporaries(MultiHeadVariant::book, 1, tokens, d,
+                                           config.num_attention_heads, false));
+  // The gradients, their copy under transformers' keys and in the run.
+  plan.push_back(
+      {"the layer's gradients", {3, 4 * d * d + 2 * d * f + 10 * d}, " D/F", 4, Held::shown, 48});
+  plan.push_back({"x, y, G and dx", {4, tokens, d}, " T D", 4, Held::shown});
+  return plan;
 }
 
 }  // namespace attn::lessons
