@@ -74,7 +74,8 @@ def main():
         command = [args.attn, "encoder", "--pretrained", str(folder), "--text", args.text, "--save", str(out)]
         if args.pair is not None:
             command += ["--pair", args.pair]
-        print("$", " ".join(command[:3]), "DIR", " ".join(command[4:-1]), "OUT")
+        shown = {str(folder): "DIR", str(out): "OUT"}
+        print("$", " ".join(shown.get(word, repr(word) if " " in word else word) for word in command))
         run = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if run.returncode != 0:
             print(f"attn exited with {run.returncode}: {run.stderr.strip()}")

@@ -146,6 +146,7 @@ TEST_CASE("a bare name is found in the Hugging Face cache, through its symlinks"
     fs::create_symlink(fs::path("../../blobs") / blob,
                        repo / "snapshots" / revision / entry.path().filename());
   }
+  ::unsetenv("HF_HUB_CACHE");  // it would win over HF_HOME
   REQUIRE(::setenv("HF_HOME", home.path.c_str(), 1) == 0);
   const attn::PretrainedFolder opened = attn::open_pretrained("bert-tiny-test");
   CHECK_THROWS_AS(attn::open_pretrained("bert-not-in-the-cache"), attn::Error);
