@@ -265,14 +265,7 @@ void run(EncoderCliOptions& o, const CLI::App& app, Context& context) {
       l.ids = read_ids_file(o.ids_file, l.config);
     } else {
       const std::string text = o.text.empty() ? "time flies like an arrow" : o.text;
-      if (std::size_t bad = 0; !is_valid_utf8(text, &bad)) {
-        throw Error(
-            ErrorKind::bad_value, "encoder",
-            fmt::format("the text is not valid UTF-8: byte {:#04x} at offset {} does not start a "
-                        "UTF-8 character; pass UTF-8 text (a terminal with LANG=C.UTF-8 sends it)",
-                        static_cast<unsigned char>(text[bad]), bad))
-            .about("text");
-      }
+      check_utf8(text, "text", "encoder");
       // The vocabulary: --vocab, else BERT's when the config's is BERT's, else the lesson's.
       Vocabulary vocab;
       try {

@@ -1,5 +1,7 @@
 #include "lesson_io.hpp"
 
+#include "io/tokenizer.hpp"
+
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -18,6 +20,7 @@
 #include "io/file_io.hpp"
 #include "io/npy.hpp"
 #include "io/shipped.hpp"
+#include "io/tokenizer.hpp"
 #include "save.hpp"
 
 namespace attn::cli {
@@ -330,6 +333,17 @@ Ids checkpoint_ids(const TrainedCheckpoint& checkpoint, const std::string& text,
   Ids out({1, ids.size()});
   std::copy(ids.begin(), ids.end(), out.begin());
   return out;
+}
+
+void check_utf8(const std::string& text, const std::string& subject, std::string_view command) {
+  if (std::size_t bad = 0; !is_valid_utf8(text, &bad)) {
+    throw Error(
+        ErrorKind::bad_value, command,
+        fmt::format("the text is not valid UTF-8: byte {:#04x} at offset {} does not start a "
+                    "UTF-8 character; pass UTF-8 text (a terminal with LANG=C.UTF-8 sends it)",
+                    static_cast<unsigned char>(text[bad]), bad))
+        .about(subject);
+  }
 }
 
 void add_checkpoint_options(CLI::App& app, CheckpointCliOptions& o) {

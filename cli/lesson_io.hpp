@@ -44,6 +44,9 @@ EncoderConfig resolve_config(const std::string& path);
 // name not shipped lists the shipped names and says ./NAME reads a file.
 std::string resolve_checkpoint(const std::string& name);
 
+// Refuses text that is not UTF-8, naming the first bad byte; the error is about `subject` ("text").
+void check_utf8(const std::string& text, const std::string& subject, std::string_view command);
+
 // --ids: "2051,10029,2066" -> ids below `vocab_size` (0, [PAD], included); errors are about "ids".
 std::vector<std::int64_t> parse_ids(const std::string& text, std::size_t vocab_size);
 

@@ -56,6 +56,8 @@ BertText bert_text(const PretrainedBert& bert, const std::string& text, const st
                                : std::to_string(id));
   } else {
     const std::string a = text.empty() ? "time flies like an arrow" : text;
+    check_utf8(a, "text", "bert_text");
+    check_utf8(pair, "pair", "bert_text");
     const Encoding ea =
         about("text", [&] { return encode(a, vocab, true, bert.tokenizer.options); });
     out.tokens = ea.tokens;

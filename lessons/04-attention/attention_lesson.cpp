@@ -145,7 +145,10 @@ LessonRun run_attention(const AttentionLessonOptions& options) {
   };
   const AttentionSteps s = attend(x, masked ? &mask : nullptr);
 
-  run.section(head ? "intro_head" : "intro");
+  run.section(!head                        ? "intro"
+              : options.pretrained.empty() ? "intro_head"
+                                           : "intro_head_pretrained");
+  if (!options.pretrained.empty()) run.prose(pretrained_note(options.pretrained, "one head"));
   run.table(parameter_table(model));
   run.step("input", "X, one row of width D per token", to_array(x));
   run.section("projections");
@@ -169,7 +172,6 @@ LessonRun run_attention(const AttentionLessonOptions& options) {
                                                                     : token_labels(tokens);
   run.heatmap({"weights of sequence 0 (rows: queries, columns: keys)", first_matrix(s.weights),
                labels, labels, HeatmapKind::weights, masked});
-  if (!options.pretrained.empty()) run.prose(pretrained_note(options.pretrained, "one head"));
   if (options.trained) {
     run.prose(trained_note(*options.trained, fmt::format("head {}", options.trained_head)));
     show_trained_heads(run, *options.trained, options.trained_head);

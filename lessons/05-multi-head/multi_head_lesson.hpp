@@ -20,7 +20,7 @@ struct MultiHeadLessonOptions {
   std::optional<TrainedSource> trained;       // --checkpoint: the book's layer of a trained model
   std::optional<HeadAblationInput> ablation;  // and the whole model: its heads ablated
   std::vector<std::string> tokens;  // --pretrained: the input's tokens, the heatmaps' labels
-  std::string pretrained;  // --pretrained: "DIR, layer N", the layer these weights are
+  std::string pretrained;           // --pretrained: "DIR, layer N", the layer these weights are
 };
 
 // Lesson 05: multi-head attention in the notebooks' four forms, side by side or step by step.
