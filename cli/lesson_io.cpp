@@ -376,8 +376,12 @@ std::optional<lessons::TrainedAttention> checkpoint_attention(
     std::string_view command, Context& context,
     const std::function<void(TrainedCheckpoint&)>& prepare) {
   if (!o.pretrained.empty()) return {};
+  if (app.count("--pair") > 0)
+    throw Error(ErrorKind::bad_value, command,
+                "--pair is the second sentence BERT reads: add --pretrained DIR, or drop --pair")
+        .about("pair");
   if (o.checkpoint.empty()) {
-    for (const char* name : {"--text", "--layer", "--pair"})
+    for (const char* name : {"--text", "--layer"})
       if (app.count(name) > 0)
         throw Error(ErrorKind::bad_value, command,
                     fmt::format("{} reads a trained model's tokens: add --checkpoint "
@@ -386,11 +390,6 @@ std::optional<lessons::TrainedAttention> checkpoint_attention(
             .about(std::string(name).substr(2));
     return {};
   }
-  if (app.count("--pair") > 0)
-    throw Error(
-        ErrorKind::bad_value, command,
-        "--pair is the second sentence BERT reads: use it with --pretrained DIR, or drop it")
-        .about("pair");
   for (const std::string& name : replaced)
     if (app.count(name) > 0)
       throw Error(ErrorKind::bad_value, command,

@@ -242,6 +242,15 @@ std::vector<Section> read_catalogue() {
 
 // --- The bad files, made on demand in the scratch folder.
 
+// `text` with its first `from` replaced by `to`.
+void edit_text(const fs::path& path, const std::string& from, const std::string& to) {
+  std::string text = attn::testing::read_text(path.string());
+  const std::size_t at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  text.replace(at, from.size(), to);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+}
+
 std::string u8(std::uint64_t value, std::size_t width) {
   std::string out;
   for (std::size_t i = 0; i < width; ++i)
@@ -353,6 +362,14 @@ Maker bytes(std::string content) {
   return [content = std::move(content)](Scratch&, const fs::path& path) {
     std::ofstream out(path, std::ios::binary);
     out.write(content.data(), static_cast<std::streamsize>(content.size()));
+  };
+}
+
+// A copy of the BertForMaskedLM fixture folder (data/fixtures/bert/d12_masked_lm), then `change`.
+Maker bert_folder(std::function<void(const fs::path&)> change) {
+  return [change = std::move(change)](Scratch&, const fs::path& path) {
+    fs::copy(attn::testing::fixture_path("bert/d12_masked_lm"), path, fs::copy_options::recursive);
+    change(path);
   };
 }
 
@@ -712,6 +729,32 @@ const std::map<std::string, Maker>& makers() {
       {"config_attention_dropout.json", bytes(R"({"attention_probs_dropout_prob": 1.0})")},
       {"config_act.json", bytes(R"({"hidden_act": "relu"})")},
       {"configs", [](Scratch&, const fs::path& path) { fs::create_directory(path); }},
+      // --- Hugging Face BERT folders (--pretrained): a good one, then each way to break it
+      {"bert-mini", bert_folder([](const fs::path&) {})},
+      {"bert-no-config", bert_folder([](const fs::path& p) { fs::remove(p / "config.json"); })},
+      {"bert-pickle",
+       bert_folder([](const fs::path& p) {
+         fs::remove(p / "model.safetensors");
+         std::ofstream(p / "pytorch_model.bin") << "a pickle";
+       })},
+      {"bert-gpt2", bert_folder([](const fs::path& p) {
+         edit_text(p / "config.json", "\"model_type\": \"bert\"", "\"model_type\": \"gpt2\"");
+       })},
+      {"bert-wider", bert_folder([](const fs::path& p) {
+         edit_text(p / "config.json", "\"hidden_size\": 12", "\"hidden_size\": 24");
+       })},
+      {"bert-three-layers", bert_folder([](const fs::path& p) {
+         edit_text(p / "config.json", "\"num_hidden_layers\": 2", "\"num_hidden_layers\": 3");
+       })},
+      {"bert-extra-key", bert_folder([](const fs::path& p) {
+         attn::StateDict w = attn::read_weights((p / "model.safetensors").string());
+         w["classifier.weight"] = attn::make_float32({2, 12}, std::vector<float>(24, 0.5f));
+         attn::write_weights((p / "model.safetensors").string(), w, {{"format", "pt"}});
+       })},
+      {"bert-truncated", bert_folder([](const fs::path& p) {
+         fs::resize_file(p / "model.safetensors", fs::file_size(p / "model.safetensors") - 100);
+       })},
+      {"bert-no-vocab", bert_folder([](const fs::path& p) { fs::remove(p / "vocab.txt"); })},
       // --- vocab.txt
       {"vocab_empty.txt", bytes("")},
       {"vocab_not_utf8.txt", bytes("[PAD]\n[UNK]\ncaf\xe9\n")},
