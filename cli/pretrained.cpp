@@ -1,5 +1,7 @@
 #include "pretrained.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "base/error.hpp"
@@ -103,12 +105,16 @@ BertText bert_text(const PretrainedBert& bert, const std::string& text, const st
 }
 
 MemoryPlan plan_bert_reading(const PretrainedBert& bert) {
+  // load_bert copies each tensor into the model and drops the file's: the largest is held twice.
+  const EncoderConfig& c = bert.config.sizes;
+  const std::size_t rows = std::max({c.vocab_size, c.max_position_embeddings, c.intermediate_size});
   return {{"the folder's tensors in float32",
            {bert.folder.float32_bytes / 4},
            "D/F/V",
            4,
            Held::kept,
-           16 * bert.config.sizes.num_hidden_layers + 16}};
+           16 * c.num_hidden_layers + 16},
+          {"the largest tensor, while the model takes it", {rows, c.hidden_size}, "V D"}};
 }
 
 Bert read_bert(const PretrainedBert& bert) {

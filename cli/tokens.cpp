@@ -28,16 +28,18 @@ void run_pretrained(TokensCliOptions& o, const CLI::App& app, Context& context) 
   refuse_beside_pretrained(app, {"--vocab", "--weights", "--d-model", "--seed"}, "tokens");
   const PretrainedBert bert = open_bert(o.pretrained);
   check_budget("tokens", plan_bert_reading(bert));
-  Bert model = read_bert(bert);
   lessons::TokensLessonOptions& l = o.lesson;
+  {
+    // Only the word table is kept: the model is gone before the lesson plans its own memory.
+    const Bert model = read_bert(bert);
+    const Tensor2& table = model.embeddings.token_embeddings.weight;
+    l.weights = StateDict{};
+    copy_parameter_out(*l.weights, "weight", table.data(), {table.shape(0), table.shape(1)});
+  }
   l.vocab = bert.tokenizer.vocab;
   l.vocab_name = o.pretrained + "/vocab.txt";
   l.tokenizer = bert.tokenizer.options;
   l.add_special_tokens = true;
-  l.weights = StateDict{};
-  copy_parameter_out(*l.weights, "weight", model.embeddings.token_embeddings.weight.data(),
-                     {model.embeddings.token_embeddings.weight.shape(0),
-                      model.embeddings.token_embeddings.weight.shape(1)});
   l.weights_name = o.pretrained + ", embeddings.word_embeddings";
   context.exit_code = publish(lessons::run_tokens(l), o.output, context);
 }

@@ -425,6 +425,36 @@ std::vector<std::pair<std::string, Array>> bert_layer_parameters(const EncoderLa
   return out;
 }
 
+StateDict bert_state_dict(const Bert& model) {
+  const std::string base = model.heads == BertHeads::none ? "" : "bert.";
+  StateDict out;
+  const auto linear = [&](const std::string& name, const Linear& l) {
+    out[name + ".weight"] = array_of(l.weight);
+    out[name + ".bias"] = array_of(l.bias);
+  };
+  const auto norm = [&](const std::string& name, const LayerNorm& n) {
+    out[name + ".weight"] = array_of(n.weight);
+    out[name + ".bias"] = array_of(n.bias);
+  };
+  const std::string e = base + "embeddings.";
+  out[e + "word_embeddings.weight"] = array_of(model.embeddings.token_embeddings.weight);
+  out[e + "position_embeddings.weight"] = array_of(model.embeddings.position_embeddings.weight);
+  out[e + "token_type_embeddings.weight"] = array_of(model.token_type_embeddings.weight);
+  norm(e + "LayerNorm", model.embeddings.layer_norm);
+  for (std::size_t l = 0; l < model.layers.size(); ++l)
+    for (auto& [key, array] :
+         bert_layer_parameters(model.layers[l], fmt::format("{}encoder.layer.{}.", base, l)))
+      out[key] = std::move(array);
+  if (model.pooler) linear(base + "pooler.dense", *model.pooler);
+  if (model.masked_lm) {
+    linear("cls.predictions.transform.dense", model.masked_lm->transform);
+    norm("cls.predictions.transform.LayerNorm", model.masked_lm->transform_norm);
+    out["cls.predictions.bias"] = array_of(model.masked_lm->bias);
+  }
+  if (model.next_sentence) linear("cls.seq_relationship", *model.next_sentence);
+  return out;
+}
+
 Bert init_bert(Rng& rng, const BertConfig& config, BertHeads heads) {
   const EncoderConfig& c = config.sizes;
   Bert model;

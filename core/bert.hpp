@@ -78,6 +78,10 @@ Bert load_bert(const BertConfig& config, StateDict&& weights, std::string_view s
 std::vector<std::pair<std::string, Array>> bert_layer_parameters(const EncoderLayer& layer,
                                                                  const std::string& prefix);
 
+// The whole model under transformers' keys, as its class's state_dict() holds them (the tied decoder
+// left out, as save_pretrained leaves it out): what load_bert reads back.
+StateDict bert_state_dict(const Bert& model);
+
 // A Bert of `config`'s sizes with the book's initialisation, for tests and benchmarks.
 Bert init_bert(Rng& rng, const BertConfig& config, BertHeads heads);
 

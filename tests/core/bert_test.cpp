@@ -248,3 +248,34 @@ TEST_CASE("a missing or an extra key is named with the folder", "[bert][errors]"
     }
   }
 }
+
+TEST_CASE("bert_state_dict writes every folder's model back under the keys it was read from",
+          "[bert][state_dict]") {
+  for (const FolderCase& c : kFolders) {
+    INFO(c.folder);
+    const attn::PretrainedFolder opened = attn::open_pretrained(bert_fixture(c.folder));
+    attn::StateDict file = attn::read_pretrained_weights(opened);
+    const attn::Bert model = load_folder(c.folder);
+    const attn::StateDict written = attn::bert_state_dict(model);
+    // What load_bert drops or renames: the int64 position_ids, the legacy gamma/beta names.
+    std::size_t compared = 0;
+    for (const auto& [key, array] : written) {
+      std::string stored = key;
+      if (std::string(c.folder) == "d12_legacy" && stored.find("LayerNorm.") != std::string::npos)
+        stored = stored.substr(0, stored.rfind('.')) +
+                 (stored.ends_with(".weight") ? ".gamma" : ".beta");
+      INFO(key);
+      REQUIRE(file.count(stored) == 1);
+      CHECK(file.at(stored).shape == array.shape);
+      CHECK(file.at(stored).bytes == array.bytes);
+      ++compared;
+    }
+    file.erase("embeddings.position_ids");
+    CHECK(compared == file.size());
+    // And read back, the same model computes the same outputs.
+    const attn::Bert again = attn::load_bert(model.config, attn::StateDict(written), "written");
+    const attn::BertInput input = read_input("pair");
+    CHECK(attn::forward(again, input).hidden_states(c.layers) ==
+          attn::forward(model, input).hidden_states(c.layers));
+  }
+}
