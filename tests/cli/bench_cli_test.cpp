@@ -67,6 +67,29 @@ TEST_CASE("attn bench --model encoder --format json: time, bound, peak memory", 
   CHECK(doc["gemm"]["openblas_kernel"].get<std::string>().size() > 0);
 }
 
+TEST_CASE("attn bench --model bert --format json: BERT-base from ids and token types",
+          "[cli][bench]") {
+  const auto result =
+      run_attn({"bench", "--model", "bert", "--seq", "8", "--batch", "2", "--repeat", "1",
+                "--warmup", "0", "--threads", "1", "--format", "json"});
+  INFO("stderr: " << result.err);
+  REQUIRE(result.exit_code == 0);
+  const auto doc = nlohmann::json::parse(result.out);
+  CHECK(doc["model"] == "bert");
+  CHECK(doc["norm"] == "post");
+  CHECK(doc["layers"] == 12);
+  CHECK(doc["batch"] == 2);
+  CHECK(doc["seq"] == 8);
+  for (const char* key : {"ms_median", "sgemm_bound_ms", "fraction_of_bound", "memory_ratio"}) {
+    INFO(key);
+    CHECK(doc[key].get<double>() > 0.0);
+  }
+  // The encoder's weights and BERT's two token type rows of 768.
+  CHECK(doc["weights_bytes"] == 4 * (12 * 7087872 + (30522 + 512 + 2) * 768 + 2 * 768));
+  CHECK(doc["peak_rss_bytes"].get<double>() - doc["baseline_rss_bytes"].get<double>() >=
+        doc["weights_bytes"].get<double>());
+}
+
 TEST_CASE("attn bench --gemm openblas runs the large products on OpenBLAS", "[cli][bench]") {
   const auto result = run_attn({"bench", "--seq", "16", "--repeat", "2", "--warmup", "0",
                                 "--threads", "1", "--gemm", "openblas", "--format", "json"});
@@ -157,7 +180,8 @@ TEST_CASE("bad input to bench: one line, exit 2", "[cli][bench][bad-input]") {
       {{"bench", "--norm", "middle"}, "--norm"},
       {{"bench", "--format", "yaml"}, "--format"},
       {{"bench", "--batch", "2"},
-       "--batch: --batch sets the batch of --model encoder or of --train"},
+       "--batch: --batch sets the batch of --model encoder, --model bert or --train"},
+      {{"bench", "--model", "bert", "--norm", "post"}, "--norm: --model bert is post-LN"},
       {{"bench", "--model", "decoder"}, "--model"},
       {{"bench", "--gemm", "mkl"}, "--gemm"},
       {{"bench", "--train", "--model", "encoder"}, "--model: --train times its own two models"},
