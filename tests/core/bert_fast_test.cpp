@@ -21,16 +21,14 @@ namespace {
 
 attn::BertConfig bert_sizes(std::size_t d, std::size_t heads, std::size_t d_ff, std::size_t layers,
                             std::size_t vocab, std::size_t positions, const char* act) {
-  attn::BertConfig c;
-  c.sizes.hidden_size = d;
-  c.sizes.num_attention_heads = heads;
-  c.sizes.intermediate_size = d_ff;
-  c.sizes.num_hidden_layers = layers;
-  c.sizes.vocab_size = vocab;
-  c.sizes.max_position_embeddings = positions;
-  c.sizes.hidden_act = act;
-  c.type_vocab_size = 2;
-  return c;
+  return {.sizes = {.hidden_size = d,
+                    .num_attention_heads = heads,
+                    .intermediate_size = d_ff,
+                    .num_hidden_layers = layers,
+                    .vocab_size = vocab,
+                    .max_position_embeddings = positions,
+                    .hidden_act = act},
+          .type_vocab_size = 2};
 }
 
 // init_bert's model with LayerNorms that are not the identity, so that a mixed-up weight, bias or
