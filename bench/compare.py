@@ -12,9 +12,13 @@ attn runs once per round, under the environment as it is.
            same embeddings before nn.TransformerEncoder, batch 1 (and 8 without --quick), T = 128
            and 512; with attn's fraction of the bound and its peak memory over weights plus one
            layer's activations
+  bert     `attn bench --model bert` against BERT-base from ids and token types (a sentence pair:
+           0 for the first half, 1 for the second), post-LN at eps 1e-12, without the pooler:
+           transformers' eager BertModel (data/generator/bert.py) and the same embeddings before
+           post-LN nn.TransformerEncoder (PyTorch's fused path); the same cells as the encoder's
   train    bench/compare_train.py (training steps of attn train's default and a BERT-base layer)
 
-    /usr/bin/python3 bench/compare.py [--attn build/attn] [--quick] [--only layer|encoder|train]
+    /usr/bin/python3 bench/compare.py [--attn build/attn] [--quick] [--only layer|encoder|bert|train]
 
 A benchmark, not a test: it asserts nothing. Run it on an idle machine.
 """
@@ -92,7 +96,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--attn", default=str(ROOT / "build" / "attn"))
     parser.add_argument("--quick", action="store_true", help="fewer runs, and batch 1 only")
-    parser.add_argument("--only", choices=["layer", "encoder", "train"], help="one table only")
+    parser.add_argument("--only", choices=["layer", "encoder", "bert", "train"], help="one table only")
     parser.add_argument("--rounds", type=int, default=3,
                         help="rounds alternating attn and PyTorch; the median round is shown")
     args = parser.parse_args()
@@ -139,22 +143,28 @@ def main():
                 report(f"threads {threads} T {seq:>3}", statistics.median(attn), statistics.median(fraction), best)
         print()
 
-    if args.only in (None, "encoder"):
-        print("The encoder from ids, BERT-base, 12 layers, pre-LN")
+    def whole_model(title, model, torch_models):
+        print(title)
         cells = [(1, 128), (1, 512)] + ([] if args.quick else [(8, 128)])
         for threads in (1, 2):
             env = environment(machine, threads)
             for batch, seq in cells:
                 common = ["--seq", str(seq), "--batch", str(batch), "--threads", str(threads),
                           "--repeat", model_runs, "--warmup", "1"]
-                runs = [run_json([args.attn, "bench", "--model", "encoder", "--format", "json"] + common, env)
+                runs = [run_json([args.attn, "bench", "--model", model, "--format", "json"] + common, env)
                         for _ in range(args.rounds)]
                 run = sorted(runs, key=lambda r: r["ms_median"])[len(runs) // 2]
                 peak = (run["peak_rss_bytes"] - run["baseline_rss_bytes"]) / 2**20
-                best = torch_best(torch_py, ["encoder", "torch-encoder"], kernels, common, threads, 1)
+                best = torch_best(torch_py, torch_models, kernels, common, threads, 1)
                 report(f"threads {threads} B {batch} T {seq:>3}", run["ms_median"], run["fraction_of_bound"], best,
                        f"  peak {peak:6.1f} MiB ({run['memory_ratio']:.3f} of weights + activations)")
         print()
+
+    if args.only in (None, "encoder"):
+        whole_model("The encoder from ids, BERT-base, 12 layers, pre-LN", "encoder", ["encoder", "torch-encoder"])
+
+    if args.only in (None, "bert"):
+        whole_model("BERT-base from ids and token types, 12 layers, post-LN", "bert", ["bert", "torch-bert"])
 
     if args.only in (None, "train"):
         command = [sys.executable, str(ROOT / "bench" / "compare_train.py"), "--attn", args.attn,

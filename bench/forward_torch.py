@@ -7,6 +7,11 @@ Models (torch.no_grad, eval mode, dropout off, BERT-base sizes D=768 H=12 F=3072
   encoder        the book's TransformerEncoder from ids, 12 layers, at --batch
   torch-encoder  the same embeddings (word and position vectors, LayerNorm) and then
                  nn.TransformerEncoder of 12 such nn.TransformerEncoderLayer, at --batch
+  bert           transformers' eager BertModel without its pooler (data/generator/bert.py), from
+                 ids and token types (0 for the first half of each sequence, 1 for the second)
+  torch-bert     BERT's embeddings (word + token type + position, LayerNorm at eps 1e-12) and
+                 then nn.TransformerEncoder of 12 post-LN nn.TransformerEncoderLayer (eps 1e-12):
+                 the same function on PyTorch's fused inference path
 
     /usr/bin/python3 bench/forward_torch.py --model book-layer --seq 128 --threads 1
 
@@ -24,6 +29,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "data"))
+from generator import bert  # noqa: E402
 from generator.encoder import TransformerEncoder, TransformerEncoderLayer  # noqa: E402
 
 BERT_BASE = dict(hidden_size=768, num_attention_heads=12, intermediate_size=3072, num_hidden_layers=12,
@@ -41,6 +47,10 @@ def build(model, seq, batch):
     ids = torch.randint(0, BERT_BASE["vocab_size"], (batch, seq))
     if model == "torch-encoder":
         return TorchEncoder(), ids
+    if model in ("bert", "torch-bert"):
+        types = (torch.arange(seq) >= seq // 2).long().expand(batch, seq)  # a sentence pair
+        module = TorchBert() if model == "torch-bert" else EagerBert()
+        return module, (ids, types)
     return TransformerEncoder(BERT_BASE), ids
 
 
@@ -61,9 +71,42 @@ class TorchEncoder(nn.Module):
         return self.layers(self.norm(self.words(ids) + self.positions(positions)))
 
 
+def bert_config():
+    return bert.make_config(768, 12, 3072, BERT_BASE["num_hidden_layers"], BERT_BASE["vocab_size"],
+                            BERT_BASE["max_position_embeddings"])
+
+
+class EagerBert(nn.Module):
+    """BertModel as transformers runs it eagerly, its last hidden state (no pooler: attn's neither)."""
+
+    def __init__(self):
+        super().__init__()
+        self.model = bert.BertModel(bert_config(), add_pooling_layer=False)
+
+    def forward(self, inputs):
+        ids, types = inputs
+        return self.model(ids, token_type_ids=types)["last_hidden_state"]
+
+
+class TorchBert(nn.Module):
+    """BERT's embeddings, then PyTorch's own post-LN encoder (its fused path in eval mode)."""
+
+    def __init__(self):
+        super().__init__()
+        c = bert_config()
+        self.embeddings = bert.BertEmbeddings(c)
+        layer = nn.TransformerEncoderLayer(768, 12, 3072, dropout=0.0, activation="gelu", batch_first=True,
+                                           norm_first=False, layer_norm_eps=c.layer_norm_eps)
+        self.layers = nn.TransformerEncoder(layer, c.num_hidden_layers, enable_nested_tensor=False)
+
+    def forward(self, inputs):
+        ids, types = inputs
+        return self.layers(self.embeddings(ids, types))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", choices=["book-layer", "torch-layer", "encoder", "torch-encoder"], default="book-layer")
+    parser.add_argument("--model", choices=["book-layer", "torch-layer", "encoder", "torch-encoder", "bert", "torch-bert"], default="book-layer")
     parser.add_argument("--seq", type=int, default=128)
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--threads", type=int, default=1)

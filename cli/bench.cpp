@@ -1,5 +1,5 @@
-// attn bench: times the packed encoder (one layer at BERT-base size, or --model encoder: the whole
-// encoder from ids, with its peak memory; --train: training steps) beside each GEMM library's
+// attn bench: times the packed encoder (one layer at BERT-base size, or --model encoder / bert: the
+// whole book's encoder or BERT from ids, with its peak memory; --train: training steps) beside each GEMM library's
 // sgemm bound (core/fast/bench.hpp), and prints the report (render/bench_report.hpp). A program,
 // not a test: nothing here asserts a time.
 #include <cstdio>
@@ -52,7 +52,8 @@ BenchRequest request_of(const BenchOptions& o, std::string& config_name) {
                             r.config.max_position_embeddings));
   r.tokens = o.seq;
   r.batch = o.batch == 0 ? 1 : o.batch;
-  r.norm = o.norm == "post" ? NormPlacement::post : NormPlacement::pre;
+  r.bert = o.model == "bert";
+  r.norm = o.norm == "post" || r.bert ? NormPlacement::post : NormPlacement::pre;
   r.repeat = o.repeat;
   r.warmup = o.warmup;
   const unsigned cores = std::thread::hardware_concurrency();
@@ -83,7 +84,7 @@ int run_bench(const BenchOptions& o) {
     keep_freed_memory();
     prepare(o, r, {}, {});
     report = render::train_report(bench_train(r), r, format);
-  } else if (o.model == "encoder") {
+  } else if (o.model == "encoder" || o.model == "bert") {
     prepare(o, r, plan_model_bench(r), {"B", "T"});
     report = render::model_report(bench_model(r), r, config_name, format);
   } else {
@@ -98,8 +99,8 @@ void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<BenchOptions>();
   CLI::App* sub = app.add_subcommand(
       "bench",
-      "time the fast path at BERT-base size (one layer, or --model encoder) against the GEMM "
-      "libraries' bound");
+      "time the fast path at BERT-base size (one layer, or --model encoder or bert) against the "
+      "GEMM libraries' bound");
   sub->add_option("--seq", o->seq,
                   "T, tokens (default 128; at most the config's max_position_embeddings)")
       ->check(size_validator())
@@ -113,10 +114,12 @@ void setup(CLI::App& app, Context& context) {
       ->option_text("FILE");
   add_memory_option(*sub);
   sub->add_option("--repeat", o->repeat,
-                  "timed runs; the median is reported (default 20; 5 with --model encoder)")
+                  "timed runs; the median is reported (default 20; 5 with --model encoder or "
+                  "bert)")
       ->check(size_validator(1'000'000))
       ->option_text("N");
-  sub->add_option("--warmup", o->warmup, "untimed runs first (default 3; 1 with --model encoder)")
+  sub->add_option("--warmup", o->warmup,
+                  "untimed runs first (default 3; 1 with --model encoder or bert)")
       ->check(whole_number_validator(0, 1'000'000))
       ->option_text("N");
   sub->add_option("--format", o->format, "text (default) or json: one JSON document on stdout")
@@ -128,16 +131,19 @@ void setup(CLI::App& app, Context& context) {
   sub->add_flag("--train", o->train,
                 "time training steps instead: attn train's default model and a BERT-base layer")
       ->default_str("");
-  sub->add_option("--batch", o->batch,
-                  "B: with --model encoder, sequences per forward; with --train, the BERT-base "
-                  "layer's batch (default 1)")
+  sub->add_option(
+         "--batch", o->batch,
+         "B: with --model encoder or bert, sequences per forward; with --train, the BERT-base "
+         "layer's batch (default 1)")
       ->check(size_validator(4096))
       ->option_text("B");
   sub->add_option("--model", o->model,
                   "layer (default): one encoder layer; encoder: the whole encoder from ids "
-                  "(BERT-base: 12 layers), with its peak memory")
-      ->check(choice_validator("a model", {"layer", "encoder"}))
-      ->option_text("layer|encoder");
+                  "(BERT-base: 12 layers), with its peak memory; bert: the same as BertModel, "
+                  "post-LN with token types (a sentence pair: 0 for the first half, 1 for the "
+                  "second)")
+      ->check(choice_validator("a model", {"layer", "encoder", "bert"}))
+      ->option_text("layer|encoder|bert");
   sub->add_option("--gemm", o->gemm,
                   "the large products' library: auto (default: the wider kernel's library, at "
                   "equal widths the faster on a probe kept in ATTN_GEMM_CACHE's file), measure "
@@ -145,11 +151,15 @@ void setup(CLI::App& app, Context& context) {
       ->check(choice_validator("a GEMM library", {"auto", "measure", "openblas", "onednn"}))
       ->option_text("auto|measure|openblas|onednn");
   door_callback(*sub, [o, sub, &context] {
-    const bool model = o->model == "encoder";
+    const bool model = o->model == "encoder" || o->model == "bert";
     if (!o->train && !model && sub->count("--batch") > 0)
       throw Error(ErrorKind::bad_value, "bench",
-                  "--batch sets the batch of --model encoder or of --train: add one of them")
+                  "--batch sets the batch of --model encoder, --model bert or --train: add one of "
+                  "them")
           .about("batch");
+    if (o->model == "bert" && sub->count("--norm") > 0)
+      throw Error(ErrorKind::bad_value, "bench", "--model bert is post-LN, as BERT is: drop --norm")
+          .about("norm");
     if (o->train && (sub->count("--config") > 0 || sub->count("--norm") > 0))
       throw Error(ErrorKind::bad_value, "bench",
                   "--train times its own two models: drop --config and --norm")

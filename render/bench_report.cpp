@@ -220,12 +220,13 @@ std::string model_report(const ModelBench& b, const BenchRequest& r, std::string
   const std::string kernels(kernels_name(b.kernels));
   if (format == BenchFormat::json) {
     nlohmann::ordered_json doc;
-    doc["model"] = "encoder";
+    doc["model"] = r.bert ? "bert" : "encoder";
     doc["config"] = config_name;
     doc["layers"] = c.num_hidden_layers;
     doc["batch"] = r.batch;
     doc["seq"] = r.tokens;
     doc["vocab"] = c.vocab_size;
+    if (r.bert) doc["token_types"] = "0 for the first half of each sequence, 1 for the second";
     put_run(doc, r);
     put_times(doc, b.model_ms, b.flops, b.bounds);
     doc["peak_rss_bytes"] = b.peak_bytes;
@@ -237,9 +238,16 @@ std::string model_report(const ModelBench& b, const BenchRequest& r, std::string
     put_machine(doc, kernels);
     return json_document(doc);
   }
-  std::string text = fmt::format(
-      "attn bench --model encoder: the book's TransformerEncoder from ids, {}-LN, {} layers\n",
-      norm_word(r.norm), c.num_hidden_layers);
+  std::string text =
+      r.bert ? fmt::format(
+                   "attn bench --model bert: BertModel from ids and token types (0 for the "
+                   "first half of each sequence, 1 for the second), without its pooler, "
+                   "post-LN at eps {:g}, {} layers\n",
+                   c.layer_norm_eps, c.num_hidden_layers)
+             : fmt::format(
+                   "attn bench --model encoder: the book's TransformerEncoder from ids, "
+                   "{}-LN, {} layers\n",
+                   norm_word(r.norm), c.num_hidden_layers);
   text += fmt::format("  sizes D={} H={} F={} V={}, hidden_act {} ({}); batch {}, seq {}\n",
                       c.hidden_size, c.num_attention_heads, c.intermediate_size, c.vocab_size,
                       c.hidden_act, config_name, r.batch, r.tokens);

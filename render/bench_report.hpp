@@ -15,7 +15,8 @@ enum class BenchFormat { text, json };
 // reference. `config_name` says where the sizes come from ("BERT-base", a config file).
 std::string layer_report(const LayerBench& bench, const BenchRequest& request,
                          std::string_view config_name, BenchFormat format);
-// The whole encoder from ids: its time, the bounds, the peak memory against what it must hold.
+// The whole encoder (or BERT) from ids: its time, the bounds, the peak memory against what it must
+// hold.
 std::string model_report(const ModelBench& bench, const BenchRequest& request,
                          std::string_view config_name, BenchFormat format);
 // Training steps of attn train's default model and a BERT-base layer.

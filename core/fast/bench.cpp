@@ -15,6 +15,7 @@ namespace attn {
 namespace {
 
 constexpr std::size_t kReferenceRuns = 3;
+constexpr std::size_t kBenchTokenTypes = 2;  // BERT-base's type_vocab_size
 
 std::size_t index_of(GemmLibrary library) {
   return static_cast<std::size_t>(library);
@@ -199,14 +200,18 @@ LayerBench bench_layer(const BenchRequest& r) {
 MemoryPlan plan_model_bench(const BenchRequest& r) {
   const EncoderConfig& c = r.config;
   const std::size_t rows = r.batch * r.tokens, d = c.hidden_size, f = c.intermediate_size;
+  const std::size_t types = r.bert ? kBenchTokenTypes : 0;
   return {{"the model's weights", {c.num_hidden_layers, layer_weights(c)}, "L D/F"},
-          {"the embeddings' tables", {c.vocab_size + c.max_position_embeddings, d}},
+          {"the embeddings' tables", {c.vocab_size + c.max_position_embeddings + types, d}},
           {"one layer being packed", {2, layer_weights(c)}, "D/F"},
           {"one layer's activations", {rows, 7 * d + f}, "B T D/F"},
           {"the attention scores, one buffer per thread",
            {static_cast<std::size_t>(r.threads), r.tokens, r.tokens},
            "N T T"},
-          {"the ids", {r.batch, r.tokens}, "B T", 8}};
+          {r.bert ? "the ids and token types" : "the ids",
+           {r.bert ? 2u : 1u, r.batch, r.tokens},
+           " B T",
+           8}};
 }
 
 ModelBench bench_model(const BenchRequest& r) {
@@ -216,14 +221,23 @@ ModelBench bench_model(const BenchRequest& r) {
   ModelBench b;
   b.baseline_bytes = status_bytes("VmRSS");
   Rng rng(0);
-  const PackedEncoder encoder = init_packed_encoder(rng, c, r.norm);
-  std::vector<std::int64_t> ids(rows);
+  const PackedEncoder encoder = r.bert ? init_packed_bert(rng, BertConfig{c, kBenchTokenTypes, 0})
+                                       : init_packed_encoder(rng, c, r.norm);
+  std::vector<std::int64_t> ids(rows), types;
   for (std::int64_t& id : ids)
     id = static_cast<std::int64_t>(rng.next_u64() % c.vocab_size);
+  if (r.bert) {
+    types.resize(rows);
+    for (std::size_t i = 0; i < rows; ++i)
+      types[i] = i % r.tokens < r.tokens / 2 ? 0 : 1;
+  }
   b.peak_reset = reset_peak_memory();
   EncoderWorkspace workspace = make_workspace(encoder, r.batch, r.tokens);
   std::vector<float> out(rows * c.hidden_size);
-  auto fast = [&] { forward_fast(encoder, ids.data(), r.batch, r.tokens, workspace, out.data()); };
+  auto fast = [&] {
+    forward_fast(encoder, ids.data(), r.batch, r.tokens, workspace, out.data(),
+                 types.empty() ? nullptr : types.data());
+  };
   for (std::size_t i = 0; i < r.warmup; ++i)
     fast();
   for (std::size_t i = 0; i < r.repeat; ++i)
@@ -249,7 +263,7 @@ ModelBench bench_model(const BenchRequest& r) {
   b.weights_bytes = packed_bytes(encoder);
   b.activations_bytes = workspace_bytes(workspace.layer) +
                         sizeof(float) * (workspace.stream.size() + out.size()) +
-                        sizeof(std::int64_t) * ids.size();
+                        sizeof(std::int64_t) * (ids.size() + types.size());
   const std::size_t used = b.peak_bytes > b.baseline_bytes ? b.peak_bytes - b.baseline_bytes : 0;
   b.memory_ratio =
       static_cast<double>(used) / static_cast<double>(b.weights_bytes + b.activations_bytes);

@@ -1,5 +1,5 @@
-// The measurements of `attn bench`: the packed encoder (one layer, or the whole encoder from ids)
-// and training steps, each timed beside the "sgemm bound" of every GEMM library this build has:
+// The measurements of `attn bench`: the packed encoder (one layer, or the whole encoder or BERT
+// from ids) and training steps, each timed beside the "sgemm bound" of every GEMM library this build has:
 // the summed medians of exactly the products the forward makes, on buffers of the same shapes,
 // strides and per-head offsets, timed alone. The fastest library's is the bound. Peak memory is
 // the kernel's own count (/proc/self/status). Nothing here prints, and nothing asserts a time.
@@ -22,6 +22,10 @@ struct BenchRequest {
   std::size_t tokens = 128;
   std::size_t batch = 1;  // the encoder's sequences; the BERT-base layer's batch when training
   NormPlacement norm = NormPlacement::pre;
+  // The whole model from ids is BERT (BertModel without its pooler: token types, post-LN, every
+  // LayerNorm at config.layer_norm_eps), the ids a sentence pair: token type 0 for the first half
+  // of each sequence, 1 for the second. Otherwise the book's encoder at `norm`.
+  bool bert = false;
   std::size_t repeat = 20, warmup = 3;
   int threads = 1;
 };
@@ -59,8 +63,8 @@ struct LayerBench {
 MemoryPlan plan_layer_bench(const BenchRequest& request);
 LayerBench bench_layer(const BenchRequest& request);
 
-// The whole encoder from ids: its runs, one layer's bound times the layers, and the resident
-// memory above what the process held before the model was built.
+// The whole encoder (or BERT) from ids: its runs, one layer's bound times the layers, and the
+// resident memory above what the process held before the model was built.
 struct ModelBench {
   std::vector<double> model_ms;
   Bounds bounds;

@@ -330,6 +330,17 @@ void pack_embeddings(const Embeddings& e, PackedEncoder& p) {
   p.norm_eps = e.layer_norm.eps;
 }
 
+void pack_token_types(const Tensor2& types, PackedEncoder& p) {
+  if (types.shape(0) == 0 || types.shape(1) != p.d_model) {
+    throw Error(ErrorKind::bad_size, "pack",
+                fmt::format("token type embeddings {} beside word embeddings of width {}: "
+                            "expected (Y, {}) with Y > 0",
+                            shape_string_of(types), p.d_model, p.d_model));
+  }
+  p.token_types = types.shape(0);
+  p.token_type_embeddings = flat(types);
+}
+
 void check_layer_width(const PackedEncoder& p, const PackedEncoderLayer& layer) {
   if (layer.d_model != p.d_model) {
     throw Error(ErrorKind::bad_size, "pack",
@@ -337,6 +348,16 @@ void check_layer_width(const PackedEncoder& p, const PackedEncoderLayer& layer) 
                             "width",
                             layer.d_model, p.d_model));
   }
+}
+
+void pack_layer(const EncoderLayer& layer, PackedEncoder& p) {
+  p.layers.push_back(pack(layer));
+  check_layer_width(p, p.layers.back());
+}
+
+void pack_layers(const std::vector<EncoderLayer>& layers, PackedEncoder& p) {
+  for (const EncoderLayer& layer : layers)
+    pack_layer(layer, p);
 }
 }  // namespace
 
@@ -347,26 +368,46 @@ PackedEncoder pack(const Encoder& encoder) {
   }
   PackedEncoder p;
   pack_embeddings(encoder.embeddings, p);
-  for (const EncoderLayer& layer : encoder.layers) {
-    p.layers.push_back(pack(layer));
-    check_layer_width(p, p.layers.back());
-  }
+  pack_layers(encoder.layers, p);
+  return p;
+}
+
+PackedEncoder pack(const Bert& bert) {
+  PackedEncoder p;
+  pack_embeddings(bert.embeddings, p);
+  pack_token_types(bert.token_type_embeddings.weight, p);
+  pack_layers(bert.layers, p);
   return p;
 }
 
 PackedEncoder init_packed_encoder(Rng& rng, const EncoderConfig& config, NormPlacement placement) {
   PackedEncoder p;
   pack_embeddings(init_embeddings(rng, config), p);
-  for (std::size_t i = 0; i < config.num_hidden_layers; ++i) {
-    p.layers.push_back(pack(init_encoder_layer(rng, config, placement)));
-    check_layer_width(p, p.layers.back());
+  for (std::size_t i = 0; i < config.num_hidden_layers; ++i)
+    pack_layer(init_encoder_layer(rng, config, placement), p);
+  return p;
+}
+
+PackedEncoder init_packed_bert(Rng& rng, const BertConfig& config) {
+  // init_bert's draws, in its order: the embeddings, the token types, then the layers.
+  const EncoderConfig& c = config.sizes;
+  const auto eps = static_cast<float>(c.layer_norm_eps);
+  PackedEncoder p;
+  Embeddings embeddings = init_embeddings(rng, c);
+  embeddings.layer_norm.eps = eps;
+  pack_embeddings(embeddings, p);
+  pack_token_types(init_embedding(rng, config.type_vocab_size, c.hidden_size).weight, p);
+  for (std::size_t i = 0; i < c.num_hidden_layers; ++i) {
+    EncoderLayer layer = init_encoder_layer(rng, c, NormPlacement::post);
+    layer.layer_norm_1.eps = layer.layer_norm_2.eps = eps;
+    pack_layer(layer, p);
   }
   return p;
 }
 
 std::size_t packed_bytes(const PackedEncoder& e) {
-  std::size_t floats = e.token_embeddings.size() + e.position_embeddings.size() +
-                       e.norm_weight.size() + e.norm_bias.size();
+  std::size_t floats = e.token_embeddings.size() + e.token_type_embeddings.size() +
+                       e.position_embeddings.size() + e.norm_weight.size() + e.norm_bias.size();
   for (const PackedEncoderLayer& l : e.layers) {
     floats += l.qkv_weight.size() + l.qkv_bias.size() + l.out_weight.size() + l.out_bias.size() +
               l.norm_1_weight.size() + l.norm_1_bias.size() + l.norm_2_weight.size() +
@@ -393,7 +434,8 @@ EncoderWorkspace make_workspace(const PackedEncoder& encoder, std::size_t batch,
 }
 
 void forward_fast(const PackedEncoder& encoder, const std::int64_t* ids, std::size_t batch,
-                  std::size_t tokens, EncoderWorkspace& w, float* out) {
+                  std::size_t tokens, EncoderWorkspace& w, float* out,
+                  const std::int64_t* token_types) {
   const std::size_t d = encoder.d_model, rows = batch * tokens;
   if (tokens > encoder.positions) {
     throw Error(ErrorKind::bad_size, "forward_fast",
@@ -408,6 +450,10 @@ void forward_fast(const PackedEncoder& encoder, const std::int64_t* ids, std::si
                             "tokens) first",
                             batch, tokens, w.layer.capacity));
   }
+  if (token_types != nullptr && encoder.token_types == 0) {
+    throw Error(ErrorKind::bad_value, "forward_fast",
+                "token types for an encoder without a token type table: give them to BERT only");
+  }
   float* stream = w.stream.data();
   for (std::size_t r = 0; r < rows; ++r) {
     const std::int64_t id = ids[r];
@@ -419,7 +465,20 @@ void forward_fast(const PackedEncoder& encoder, const std::int64_t* ids, std::si
     }
     const float* token = encoder.token_embeddings.data() + static_cast<std::size_t>(id) * d;
     const float* position = encoder.position_embeddings.data() + (r % tokens) * d;
-    add(token, position, stream + r * d, d);
+    float* row = stream + r * d;
+    if (encoder.token_types > 0) {
+      // (word + token type) + position, transformers' order of the two float adds.
+      const std::int64_t type = token_types == nullptr ? 0 : token_types[r];
+      if (type < 0 || static_cast<std::uint64_t>(type) >= encoder.token_types) {
+        throw Error(ErrorKind::bad_value, "forward_fast",
+                    fmt::format("token type {} at position {} is outside the {} token types: "
+                                "expected 0 to {}",
+                                type, r, encoder.token_types, encoder.token_types - 1));
+      }
+      add(token, encoder.token_type_embeddings.data() + static_cast<std::size_t>(type) * d, row, d);
+      token = row;
+    }
+    add(token, position, row, d);
   }
   float* embedded = encoder.layers.empty() ? out : stream;
   layer_norm_rows(stream, rows, d, encoder.norm_weight.data(), encoder.norm_bias.data(),

@@ -11,7 +11,10 @@
 //                  columns of the (BT, D) concatenation (ldc = D); the output GEMM adding onto
 //                  the residual stream (preloaded with x + bias, beta = 1), LN, the first
 //                  feed-forward GEMM, GELU, the second adding onto the stream the same way.
-//   PackedEncoder  the embeddings' tables and every layer: forward_fast from ids.
+//   PackedEncoder  the embeddings' tables and every layer: forward_fast from ids. Packed from BERT
+//                  (core/bert.hpp), it has a token-type table too, whose row each token adds
+//                  between its word row and its position row (word + type + position, the
+//                  order transformers adds them in), and post-LN layers at BERT's eps.
 //
 // The GEMMs go to OpenBLAS or oneDNN (kernels/gemm.hpp). When the pool is OpenMP's (oneDNN), the
 // heads, LayerNorm's rows and GELU's parts are shared out on it too; their results do not depend
@@ -29,6 +32,7 @@
 #include <string_view>
 #include <vector>
 
+#include "bert.hpp"
 #include "encoder.hpp"
 #include "kernels/rows.hpp"
 
@@ -88,11 +92,13 @@ void forward_fast(const PackedEncoderLayer& layer, const float* x, std::size_t b
 // The same on a tensor x (T, D) -> (T, D) (batch 1); grows the workspace when it is too small.
 Tensor2 forward_fast(const PackedEncoderLayer& layer, const Tensor2& x, Workspace& workspace);
 
-// The whole encoder from ids (the book's TransformerEncoder with embeddings), packed: the
-// embeddings' tables and every layer.
+// The whole encoder from ids (the book's TransformerEncoder with embeddings, or BERT without its
+// pooler and heads), packed: the embeddings' tables and every layer.
 struct PackedEncoder {
   std::size_t vocab = 0, positions = 0, d_model = 0;
+  std::size_t token_types = 0;                // Y: BERT's token types; 0 for the book's encoder
   std::vector<float> token_embeddings;        // (V, D)
+  std::vector<float> token_type_embeddings;   // (Y, D); empty for the book's encoder
   std::vector<float> position_embeddings;     // (P, D)
   std::vector<float> norm_weight, norm_bias;  // (D) the embeddings' LayerNorm
   float norm_eps = kEmbeddingsLayerNormEps;
@@ -103,6 +109,13 @@ PackedEncoder pack(const Encoder& encoder);
 // The weights init_encoder(rng, config, placement, true) draws, packed a layer at a time, so that
 // at most one layer is held twice.
 PackedEncoder init_packed_encoder(Rng& rng, const EncoderConfig& config, NormPlacement placement);
+// BERT's embeddings (with the token-type table) and layers; the pooler and the heads are not
+// packed, so forward_fast gives the last hidden state. Throws attn::Error for a layer pack()
+// refuses.
+PackedEncoder pack(const Bert& bert);
+// The weights init_bert(rng, config, heads) draws for the embeddings and the layers (the pooler
+// and the heads come after them), packed a layer at a time.
+PackedEncoder init_packed_bert(Rng& rng, const BertConfig& config);
 std::size_t packed_bytes(const PackedEncoder& encoder);  // its weights in bytes
 
 struct EncoderWorkspace {
@@ -112,10 +125,13 @@ struct EncoderWorkspace {
 EncoderWorkspace make_workspace(const PackedEncoder& encoder, std::size_t batch, std::size_t tokens,
                                 FastKernels kernels = best_fast_kernels());
 // ids (batch x tokens, row-major) -> out (batch x tokens, D): the embeddings, then every layer.
-// Throws attn::Error for an id outside the vocabulary, more tokens than positions, or sizes past
+// token_types (batch x tokens, as ids) are BERT's token_type_ids; nullptr: all 0 (as transformers
+// without them). Throws attn::Error for an id outside the vocabulary, a token type outside
+// 0..Y-1 (or any for an encoder without token types), more tokens than positions, or sizes past
 // the workspace.
 void forward_fast(const PackedEncoder& encoder, const std::int64_t* ids, std::size_t batch,
-                  std::size_t tokens, EncoderWorkspace& workspace, float* out);
+                  std::size_t tokens, EncoderWorkspace& workspace, float* out,
+                  const std::int64_t* token_types = nullptr);
 
 // The GEMMs forward_fast makes, in order, for `tokens` tokens (row-major, as attn::sgemm takes
 // them): the benchmark times exactly these calls for its sgemm bound.

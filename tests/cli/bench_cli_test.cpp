@@ -3,6 +3,8 @@
 #include <unistd.h>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
@@ -41,30 +43,40 @@ TEST_CASE("attn bench --format json: the keys, positive numbers, the GEMM list",
     CHECK(g["ms_median"].get<double>() > 0.0);
 }
 
-TEST_CASE("attn bench --model encoder --format json: time, bound, peak memory", "[cli][bench]") {
-  // BERT-base's 12 layers at 8 tokens, batch 2: a whole model, kept short.
-  const auto result =
-      run_attn({"bench", "--model", "encoder", "--seq", "8", "--batch", "2", "--repeat", "2",
-                "--warmup", "0", "--threads", "1", "--format", "json"});
-  INFO("stderr: " << result.err);
-  REQUIRE(result.exit_code == 0);
-  const auto doc = nlohmann::json::parse(result.out);
-  CHECK(doc["model"] == "encoder");
-  CHECK(doc["layers"] == 12);
-  CHECK(doc["batch"] == 2);
-  CHECK(doc["seq"] == 8);
-  CHECK(doc["runs"] == 2);
-  for (const char* key : {"ms_median", "gflops", "sgemm_bound_ms", "fraction_of_bound",
-                          "peak_rss_bytes", "weights_bytes", "activations_bytes", "memory_ratio"}) {
-    INFO(key);
-    CHECK(doc[key].get<double>() > 0.0);
+TEST_CASE("attn bench --model encoder and bert --format json: time, bound, peak memory",
+          "[cli][bench]") {
+  // BERT-base's 12 layers at 8 tokens, batch 2: a whole model, kept short. BERT adds its two token
+  // type rows of 768 to the encoder's weights.
+  for (const auto& [model, norm, type_rows] :
+       {std::tuple<std::string, std::string, int>{"encoder", "pre", 0}, {"bert", "post", 2}}) {
+    DYNAMIC_SECTION("--model " << model) {
+      const auto result =
+          run_attn({"bench", "--model", model, "--seq", "8", "--batch", "2", "--repeat", "2",
+                    "--warmup", "0", "--threads", "1", "--format", "json"});
+      INFO("stderr: " << result.err);
+      REQUIRE(result.exit_code == 0);
+      const auto doc = nlohmann::json::parse(result.out);
+      CHECK(doc["model"] == model);
+      CHECK(doc["norm"] == norm);
+      CHECK(doc["layers"] == 12);
+      CHECK(doc["batch"] == 2);
+      CHECK(doc["seq"] == 8);
+      CHECK(doc["runs"] == 2);
+      for (const char* key :
+           {"ms_median", "gflops", "sgemm_bound_ms", "fraction_of_bound", "peak_rss_bytes",
+            "weights_bytes", "activations_bytes", "memory_ratio"}) {
+        INFO(key);
+        CHECK(doc[key].get<double>() > 0.0);
+      }
+      // BERT-base's weights as packed: 12 layers of 7,087,872 and the tables (30522 + 512 + the
+      // token types) x 768 + 2 x 768.
+      CHECK(doc["weights_bytes"] == 4 * (12 * 7087872 + (30522 + 512 + type_rows) * 768 + 2 * 768));
+      // The process holds at least the weights at its peak, above what it held before the model.
+      CHECK(doc["peak_rss_bytes"].get<double>() - doc["baseline_rss_bytes"].get<double>() >=
+            doc["weights_bytes"].get<double>());
+      CHECK(doc["gemm"]["openblas_kernel"].get<std::string>().size() > 0);
+    }
   }
-  // BERT-base's weights as packed: 12 layers of 7,087,872 and the tables (30522 + 512) x 768 + 2 x 768.
-  CHECK(doc["weights_bytes"] == 4 * (12 * 7087872 + (30522 + 512) * 768 + 2 * 768));
-  // The process holds at least the weights at its peak, above what it held before the model.
-  CHECK(doc["peak_rss_bytes"].get<double>() - doc["baseline_rss_bytes"].get<double>() >=
-        doc["weights_bytes"].get<double>());
-  CHECK(doc["gemm"]["openblas_kernel"].get<std::string>().size() > 0);
 }
 
 TEST_CASE("attn bench --gemm openblas runs the large products on OpenBLAS", "[cli][bench]") {
@@ -157,7 +169,8 @@ TEST_CASE("bad input to bench: one line, exit 2", "[cli][bench][bad-input]") {
       {{"bench", "--norm", "middle"}, "--norm"},
       {{"bench", "--format", "yaml"}, "--format"},
       {{"bench", "--batch", "2"},
-       "--batch: --batch sets the batch of --model encoder or of --train"},
+       "--batch: --batch sets the batch of --model encoder, --model bert or --train"},
+      {{"bench", "--model", "bert", "--norm", "post"}, "--norm: --model bert is post-LN"},
       {{"bench", "--model", "decoder"}, "--model"},
       {{"bench", "--gemm", "mkl"}, "--gemm"},
       {{"bench", "--train", "--model", "encoder"}, "--model: --train times its own two models"},
