@@ -28,6 +28,24 @@ struct AttentionCliOptions {
   std::string ablated, ablated_words;  // the line --ablate prints, and its heads
 };
 
+// Head `o.head` of `attention` on what its layer reads, `x` (1,T,D), as seed 000's AttentionHead.
+void use_head(AttentionCliOptions& o, const Tensor3& x, BookMultiHead& attention,
+              std::string input_name, std::string weights_name) {
+  const std::size_t heads = attention.heads.size();
+  if (o.head >= heads)
+    throw Error(ErrorKind::bad_value, "attention",
+                fmt::format("head {} does not exist: the layer has {} heads, 0 to {}", o.head,
+                            heads, heads - 1))
+        .about("head");
+  lessons::AttentionLessonOptions& l = o.lesson;
+  l.common.input = to_array(x);
+  l.common.input_name = std::move(input_name);
+  l.variant = "head";
+  l.head_size = x.shape(2) / heads;
+  l.weights = collect_state_dict(attention.heads[o.head]);
+  l.weights_name = std::move(weights_name);
+}
+
 // --checkpoint: head `o.head` of the trained layer, as seed 000's AttentionHead on what the layer
 // reads.
 void use_checkpoint(AttentionCliOptions& o, const CLI::App& app, Context& context) {
@@ -57,21 +75,9 @@ void use_checkpoint(AttentionCliOptions& o, const CLI::App& app, Context& contex
           app, o.checkpoint,
           {"--input", "--weights", "--batch", "--seq", "--d-model", "--variant", "--head-size"},
           "attention")) {
-    const std::size_t heads = p->layer.attention.heads.size();
-    if (o.head >= heads)
-      throw Error(ErrorKind::bad_value, "attention",
-                  fmt::format("head {} does not exist: the layer has {} heads, 0 to {}", o.head,
-                              heads, heads - 1))
-          .about("head");
-    lessons::AttentionLessonOptions& l = o.lesson;
-    l.common.input = to_array(p->x);
-    l.common.input_name = p->source;
-    l.variant = "head";
-    l.head_size = p->x.shape(2) / heads;
-    l.weights = collect_state_dict(p->layer.attention.heads[o.head]);
-    l.weights_name = fmt::format("{} head {}", p->source, o.head);
-    l.tokens = p->tokens;
-    l.pretrained = p->source;
+    use_head(o, p->x, p->layer.attention, p->source, fmt::format("{} head {}", p->source, o.head));
+    o.lesson.tokens = p->tokens;
+    o.lesson.pretrained = p->source;
     return;
   }
   if (!a) {
@@ -84,23 +90,13 @@ void use_checkpoint(AttentionCliOptions& o, const CLI::App& app, Context& contex
           .about("head");
     return;
   }
-  const std::size_t heads = a->attention.heads.size();
-  if (o.head >= heads)
-    throw Error(ErrorKind::bad_value, "attention",
-                fmt::format("head {} does not exist: the layer has {} heads, 0 to {}", o.head,
-                            heads, heads - 1))
-        .about("head");
-  lessons::AttentionLessonOptions& l = o.lesson;
-  l.common.input = to_array(a->x);
-  l.common.input_name = fmt::format("{}, layer {}", o.checkpoint.checkpoint, o.checkpoint.layer);
-  l.variant = "head";
-  l.head_size = a->x.shape(2) / heads;
-  l.weights = collect_state_dict(a->attention.heads[o.head]);
-  l.weights_name =
+  use_head(
+      o, a->x, a->attention,
+      fmt::format("{}, layer {}", o.checkpoint.checkpoint, o.checkpoint.layer),
       fmt::format("{}, layer {} head {}{}", o.checkpoint.checkpoint, o.checkpoint.layer, o.head,
-                  o.ablated.empty() ? "" : fmt::format(", with {} ablated", o.ablated_words));
-  l.trained = a->source;
-  l.trained_head = o.head;
+                  o.ablated.empty() ? "" : fmt::format(", with {} ablated", o.ablated_words)));
+  o.lesson.trained = a->source;
+  o.lesson.trained_head = o.head;
 }
 
 void setup(CLI::App& app, Context& context) {
