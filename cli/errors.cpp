@@ -176,6 +176,10 @@ std::string size_advice(const Error& e, const CLI::App* sub) {
         return s == "B" || s == "T" || s == "D";
       });
   if (from_input) return "pass a smaller --input array";
+  // A Hugging Face folder's config sets every size but the tokens.
+  if (given(sub, "--pretrained") &&
+      !std::all_of(sizes.begin(), sizes.end(), [](const std::string& s) { return s == "T"; }))
+    return "use a smaller model with --pretrained, or raise --max-memory";
   // Without the facts, the sizes every lesson has.
   static const std::vector<std::string> kUsual = {"T", "B", "D", "F", "H"};
   const std::vector<std::string>& driving_sizes = sizes.empty() ? kUsual : sizes;

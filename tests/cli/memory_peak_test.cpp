@@ -235,3 +235,16 @@ TEST_CASE("an ATTN_MAX_MEMORY that is not a size is named, also when a file is r
     }
   }
 }
+
+TEST_CASE("a BERT folder too large for the limit is refused before its tensors are read",
+          "[cli][memory][pretrained]") {
+  attn::testing::ScratchDir dir("memory-bert");
+  const std::string bert = bert_folder(dir.path / "bert");
+  for (const char* command : {"encoder", "tokens", "attention", "backward"}) {
+    INFO(command);
+    // The folder's tensors alone are 118 MiB: refused within the base, naming what to change.
+    attn::testing::check_refused(run_attn({command, "--pretrained", bert, "--max-memory", "100M"}),
+                                 "use a smaller model with --pretrained, or raise --max-memory",
+                                 kBase);
+  }
+}
