@@ -112,6 +112,18 @@ Module prediction_head(const EncoderConfig& c) {
 
 }  // namespace
 
+std::string_view bert_class_name(BertHeads heads) {
+  switch (heads) {
+    case BertHeads::none:
+      return "BertModel";
+    case BertHeads::masked_lm:
+      return "BertForMaskedLM";
+    case BertHeads::pretraining:
+      return "BertForPreTraining";
+  }
+  return "BertModel";
+}
+
 Module describe_bert(const BertConfig& config, BertHeads heads, bool pooler) {
   bert_size(config, heads, pooler);  // refuses more than 2^63-1 parameters before building
   if (heads == BertHeads::none) return bert_model(config, pooler, "");
@@ -321,12 +333,11 @@ Bert load_bert(const BertConfig& config, StateDict&& file_weights, std::string_v
       e.key = "bert." + e.key;
   const std::string mismatch = state_dict_mismatch(expected, weights);
   if (!mismatch.empty()) {
-    const char* names[] = {"BertModel", "BertForMaskedLM", "BertForPreTraining"};
     throw Error(
         ErrorKind::bad_file, "load_bert",
         fmt::format("'{}' does not fit {} with config.json's sizes (L {}, D {}, H {}, F {}, "
                     "V {}, P {}, Y {}): {}",
-                    shown, names[static_cast<int>(model.heads)], c.num_hidden_layers, c.hidden_size,
+                    shown, bert_class_name(model.heads), c.num_hidden_layers, c.hidden_size,
                     c.num_attention_heads, c.intermediate_size, c.vocab_size,
                     c.max_position_embeddings, config.type_vocab_size, mismatch));
   }
@@ -580,11 +591,6 @@ BertSteps forward(const Bert& model, const BertInput& input, bool logits) {
     s.logits = linear(s.transformed, decoder, &head.bias);  // (B,T,D) @ (V,D)ᵀ -> (B,T,V)
   }
   return s;
-}
-
-MemoryPlan plan_bert_weights(const BertConfig& config, BertHeads heads) {
-  return {planned_weights("the model's weights", bert_size(config, heads, true), 1, " D/F/V",
-                          Held::kept)};
 }
 
 MemoryPlan plan_bert(const BertConfig& config, BertHeads heads, std::size_t batch,

@@ -39,6 +39,9 @@ enum class BertHeads {
   pretraining,  // BertForPreTraining: bert.*, cls.predictions.*, cls.seq_relationship.*
 };
 
+// transformers' class of those heads: "BertModel", "BertForMaskedLM", "BertForPreTraining".
+std::string_view bert_class_name(BertHeads heads);
+
 struct BertMaskedLMHead {    // cls.predictions (BertLMPredictionHead)
   Linear transform;          // transform.dense, Linear(D, D)
   LayerNorm transform_norm;  // transform.LayerNorm
@@ -109,8 +112,7 @@ struct BertSteps {
 // other than 0 and 1, a row with no token, more tokens than positions, or shapes that differ.
 BertSteps forward(const Bert& model, const BertInput& input, bool logits = true);
 
-// For a memory budget: the weights in float32, and what forward() holds on ids (B,T).
-MemoryPlan plan_bert_weights(const BertConfig& config, BertHeads heads);
+// For a memory budget: what forward() holds on ids (B,T), beside the weights.
 MemoryPlan plan_bert(const BertConfig& config, BertHeads heads, std::size_t batch,
                      std::size_t tokens, bool logits = true);
 

@@ -397,12 +397,11 @@ LessonRun run_bert(const BertLessonOptions& o) {
         .about("show_layer");
   }
   const BertSteps s = forward(model, o.input);
-  const char* classes[] = {"BertModel", "BertForMaskedLM", "BertForPreTraining"};
   const Module tree = describe_bert(model.config, model.heads, model.pooler.has_value());
 
   LessonRun run("encoder");
   run.setting("pretrained", o.name);
-  run.setting("model", classes[static_cast<int>(model.heads)]);
+  run.setting("model", std::string(bert_class_name(model.heads)));
   run.setting("layers", std::to_string(layers));
   run.setting("d-model", std::to_string(c.hidden_size));
   run.setting("heads", std::to_string(c.num_attention_heads));
