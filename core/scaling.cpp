@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "matmul.hpp"
 #include "softmax.hpp"
 
 namespace attn {
@@ -45,20 +46,12 @@ SoftmaxPeak peak(const Tensor2& weights) {
 }
 
 // A (rows, cols) matrix with N(0, 1/cols) entries: y = W x keeps x's unit variance.
-std::vector<std::vector<float>> projection(Rng& rng, std::size_t rows, std::size_t cols) {
-  std::vector<std::vector<float>> w(rows, std::vector<float>(cols));
+Tensor2 projection(Rng& rng, std::size_t rows, std::size_t cols) {
+  Tensor2 w({rows, cols});
   const double scale = 1.0 / std::sqrt(static_cast<double>(cols));
-  for (auto& row : w)
-    for (float& v : row)
-      v = static_cast<float>(rng.normal() * scale);
-  return w;
-}
-
-std::vector<float> multiply(const std::vector<std::vector<float>>& w, const std::vector<float>& x) {
-  std::vector<float> y(w.size());
   for (std::size_t i = 0; i < w.size(); ++i)
-    y[i] = dot(w[i], x);
-  return y;
+    w.data()[i] = static_cast<float>(rng.normal() * scale);
+  return w;
 }
 }  // namespace
 
@@ -103,28 +96,34 @@ SelfAttentionPeak measure_self_attention_peak(Rng& rng, std::size_t d_model, std
   // is larger and a pair is cheap.
   const std::size_t pairs =
       std::clamp<std::size_t>(2048 / d_model, 4, std::max<std::size_t>(sequences, 1));
-  std::vector<std::vector<std::vector<float>>> w_q, w_k;
+  std::vector<Tensor2> w_q, w_k;
   for (std::size_t i = 0; i < pairs; ++i) {
     w_q.push_back(projection(rng, d_model, d_model));
     w_k.push_back(projection(rng, d_model, d_model));
   }
+  Tensor3 x({sequences, tokens, d_model});
+  for (std::size_t i = 0; i < x.size(); ++i)
+    x.data()[i] = static_cast<float>(rng.normal());
+  // Q = X W_qᵀ and K = X W_kᵀ, one sequence at a time against its pair's projections.
+  Tensor3 q({sequences, tokens, d_model}), k({sequences, tokens, d_model});
+  for (std::size_t s = 0; s < sequences; ++s) {
+    const std::size_t n = tokens * d_model;
+    Tensor3 one({1, tokens, d_model});
+    std::copy_n(x.data() + s * n, n, one.data());
+    const Tensor3 qs = linear(one, w_q[s % pairs], nullptr);
+    const Tensor3 ks = linear(one, w_k[s % pairs], nullptr);
+    std::copy_n(qs.data(), n, q.data() + s * n);
+    std::copy_n(ks.data(), n, k.data() + s * n);
+  }
+  const Tensor3 xx = batched_matmul_transposed(x, x), qk = batched_matmul_transposed(q, k);
   Tensor2 same({sequences * tokens, tokens}), projected({sequences * tokens, tokens});
   const float root = std::sqrt(static_cast<float>(d_model));
-  for (std::size_t s = 0; s < sequences; ++s) {
-    const auto& wq = w_q[s % pairs];
-    const auto& wk = w_k[s % pairs];
-    std::vector<std::vector<float>> x, q, k;
-    for (std::size_t t = 0; t < tokens; ++t) {
-      x.push_back(normal_vector(rng, d_model));
-      q.push_back(multiply(wq, x.back()));
-      k.push_back(multiply(wk, x.back()));
-    }
+  for (std::size_t s = 0; s < sequences; ++s)
     for (std::size_t i = 0; i < tokens; ++i)
       for (std::size_t j = 0; j < tokens; ++j) {
-        same(s * tokens + i, j) = dot(x[i], x[j]) / root;
-        projected(s * tokens + i, j) = dot(q[i], k[j]) / root;
+        same(s * tokens + i, j) = xx(s, i, j) / root;
+        projected(s * tokens + i, j) = qk(s, i, j) / root;
       }
-  }
   const auto diagonal = [tokens](const Tensor2& w) {
     double sum = 0.0;
     for (std::size_t r = 0; r < w.shape(0); ++r)
