@@ -78,6 +78,8 @@ void use_checkpoint(AttentionCliOptions& o, const CLI::App& app, Context& contex
     use_head(o, p->x, p->layer.attention, p->source, fmt::format("{} head {}", p->source, o.head));
     o.lesson.tokens = p->tokens;
     o.lesson.pretrained = p->source;
+    o.lesson.causal = o.lesson.causal || p->causal;
+    o.lesson.pretrained_gpt2 = p->causal;
     return;
   }
   if (!a) {

@@ -44,6 +44,8 @@ void use_checkpoint(MultiHeadCliOptions& o, const CLI::App& app, Context& contex
     l.weights_name = p->source;
     l.tokens = p->tokens;
     l.pretrained = p->source;
+    l.causal = l.causal || p->causal;
+    l.pretrained_gpt2 = p->causal;
     return;
   }
   if (!a) {

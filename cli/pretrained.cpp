@@ -25,18 +25,122 @@ auto about(std::string_view subject, F&& f) {
 CLI::Option* add_pretrained_option(CLI::App& sub, std::string& path) {
   return sub
       .add_option("--pretrained", path,
-                  "a Hugging Face BERT folder (config.json, model.safetensors, vocab.txt), or a "
-                  "model's name in the Hugging Face cache; attn never downloads one")
+                  "a Hugging Face BERT or GPT-2 folder (config.json, model.safetensors, the "
+                  "tokenizer's files), or a model's name in the Hugging Face cache; attn never "
+                  "downloads one")
       ->type_name("DIR");
 }
 
+PretrainedFolder open_folder(const std::string& name) {
+  return about("pretrained", [&] {
+    PretrainedFolder folder = open_pretrained(name);
+    if (folder.model_type != "bert" && folder.model_type != "gpt2")
+      throw Error(ErrorKind::bad_file, "open_pretrained",
+                  fmt::format("'{}/config.json': model_type '{}' is not one attn reads: give a "
+                              "BERT (\"bert\") or GPT-2 (\"gpt2\") folder, such as "
+                              "bert-base-uncased or gpt2",
+                              printable(folder.shown), printable(folder.model_type)));
+    return folder;
+  });
+}
+
+bool is_gpt2(const PretrainedFolder& folder) {
+  return folder.model_type == "gpt2";
+}
+
 PretrainedBert open_bert(const std::string& name, bool tokenizer) {
+  return open_bert(open_folder(name), tokenizer);
+}
+
+PretrainedBert open_bert(PretrainedFolder folder, bool tokenizer) {
   return about("pretrained", [&] {
     PretrainedBert bert;
-    bert.folder = open_pretrained(name);
+    bert.folder = std::move(folder);
     bert.config = bert_config(bert.folder);
     if (tokenizer) bert.tokenizer = bert_tokenizer(bert.folder);
     return bert;
+  });
+}
+
+PretrainedGpt2 open_gpt2(PretrainedFolder folder, bool tokenizer) {
+  return about("pretrained", [&] {
+    PretrainedGpt2 gpt2;
+    gpt2.folder = std::move(folder);
+    gpt2.config = gpt2_config(gpt2.folder);
+    gpt2.heads = gpt2_heads(gpt2.folder);
+    if (tokenizer) {
+      gpt2.tokenizer = read_bpe(gpt2.folder.path);
+      if (gpt2.tokenizer.size() > gpt2.config.sizes.vocab_size)
+        throw Error(ErrorKind::bad_file, "open_gpt2",
+                    fmt::format("'{}': the tokenizer has {} tokens, more than the model's "
+                                "vocab_size {}: the folder's vocab.json and config.json do not "
+                                "belong together",
+                                printable(gpt2.folder.shown), gpt2.tokenizer.size(),
+                                gpt2.config.sizes.vocab_size));
+    }
+    return gpt2;
+  });
+}
+
+std::string gpt2_token(const PretrainedGpt2& gpt2, std::int64_t id) {
+  const auto i = static_cast<std::size_t>(id);
+  return i < gpt2.tokenizer.size() ? printable(gpt2.tokenizer.tokens[i], 40) : std::to_string(id);
+}
+
+Gpt2Text gpt2_text(const PretrainedGpt2& gpt2, const std::string& text, const std::string& ids,
+                   std::size_t positions) {
+  Gpt2Text out;
+  std::vector<std::int64_t> id_list;
+  if (!ids.empty()) {
+    if (!text.empty())
+      throw Error(ErrorKind::bad_value, "gpt2_text", "give the tokens once: --ids or --text")
+          .about("ids");
+    id_list = parse_ids(ids, gpt2.config.sizes.vocab_size);
+  } else {
+    const std::string t = text.empty() ? "time flies like an arrow" : text;
+    check_utf8(t, "text", "gpt2_text");
+    id_list = about("text", [&] { return encode(gpt2.tokenizer, t); });
+    if (id_list.empty())
+      throw Error(ErrorKind::bad_value, "gpt2_text",
+                  "the text has no token: give one with a word in it, e.g. --text \"time flies\"")
+          .about("text");
+  }
+  if (positions == 0) positions = gpt2.config.sizes.max_position_embeddings;
+  if (id_list.size() > positions) {
+    const std::string source = !ids.empty() ? "ids" : "text";
+    throw Error(
+        ErrorKind::bad_size, "gpt2_text",
+        fmt::format("{} tokens, more than the {} positions this run has (n_positions {}): "
+                    "give a shorter --{}",
+                    id_list.size(), positions, gpt2.config.sizes.max_position_embeddings, source))
+        .about(source);
+  }
+  out.input.ids = Ids::from_shape({1, id_list.size()});
+  std::copy(id_list.begin(), id_list.end(), out.input.ids.begin());
+  for (std::int64_t id : id_list)
+    out.tokens.push_back(gpt2_token(gpt2, id));
+  return out;
+}
+
+MemoryPlan plan_gpt2_reading(const PretrainedGpt2& gpt2) {
+  // load_gpt2 transposes each Conv1D weight into the model and drops the file's: the largest
+  // (c_fc's or c_proj's (D, F), or c_attn's (D, 3D) with its three slices) is held twice.
+  const EncoderConfig& c = gpt2.config.sizes;
+  const std::size_t rows = std::max(
+      {c.vocab_size, c.max_position_embeddings, c.intermediate_size, 2 * 3 * c.hidden_size});
+  return {{"the folder's tensors in float32",
+           {gpt2.folder.float32_bytes / 4},
+           "D/F/V",
+           4,
+           Held::kept,
+           16 * c.num_hidden_layers + 16},
+          {"the largest tensor, while the model takes it", {rows, c.hidden_size}, "V D"}};
+}
+
+Gpt2 read_gpt2(const PretrainedGpt2& gpt2) {
+  return about("pretrained", [&] {
+    return load_gpt2(gpt2.config, read_pretrained_weights(gpt2.folder, gpt2_reads),
+                     gpt2.folder.shown);
   });
 }
 
@@ -130,7 +234,31 @@ std::optional<PretrainedLayer> pretrained_layer(const CLI::App& app, const Check
   std::vector<std::string> refused = replaced;
   refused.insert(refused.end(), {"--checkpoint", "--ablate"});
   refuse_beside_pretrained(app, refused, command);
-  const PretrainedBert bert = open_bert(o.pretrained);
+  PretrainedFolder folder = open_folder(o.pretrained);
+  if (is_gpt2(folder)) {
+    if (!o.pair.empty())
+      throw Error(ErrorKind::bad_value, std::string(command),
+                  "--pair is BERT's second sentence; GPT-2 reads one text: drop --pair")
+          .about("pair");
+    const PretrainedGpt2 gpt2 = open_gpt2(std::move(folder));
+    const std::size_t layers = gpt2.config.sizes.num_hidden_layers;
+    if (o.layer >= layers)
+      throw Error(ErrorKind::bad_value, std::string(command),
+                  fmt::format("layer {} does not exist: the model has {} blocks, 0 to {}", o.layer,
+                              layers, layers - 1))
+          .about("layer");
+    const Gpt2Text text = gpt2_text(gpt2, o.text, "");
+    MemoryPlan plan = plan_gpt2_reading(gpt2);
+    append(plan, plan_gpt2(gpt2.config, 1, text.tokens.size(), false));
+    check_budget(command, plan);
+    const Gpt2 model = read_gpt2(gpt2);
+    Gpt2Steps steps = forward(model, text.input, false);
+    // A pre-LN block's attention reads ln_1 of the block's input.
+    return PretrainedLayer{std::move(steps.layers.at(o.layer).norm_1.output),
+                           model.layers.at(o.layer), true, text.tokens,
+                           fmt::format("{}, block {}", o.pretrained, o.layer)};
+  }
+  const PretrainedBert bert = open_bert(std::move(folder));
   const std::size_t layers = bert.config.sizes.num_hidden_layers;
   if (o.layer >= layers)
     throw Error(ErrorKind::bad_value, std::string(command),
@@ -143,7 +271,7 @@ std::optional<PretrainedLayer> pretrained_layer(const CLI::App& app, const Check
   check_budget(command, plan);
   const Bert model = read_bert(bert);
   BertSteps steps = forward(model, text.input, false);
-  return PretrainedLayer{std::move(steps.layers.at(o.layer).input), model.layers.at(o.layer),
+  return PretrainedLayer{std::move(steps.layers.at(o.layer).input), model.layers.at(o.layer), false,
                          text.tokens, fmt::format("{}, layer {}", o.pretrained, o.layer)};
 }
 

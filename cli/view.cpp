@@ -159,12 +159,34 @@ AttentionView book_view(const ViewCliOptions& o, const CLI::App& app, Context& c
   return view;
 }
 
-// A Hugging Face BERT folder on --text (and --pair) or --ids.
+// A Hugging Face GPT-2 folder on --text or --ids.
+AttentionView gpt2_view(const ViewCliOptions& o, const CLI::App& app, PretrainedFolder folder) {
+  if (!o.pair.empty())
+    refuse("pair", "--pair is BERT's second sentence; GPT-2 reads one text: drop --pair");
+  const PretrainedGpt2 gpt2 = open_gpt2(std::move(folder));
+  const Gpt2Text text = gpt2_text(gpt2, o.text, o.ids_text);
+  const EncoderConfig& c = gpt2.config.sizes;
+  check_tokens(text.tokens.size(), c.num_hidden_layers, c.num_attention_heads, o, app);
+  MemoryPlan plan = plan_gpt2_reading(gpt2);
+  append(plan, plan_gpt2(gpt2.config, 1, text.tokens.size(), false));
+  append(plan, render::plan_view(c.num_hidden_layers, c.num_attention_heads, text.tokens.size(),
+                                 text.tokens.size(), c.hidden_size / c.num_attention_heads,
+                                 o.export_path));
+  check_budget("view", plan);
+  const Gpt2 model = read_gpt2(gpt2);
+  return gpt2_view(model, text.input, text.tokens,
+                   fmt::format("{} (GPT-2, {} blocks x {} heads)", o.pretrained,
+                               c.num_hidden_layers, c.num_attention_heads));
+}
+
+// A Hugging Face BERT folder on --text (and --pair) or --ids; a GPT-2 folder on --text or --ids.
 AttentionView pretrained_view(const ViewCliOptions& o, const CLI::App& app) {
   refuse_beside_pretrained(
       app, {"--checkpoint", "--config", "--weights", "--seed", "--norm", "--part", "--ablate"},
       "view");
-  const PretrainedBert bert = open_bert(o.pretrained);
+  PretrainedFolder folder = open_folder(o.pretrained);
+  if (is_gpt2(folder)) return gpt2_view(o, app, std::move(folder));
+  const PretrainedBert bert = open_bert(std::move(folder));
   const BertText text = bert_text(bert, o.text, o.pair, o.ids_text);
   const EncoderConfig& c = bert.config.sizes;
   // Refused before the weights are read: the view could not show this many tokens.

@@ -79,6 +79,18 @@ AttentionView bert_view(const Bert& model, const BertInput& input, std::vector<s
                              std::move(name), pair_split);
 }
 
+AttentionView gpt2_view(const Gpt2& model, const Gpt2Input& input, std::vector<std::string> tokens,
+                        std::string name) {
+  if (input.ids.shape(0) != 1 || model.layers.empty())
+    throw Error(ErrorKind::bad_value, "gpt2_view",
+                "a view shows one sequence through at least one block");
+  AttentionView view = self_attention_view(forward(model, input, false).layers, std::move(tokens),
+                                           std::move(name), 0);
+  view.part = "self-attention (causal)";
+  view.causal = true;
+  return view;
+}
+
 AttentionView transformer_view(const Transformer& model, const Ids& source, const Ids& target,
                                ViewPart part, std::vector<std::string> source_tokens,
                                std::vector<std::string> target_tokens, std::string name) {

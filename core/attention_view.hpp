@@ -12,6 +12,7 @@
 #include "base/tensor.hpp"
 #include "bert.hpp"
 #include "encoder.hpp"
+#include "gpt2.hpp"
 #include "transformer.hpp"
 
 namespace attn {
@@ -39,6 +40,9 @@ AttentionView encoder_view(const Encoder& encoder, const Ids& ids, std::vector<s
 // sentence pair, 0 for one sentence.
 AttentionView bert_view(const Bert& model, const BertInput& input, std::vector<std::string> tokens,
                         std::string name, std::size_t pair_split);
+// GPT-2 on one sequence (input ids (1,T)): each block's causal self-attention.
+AttentionView gpt2_view(const Gpt2& model, const Gpt2Input& input, std::vector<std::string> tokens,
+                        std::string name);
 // Seed 001's encoder-decoder on source ids (1,S) and target ids (1,T) (the decoder's input, causal
 // mask), one part: the encoder's self-attention (source x source), the decoder's masked
 // self-attention (target x target) or its cross-attention (target x source).

@@ -281,7 +281,17 @@ std::string wrapped_prose(std::string_view text, std::size_t width) {
   return out + line + "\n";
 }
 
-std::string pretrained_note(std::string_view source, std::string_view which) {
+std::string pretrained_note(std::string_view source, std::string_view which, bool gpt2) {
+  if (gpt2)
+    return wrapped_prose(fmt::format(
+               "These weights are not a random initialisation: they are {} of {} (a Hugging Face "
+               "GPT-2 folder), and X is what that block's attention reads for the text: ln_1 of "
+               "hidden_states of the block before (GPT-2 normalises before each sublayer). "
+               "GPT-2's c_attn is one Conv1D(D, 3D) whose columns are [q | k | v]; head h owns "
+               "columns h·hs to (h+1)·hs of each third, which, transposed, makes it exactly seed "
+               "000's AttentionHead. The mask is causal: token t reads tokens 0 to t only.",
+               which, source)) +
+           "\n";
   return wrapped_prose(fmt::format(
              "These weights are not a random initialisation: they are {} of {} (a Hugging Face "
              "BERT folder), and X is what that layer reads for the text, hidden_states of the "

@@ -153,9 +153,9 @@ struct TrainedSource {
   std::string keys;
   HeadsClaim claim = HeadsClaim::none;
 };
-// The prose under the heatmap of a layer read from a Hugging Face BERT folder (--pretrained):
-// `source` "DIR, layer N", `which` what of it is shown ("head 2", "the heads").
-std::string pretrained_note(std::string_view source, std::string_view which);
+// The prose under the heatmap of a layer read from a Hugging Face BERT or GPT-2 folder
+// (--pretrained): `source` "DIR, layer N", `which` what of it is shown ("head 2", "the heads").
+std::string pretrained_note(std::string_view source, std::string_view which, bool gpt2);
 // One paragraph of prose broken at spaces into lines of at most `width` columns.
 std::string wrapped_prose(std::string_view text, std::size_t width = 100);
 // The prose under a trained head's heatmap: where it comes from.

@@ -449,8 +449,8 @@ BertConfig bert_config(const PretrainedFolder& folder) {
   const json doc = folder_config(folder);
   if (folder.model_type != "bert") {
     fail("bert_config",
-         fmt::format("'{}': model_type '{}' is not BERT; attn reads BERT folders (\"model_type\": "
-                     "\"bert\") so far: give a BERT checkpoint such as bert-base-uncased",
+         fmt::format("'{}': model_type '{}' is not BERT (\"bert\"): give a BERT checkpoint "
+                     "such as bert-base-uncased",
                      shown, printable(folder.model_type)));
   }
   if (doc.contains("position_embedding_type") &&
@@ -478,6 +478,11 @@ BertConfig bert_config(const PretrainedFolder& folder) {
 }
 
 StateDict read_pretrained_weights(const PretrainedFolder& folder) {
+  return read_pretrained_weights(folder, [](std::string_view) { return true; });
+}
+
+StateDict read_pretrained_weights(const PretrainedFolder& folder,
+                                  bool (*keep)(std::string_view key)) {
   if (const SizeCap cap = memory_cap("use a smaller model, or raise the limit");
       folder.float32_bytes > cap.bytes) {
     throw Error(
@@ -511,6 +516,7 @@ StateDict read_pretrained_weights(const PretrainedFolder& folder) {
       // The tensors tile the data in this order, so each read starts where the last one ended.
       stored.resize(t.end - t.begin);
       if (file->read(stored.data(), stored.size()) != stored.size()) throw changed(file->path());
+      if (!keep(t.key)) continue;
       Array array = safetensors_array(t, stored, shown);
       if (!out.emplace(t.key, std::move(array)).second) {
         fail("read_pretrained_weights",

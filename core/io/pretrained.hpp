@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "io/config.hpp"
@@ -41,13 +42,17 @@ struct BertConfig {
   std::int64_t pad_token_id = 0;
 };
 // Throws attn::Error(bad_file) naming config.json, the field and the fix; a model_type other than
-// "bert", or a position_embedding_type other than "absolute", is refused.
+// "bert" (GPT-2's: gpt2.hpp's gpt2_config), or a position_embedding_type other than "absolute", is refused.
 BertConfig bert_config(const PretrainedFolder& folder);
 
 // Every tensor of the folder's weights, F16 and BF16 converted to float32, keyed as the files key
 // them (no prefix removed, no name changed). Reads a tensor at a time, never a whole file at
 // once; a file that changed or shrank since open_pretrained is refused, not read past its end.
 StateDict read_pretrained_weights(const PretrainedFolder& folder);
+// The same, holding only the tensors `keep` says yes to: the others are read past, never kept
+// (GPT-2's mask buffers).
+StateDict read_pretrained_weights(const PretrainedFolder& folder,
+                                  bool (*keep)(std::string_view key));
 
 // BERT's tokenizer from the folder: vocab.txt (else the WordPiece vocabulary in tokenizer.json)
 // and tokenizer_config.json's do_lower_case and strip_accents (BertTokenizer's defaults when the

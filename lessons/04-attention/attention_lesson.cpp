@@ -148,7 +148,8 @@ LessonRun run_attention(const AttentionLessonOptions& options) {
   run.section(!head                        ? "intro"
               : options.pretrained.empty() ? "intro_head"
                                            : "intro_head_pretrained");
-  if (!options.pretrained.empty()) run.prose(pretrained_note(options.pretrained, "one head"));
+  if (!options.pretrained.empty())
+    run.prose(pretrained_note(options.pretrained, "one head", options.pretrained_gpt2));
   run.table(parameter_table(model));
   run.step("input", "X, one row of width D per token", to_array(x));
   run.section("projections");

@@ -20,7 +20,8 @@ struct AttentionLessonOptions {
   std::optional<TrainedSource> trained;  // --checkpoint: weights, X and labels from a trained model
   std::size_t trained_head = 0;          // which of its heads
   std::vector<std::string> tokens;       // --pretrained: the input's tokens, the heatmaps' labels
-  std::string pretrained;  // --pretrained: "DIR, layer N", the layer these weights are
+  std::string pretrained;        // --pretrained: "DIR, layer N", the layer these weights are
+  bool pretrained_gpt2 = false;  // the layer is a GPT-2 block (a BERT layer otherwise)
 };
 
 // Lesson 04: one head with learned projections, step by step: Q, K, V, scores, scaled scores,

@@ -357,7 +357,8 @@ void run_variant(LessonRun& run, const MultiHeadLessonOptions& o, MultiHeadVaria
                          HeatmapKind::weights, mask != nullptr});
   }
   run.heatmaps(std::move(maps));
-  if (!o.pretrained.empty()) run.prose(pretrained_note(o.pretrained, "the heads"));
+  if (!o.pretrained.empty())
+    run.prose(pretrained_note(o.pretrained, "the heads", o.pretrained_gpt2));
   if (o.trained) {
     run.prose(trained_note(*o.trained, "the heads"));
     show_trained_heads(run, *o.trained);

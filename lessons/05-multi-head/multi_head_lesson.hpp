@@ -21,6 +21,7 @@ struct MultiHeadLessonOptions {
   std::optional<HeadAblationInput> ablation;  // and the whole model: its heads ablated
   std::vector<std::string> tokens;  // --pretrained: the input's tokens, the heatmaps' labels
   std::string pretrained;           // --pretrained: "DIR, layer N", the layer these weights are
+  bool pretrained_gpt2 = false;     // the layer is a GPT-2 block (a BERT layer otherwise)
 };
 
 // Lesson 05: multi-head attention in the notebooks' four forms, side by side or step by step.

@@ -415,7 +415,7 @@ TEST_CASE("every bad folder gets one line naming the file and the fix", "[pretra
   SECTION("GPT-2 and relative positions are not BERT") {
     write(dir / "config.json", R"({"model_type": "gpt2", "n_embd": 768})");
     CHECK_THAT(error_of([&] { attn::bert_config(attn::open_pretrained(dir.string())); }),
-               Catch::Contains("model_type 'gpt2' is not BERT"));
+               Catch::Contains("model_type 'gpt2' is not BERT (\"bert\")"));
     write(dir / "config.json",
           R"({"model_type": "bert", "position_embedding_type": "relative_key"})");
     CHECK_THAT(error_of([&] { attn::bert_config(attn::open_pretrained(dir.string())); }),
