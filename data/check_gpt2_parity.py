@@ -29,7 +29,7 @@ import torch
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from check_bert_parity import ATOL, RTOL, compare  # noqa: E402  the same comparison at atol 1e-4
+from check_bert_parity import ATOL, RTOL, compare, compare_saved  # noqa: E402  the same comparison at atol 1e-4
 from generator.gpt2 import (ARCHITECTURES, END_OF_TEXT, bytes_to_unicode, greedy, make_config,  # noqa: E402
                             outputs, randomize, write_folder)
 
@@ -98,13 +98,7 @@ def main():
         print(f"input_ids {ids.tolist()}")
         ok = compare("input_ids", np.load(out / "input_ids.npy"), ids.numpy())
         expected = outputs(model if args.architecture == "GPT2LMHeadModel" else model.transformer, ids)
-        for name in expected:
-            path = out / f"{name}.npy"
-            if not path.exists():
-                print(f"{name:20s} missing from attn's --save")
-                ok = False
-                continue
-            ok = compare(name, np.load(path), expected[name]) and ok
+        ok = compare_saved(out, expected) and ok
     if args.architecture == "GPT2LMHeadModel":
         new_ids, log_probs, gaps = greedy(model, ids, args.max_new_tokens)
         got_ids, got_log_probs = generated(json.loads(run.stdout))
