@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from generator.bert import _DTYPE_NAMES, _rounded, ACT2FN, write_weights
+from generator.bert import _DTYPE_NAMES, _rounded, ACT2FN, model_output, write_weights
 
 TRANSFORMERS_VERSION = "4.31.0"
 
@@ -147,8 +147,9 @@ class GPT2Model(nn.Module):
         self.h = nn.ModuleList([GPT2Block(config, layer_idx=i) for i in range(config.n_layer)])
         self.ln_f = nn.LayerNorm(self.embed_dim, eps=config.layer_norm_epsilon)
 
-    def forward(self, input_ids, past_key_values=None, attention_mask=None, use_cache=False,
+    def forward(self, input_ids, past_key_values=None, attention_mask=None, use_cache=None,
                 output_attentions=False, output_hidden_states=False):
+        use_cache = self.config.use_cache if use_cache is None else use_cache  # True in GPT2Config
         batch, tokens = input_ids.size()
         past_length = 0 if past_key_values is None else past_key_values[0][0].size(-2)
         if past_key_values is None:
@@ -174,8 +175,8 @@ class GPT2Model(nn.Module):
         hidden_states = self.ln_f(hidden_states)
         if output_hidden_states:  # the last hidden state is after ln_f
             all_hidden_states += (hidden_states,)
-        return {"last_hidden_state": hidden_states, "past_key_values": presents, "hidden_states": all_hidden_states,
-                "attentions": all_attentions}
+        return model_output(last_hidden_state=hidden_states, past_key_values=presents, hidden_states=all_hidden_states,
+                            attentions=all_attentions)
 
 
 class GPT2LMHeadModel(nn.Module):
@@ -185,11 +186,13 @@ class GPT2LMHeadModel(nn.Module):
         self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
         self.lm_head.weight = self.transformer.wte.weight  # tie_weights
 
-    def forward(self, input_ids, past_key_values=None, attention_mask=None, use_cache=False,
+    def forward(self, input_ids, past_key_values=None, attention_mask=None, use_cache=None,
                 output_attentions=False, output_hidden_states=False):
         outputs = self.transformer(input_ids, past_key_values, attention_mask, use_cache, output_attentions,
                                    output_hidden_states)
-        return dict(outputs, logits=self.lm_head(outputs["last_hidden_state"]))  # (B,T,V)
+        logits = self.lm_head(outputs["last_hidden_state"])  # (B,T,V)
+        return model_output(logits=logits, past_key_values=outputs.get("past_key_values"),
+                            hidden_states=outputs.get("hidden_states"), attentions=outputs.get("attentions"))
 
 
 ARCHITECTURES = {"GPT2Model": GPT2Model, "GPT2LMHeadModel": GPT2LMHeadModel}
@@ -374,9 +377,10 @@ def config_json(config, architecture, dtype=torch.float32, hub=False):
     no torch_dtype or transformers_version, task_specific_params)."""
     fields = dict(vars(config), architectures=[architecture])
     if hub:
-        for key in ("n_inner", "reorder_and_upcast_attn", "scale_attn_by_inverse_layer_idx", "scale_attn_weights",
-                    "use_cache"):
+        for key in ("reorder_and_upcast_attn", "scale_attn_by_inverse_layer_idx", "scale_attn_weights", "use_cache"):
             fields.pop(key)
+        if config.n_inner is None:
+            fields.pop("n_inner")
         fields.update(n_ctx=config.n_positions,
                       task_specific_params={"text-generation": {"do_sample": True, "max_length": 50}})
     else:
@@ -455,12 +459,12 @@ NEW_TOKENS = 6
 FOLDERS = {
     "d21_model": ("d21", "GPT2Model", torch.float32, {}),
     "d21_lm": ("d21", "GPT2LMHeadModel", torch.float32, {}),
-    "d21_hub": ("d21", "GPT2LMHeadModel", torch.float32, {"hub": True}),
     "d21_lm_head": ("d21", "GPT2LMHeadModel", torch.float32, {"lm_head": True}),
     "d21_sharded": ("d21", "GPT2LMHeadModel", torch.float32, {"shards": 2}),
     "d21_f16": ("d21", "GPT2LMHeadModel", torch.float16, {}),
     "d21_bf16": ("d21", "GPT2LMHeadModel", torch.bfloat16, {}),
     "d12_lm": ("d12", "GPT2LMHeadModel", torch.float32, {}),
+    "d12_hub": ("d12", "GPT2LMHeadModel", torch.float32, {"hub": True}),  # n_inner null: not in config.json
 }
 
 
