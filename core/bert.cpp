@@ -10,6 +10,7 @@
 #include <xtensor/xview.hpp>
 
 #include "base/error.hpp"
+#include "hf_tensors.hpp"
 #include "matmul.hpp"
 #include "state_dict.hpp"
 
@@ -175,13 +176,6 @@ ModuleSize bert_size(const BertConfig& config, BertHeads heads, bool pooler) {
 
 namespace {
 
-bool starts_with(std::string_view s, std::string_view prefix) {
-  return s.substr(0, prefix.size()) == prefix;
-}
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 // The checkpoint's keys as describe_bert names them: the legacy LayerNorm.gamma/.beta renamed.
 StateDict modern_names(StateDict&& weights) {
   StateDict out;
@@ -200,44 +194,6 @@ StateDict modern_names(StateDict&& weights) {
   return out;
 }
 
-Array take(StateDict& weights, const std::string& key) {
-  auto node = weights.extract(key);
-  if (node.empty())
-    throw Error(ErrorKind::internal, "load_bert", fmt::format("'{}' vanished", key));
-  return std::move(node.mapped());
-}
-
-Array array_of(const float* data, Shape shape) {
-  Array a{Dtype::float32, std::move(shape), {}};
-  a.bytes.resize(element_count(a.shape) * sizeof(float));
-  std::memcpy(a.bytes.data(), data, a.bytes.size());
-  return a;
-}
-Array array_of(const Tensor2& t) {
-  return array_of(t.data(), {t.shape(0), t.shape(1)});
-}
-Array array_of(const Tensor1& t) {
-  return array_of(t.data(), {t.shape(0)});
-}
-Tensor2 to_tensor2(const Array& a) {
-  Tensor2 t = Tensor2::from_shape({a.shape.at(0), a.shape.at(1)});
-  std::memcpy(t.data(), a.bytes.data(), a.bytes.size());
-  return t;
-}
-Tensor1 to_tensor1(const Array& a) {
-  Tensor1 t = Tensor1::from_shape({a.shape.at(0)});
-  std::memcpy(t.data(), a.bytes.data(), a.bytes.size());
-  return t;
-}
-
-// Rows [first, first + count) of a (out, in) weight, or of a bias.
-Tensor2 rows_of(const Tensor2& w, std::size_t first, std::size_t count) {
-  return xt::view(w, xt::range(first, first + count), xt::all());
-}
-Tensor1 rows_of(const Tensor1& b, std::size_t first, std::size_t count) {
-  return xt::view(b, xt::range(first, first + count));
-}
-
 Linear linear_from(StateDict& weights, const std::string& prefix) {
   Linear l;
   l.weight = to_tensor2(take(weights, prefix + "weight"));
@@ -245,42 +201,6 @@ Linear linear_from(StateDict& weights, const std::string& prefix) {
   l.has_bias = true;
   return l;
 }
-LayerNorm norm_from(StateDict& weights, const std::string& prefix, float eps) {
-  LayerNorm n;
-  n.weight = to_tensor1(take(weights, prefix + "weight"));
-  n.bias = to_tensor1(take(weights, prefix + "bias"));
-  n.eps = eps;
-  return n;
-}
-
-// BertSelfAttention's query, key and value as the book's heads: head h takes rows h·hs..(h+1)·hs.
-BookMultiHead book_attention(const Linear& query, const Linear& key, const Linear& value,
-                             std::size_t heads) {
-  const std::size_t hs = query.weight.shape(0) / heads;
-  BookMultiHead m;
-  for (std::size_t h = 0; h < heads; ++h) {
-    AttentionHead head;
-    for (auto [part, from] : {std::pair{&head.q, &query}, {&head.k, &key}, {&head.v, &value}}) {
-      part->weight = rows_of(from->weight, h * hs, hs);
-      part->bias = rows_of(from->bias, h * hs, hs);
-      part->has_bias = true;
-    }
-    m.heads.push_back(std::move(head));
-  }
-  return m;
-}
-
-// The dropped keys are equal to what they stand for; anything else in them is refused.
-void check_equal(const Array& a, const Array& b, const std::string& what, const std::string& of,
-                 std::string_view source) {
-  if (a.shape != b.shape || a.bytes != b.bytes) {
-    throw Error(ErrorKind::bad_file, "load_bert",
-                fmt::format("'{}': {} differs from {}, which it is tied to; attn reads tied "
-                            "weights only (tie_word_embeddings)",
-                            printable(std::string(source)), what, of));
-  }
-}
-
 }  // namespace
 
 Bert load_bert(const BertConfig& config, StateDict&& file_weights, std::string_view source) {
@@ -387,15 +307,15 @@ Bert load_bert(const BertConfig& config, StateDict&& file_weights, std::string_v
                   fmt::format("'{}' has cls.predictions.decoder.weight but no other part of the "
                               "MLM head (cls.predictions.bias, .transform)",
                               shown));
-    check_equal(*decoder_weight, array_of(model.embeddings.token_embeddings.weight),
-                "cls.predictions.decoder.weight", "the word embeddings", source);
+    check_tied(*decoder_weight, array_of(model.embeddings.token_embeddings.weight),
+               "cls.predictions.decoder.weight", "the word embeddings", source, "load_bert");
   }
   if (decoder_bias) {
     if (!model.masked_lm)
       throw Error(ErrorKind::bad_file, "load_bert",
                   fmt::format("'{}' has cls.predictions.decoder.bias but no MLM head", shown));
-    check_equal(*decoder_bias, array_of(model.masked_lm->bias), "cls.predictions.decoder.bias",
-                "cls.predictions.bias", source);
+    check_tied(*decoder_bias, array_of(model.masked_lm->bias), "cls.predictions.decoder.bias",
+               "cls.predictions.bias", source, "load_bert");
   }
   return model;
 }
@@ -439,14 +359,8 @@ std::vector<std::pair<std::string, Array>> bert_layer_parameters(const EncoderLa
 StateDict bert_state_dict(const Bert& model) {
   const std::string base = model.heads == BertHeads::none ? "" : "bert.";
   StateDict out;
-  const auto linear = [&](const std::string& name, const Linear& l) {
-    out[name + ".weight"] = array_of(l.weight);
-    out[name + ".bias"] = array_of(l.bias);
-  };
-  const auto norm = [&](const std::string& name, const LayerNorm& n) {
-    out[name + ".weight"] = array_of(n.weight);
-    out[name + ".bias"] = array_of(n.bias);
-  };
+  const auto linear = [&](const std::string& name, const Linear& l) { put(out, name, l); };
+  const auto norm = [&](const std::string& name, const LayerNorm& n) { put(out, name, n); };
   const std::string e = base + "embeddings.";
   out[e + "word_embeddings.weight"] = array_of(model.embeddings.token_embeddings.weight);
   out[e + "position_embeddings.weight"] = array_of(model.embeddings.position_embeddings.weight);
@@ -539,11 +453,9 @@ BertSteps forward(const Bert& model, const BertInput& input, bool logits) {
                             tokens, positions, positions))
         .driven_by({"T"});
   }
-  Ids position_ids({1, tokens});
-  for (std::size_t t = 0; t < tokens; ++t)
-    position_ids(0, t) = static_cast<std::int64_t>(t);
-  s.embeddings.position = forward(model.embeddings.position_embeddings, position_ids);  // (1,T,D)
-  s.embeddings.sum = s.embeddings.token + s.token_type;                                 // (B,T,D)
+  s.embeddings.position =
+      forward(model.embeddings.position_embeddings, position_ids(tokens));  // (1,T,D)
+  s.embeddings.sum = s.embeddings.token + s.token_type;                     // (B,T,D)
   for (std::size_t b = 0; b < batch; ++b)
     xt::view(s.embeddings.sum, b) += xt::view(s.embeddings.position, 0);
   s.embeddings.output = forward(model.embeddings.layer_norm, s.embeddings.sum).output;

@@ -91,4 +91,11 @@ void backward(const Embedding& layer, const Ids& ids, const Tensor3& d_output, E
   }
 }
 
+Ids position_ids(std::size_t tokens) {
+  Ids ids({1, tokens});
+  for (std::size_t t = 0; t < tokens; ++t)
+    ids(0, t) = static_cast<std::int64_t>(t);
+  return ids;
+}
+
 }  // namespace attn

@@ -35,6 +35,8 @@ inline void visit_parameters(Embedding& layer, const ParameterVisitor& visit) {
 // ids (B,T) -> (B,T,D): out[b, t] = weight[ids[b, t]]. Throws attn::Error naming the first id
 // outside 0..V-1 (torch: "IndexError: index out of range in self").
 Tensor3 forward(const Embedding& layer, const Ids& ids);
+// A learned position table's ids for T tokens: (1,T) holding 0..T-1.
+Ids position_ids(std::size_t tokens);
 // The backward of forward(layer, ids): adds each dY[b, t] into grad.weight's row ids[b, t]
 // (repeated ids add up). Ids have no gradient.
 void backward(const Embedding& layer, const Ids& ids, const Tensor3& d_output, Embedding& grad);

@@ -231,11 +231,8 @@ EmbeddingsSteps forward(const Embeddings& e, const Ids& ids, Rng* dropout) {
                     tokens, positions, positions));
   }
   EmbeddingsSteps s;
-  s.token = forward(e.token_embeddings, ids);  // (B,T) -> (B,T,D)
-  Ids position_ids({1, tokens});
-  for (std::size_t t = 0; t < tokens; ++t)
-    position_ids(0, t) = static_cast<std::int64_t>(t);
-  s.position = forward(e.position_embeddings, position_ids);  // (1,T,D)
+  s.token = forward(e.token_embeddings, ids);                         // (B,T) -> (B,T,D)
+  s.position = forward(e.position_embeddings, position_ids(tokens));  // (1,T,D)
   s.sum = s.token;
   for (std::size_t b = 0; b < batch; ++b)
     for (std::size_t t = 0; t < tokens; ++t)

@@ -91,6 +91,9 @@ StateDict gpt2_state_dict(const Gpt2& model);
 
 // A Gpt2 of `config`'s sizes with the book's initialisation, for tests and benchmarks.
 Gpt2 init_gpt2(Rng& rng, const Gpt2Config& config, Gpt2Heads heads = Gpt2Heads::lm_head);
+// One block as init_gpt2 draws it: wte, wpe, then the blocks one after another, so that a packer
+// can draw (and pack) one block at a time.
+EncoderLayer init_gpt2_block(Rng& rng, const Gpt2Config& config);
 
 struct Gpt2Input {
   Ids ids;             // (B,T) input_ids

@@ -47,10 +47,8 @@ std::size_t config_size(const nlohmann::json& doc, const char* key, std::size_t 
   return v.get<std::size_t>();
 }
 
-namespace {
-
-double real_field(const nlohmann::json& doc, const char* key, double fallback,
-                  const std::string& name) {
+double config_real(const nlohmann::json& doc, const char* key, double fallback,
+                   const std::string& name) {
   if (!doc.contains(key)) return fallback;
   const nlohmann::json& v = doc[key];
   if (!v.is_number())
@@ -59,7 +57,6 @@ double real_field(const nlohmann::json& doc, const char* key, double fallback,
         .about("config");
   return v.get<double>();
 }
-}  // namespace
 
 void validate_config(const EncoderConfig& c, const std::string& name) {
   for (const auto& [key, value] : {std::pair{"hidden_size", c.hidden_size},
@@ -162,10 +159,10 @@ EncoderConfig encoder_config(const nlohmann::json& doc, const std::string& name)
   c.vocab_size = config_size(doc, "vocab_size", c.vocab_size, name);
   c.max_position_embeddings =
       config_size(doc, "max_position_embeddings", c.max_position_embeddings, name);
-  c.hidden_dropout_prob = real_field(doc, "hidden_dropout_prob", c.hidden_dropout_prob, name);
+  c.hidden_dropout_prob = config_real(doc, "hidden_dropout_prob", c.hidden_dropout_prob, name);
   c.attention_probs_dropout_prob =
-      real_field(doc, "attention_probs_dropout_prob", c.attention_probs_dropout_prob, name);
-  c.layer_norm_eps = real_field(doc, "layer_norm_eps", c.layer_norm_eps, name);
+      config_real(doc, "attention_probs_dropout_prob", c.attention_probs_dropout_prob, name);
+  c.layer_norm_eps = config_real(doc, "layer_norm_eps", c.layer_norm_eps, name);
   if (doc.contains("hidden_act")) {
     if (!doc["hidden_act"].is_string()) {
       throw Error(ErrorKind::bad_file, "load_config",

@@ -45,5 +45,8 @@ EncoderConfig encoder_config(const nlohmann::json& doc, const std::string& name)
 // A size field from 1 to 1e9; `fallback` when the field is absent.
 std::size_t config_size(const nlohmann::json& doc, const char* key, std::size_t fallback,
                         const std::string& name);
+// A number field; `fallback` when the field is absent.
+double config_real(const nlohmann::json& doc, const char* key, double fallback,
+                   const std::string& name);
 
 }  // namespace attn
