@@ -33,18 +33,21 @@ using attn::Gpt2Heads;
 struct FolderCase {
   const char* folder;
   const char* expected;  // data/fixtures/gpt2/expected/<this>/<input>/
-  Gpt2Heads heads;
+  Gpt2Heads heads;       // as load_gpt2 reads the keys: "transformer." or an lm_head.weight
+  Gpt2Heads named;       // the class config.json's "architectures" names (gpt2_heads)
   std::size_t layers;
 };
 const FolderCase kFolders[] = {
-    {"d21_model", "d21", Gpt2Heads::none, 2},       // GPT2Model: no prefix
-    {"d21_lm", "d21", Gpt2Heads::lm_head, 2},       // transformer.*, no lm_head.weight
-    {"d21_lm_head", "d21", Gpt2Heads::lm_head, 2},  // lm_head.weight saved, equal to wte
-    {"d21_sharded", "d21", Gpt2Heads::lm_head, 2},  // two shards and the index
-    {"d21_f16", "d21_float16", Gpt2Heads::lm_head, 2},
-    {"d21_bf16", "d21_bfloat16", Gpt2Heads::lm_head, 2},
-    {"d12_lm", "d12", Gpt2Heads::lm_head, 3},   // n_inner null: F = 4D; eps 1e-6
-    {"d12_hub", "d12", Gpt2Heads::lm_head, 3},  // no prefix, attn.bias and masked_bias, n_ctx
+    {"d21_model", "d21", Gpt2Heads::none, Gpt2Heads::none, 2},          // GPT2Model: no prefix
+    {"d21_lm", "d21", Gpt2Heads::lm_head, Gpt2Heads::lm_head, 2},       // transformer.*, no lm_head
+    {"d21_lm_head", "d21", Gpt2Heads::lm_head, Gpt2Heads::lm_head, 2},  // lm_head.weight = wte
+    {"d21_sharded", "d21", Gpt2Heads::lm_head, Gpt2Heads::lm_head, 2},  // two shards, the index
+    {"d21_f16", "d21_float16", Gpt2Heads::lm_head, Gpt2Heads::lm_head, 2},
+    {"d21_bf16", "d21_bfloat16", Gpt2Heads::lm_head, Gpt2Heads::lm_head, 2},
+    {"d12_lm", "d12", Gpt2Heads::lm_head, Gpt2Heads::lm_head, 3},  // n_inner null; eps 1e-6
+    // The hub's gpt2 form: GPT2LMHeadModel in config.json, keys without prefix, attn.bias and
+    // masked_bias, n_ctx. Its keys are GPT2Model's; the LM head is wte all the same.
+    {"d12_hub", "d12", Gpt2Heads::none, Gpt2Heads::lm_head, 3},
 };
 const char* const kInputs[] = {"sentence", "padded"};
 
@@ -120,11 +123,12 @@ TEST_CASE("every folder layout loads as its class and computes transformers' out
     INFO("folder " << c.folder);
     const attn::Gpt2 model = load_folder(c.folder);
     CHECK(model.heads == c.heads);
+    CHECK(attn::gpt2_heads(attn::open_pretrained(gpt2_fixture(c.folder))) == c.named);
     CHECK(model.lm_head.size() == 0);  // tied to wte in every folder
     REQUIRE(model.layers.size() == c.layers);
     for (const std::string input : kInputs) {
       INFO("input " << input);
-      const bool logits = c.heads == Gpt2Heads::lm_head;
+      const bool logits = c.named == Gpt2Heads::lm_head;
       const attn::Gpt2Steps steps = attn::forward(model, read_input(input), logits);
       for (std::size_t l = 0; l <= c.layers; ++l) {
         INFO("hidden_states." << l);  // the last is after ln_f
@@ -239,12 +243,14 @@ TEST_CASE("gpt2_state_dict writes back what the folder holds", "[gpt2][state_dic
       CHECK(written.at(key).bytes == array.bytes);  // the same floats, no arithmetic
     }
   }
-  // The hub's form (no prefix, mask buffers) comes back as save_pretrained writes the class.
+  // The hub's form comes back under its own keys, without the mask buffers.
   const attn::Gpt2 hub = load_folder("d12_hub");
   const attn::StateDict written = attn::gpt2_state_dict(hub);
-  CHECK(written.count("transformer.wte.weight") == 1);
+  CHECK(written.count("wte.weight") == 1);
+  CHECK(written.count("h.2.mlp.c_fc.weight") == 1);
   CHECK(written.count("lm_head.weight") == 0);
-  CHECK(written.count("transformer.h.0.attn.bias") == 0);
+  CHECK(written.count("h.0.attn.bias") == 0);
+  CHECK(written.count("h.0.attn.masked_bias") == 0);
   const attn::Gpt2 again = attn::load_gpt2(hub.config, attn::StateDict(written), "round trip");
   const attn::Gpt2Input input = read_input("padded");
   CHECK_ALLCLOSE(attn::to_array(attn::forward(again, input).logits),
