@@ -49,6 +49,19 @@ def compare(name, got, expected):
     return ok
 
 
+def compare_saved(out, expected):
+    """Each expected array against attn's <name>.npy in `out`; True when all are there and within."""
+    ok = True
+    for name, array in expected.items():
+        path = out / f"{name}.npy"
+        if not path.exists():
+            print(f"{name:20s} missing from attn's --save")
+            ok = False
+            continue
+        ok = compare(name, np.load(path), array) and ok
+    return ok
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--attn", default=str(HERE.parent / "build" / "attn"))
@@ -84,14 +97,7 @@ def main():
         types = token_types(ids, vocab.index("[SEP]"))
         print(f"input_ids {ids.tolist()}")
         expected = outputs(model, torch.from_numpy(ids), torch.from_numpy(types))
-        ok = True
-        for name in [k for k in expected if k != "pooler_output"]:
-            path = out / f"{name}.npy"
-            if not path.exists():
-                print(f"{name:20s} missing from attn's --save")
-                ok = False
-                continue
-            ok = compare(name, np.load(path), expected[name]) and ok
+        ok = compare_saved(out, {k: v for k, v in expected.items() if k != "pooler_output"})
     print(f"torch {torch.__version__}, atol {ATOL:g}, rtol {RTOL:g}: {'all within' if ok else 'some differ'}")
     return 0 if ok else 1
 

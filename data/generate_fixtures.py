@@ -16,8 +16,8 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from generator import (ablation, attention, bert, encoder, exercises, feed_forward, gradients, layer_norm,  # noqa: E402
-                       lessons, npy_files, positional_encoding, printing, sampling, tokens, training,
+from generator import (ablation, attention, bert, encoder, exercises, feed_forward, gpt2, gradients,  # noqa: E402
+                       layer_norm, lessons, npy_files, positional_encoding, printing, sampling, tokens, training,
                        transformer, weights_files)
 
 FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures"
@@ -48,6 +48,7 @@ def main() -> None:
             "ablation": ablation.generate(FIXTURES),
             "sampling": sampling.generate(FIXTURES),
             "bert": bert.generate(FIXTURES),
+            "gpt2": gpt2.generate(FIXTURES),
         },
     }
     (FIXTURES / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")

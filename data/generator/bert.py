@@ -410,6 +410,23 @@ def _shards(state, max_shard_bytes):
     return blocks
 
 
+def write_weights(folder, state, shards=1):
+    """model.safetensors, or `shards` files and model.safetensors.index.json as save_pretrained
+    writes them past max_shard_size."""
+    if shards == 1:
+        (folder / "model.safetensors").write_bytes(safetensors_bytes(state))
+        return
+    total = sum(t.numel() * t.element_size() for t in state.values())
+    blocks = _shards(state, total * 3 // (2 * shards))  # past an even split: `shards` files
+    weight_map = {}
+    for i, block in enumerate(blocks):
+        name = f"model-{i + 1:05d}-of-{len(blocks):05d}.safetensors"
+        (folder / name).write_bytes(safetensors_bytes(block))
+        weight_map.update({key: name for key in block})
+    index = {"metadata": {"total_size": total}, "weight_map": weight_map}
+    (folder / "model.safetensors.index.json").write_text(json.dumps(index, indent=2, sort_keys=True) + "\n")
+
+
 def write_folder(folder, model, vocab, dtype=torch.float32, legacy=False, position_ids=False, shards=1):
     """A Hugging Face folder of `model` (BertModel, BertForMaskedLM or BertForPreTraining)."""
     folder = pathlib.Path(folder)
@@ -418,19 +435,7 @@ def write_folder(folder, model, vocab, dtype=torch.float32, legacy=False, positi
     folder.mkdir(parents=True)
     config = _config(model)
     (folder / "config.json").write_text(config_json(config, type(model).__name__, dtype))
-    state = saved_state(model, dtype, legacy, position_ids)
-    if shards == 1:
-        (folder / "model.safetensors").write_bytes(safetensors_bytes(state))
-    else:
-        total = sum(t.numel() * t.element_size() for t in state.values())
-        blocks = _shards(state, total * 3 // (2 * shards))  # past an even split: `shards` files
-        weight_map = {}
-        for i, block in enumerate(blocks):
-            name = f"model-{i + 1:05d}-of-{len(blocks):05d}.safetensors"
-            (folder / name).write_bytes(safetensors_bytes(block))
-            weight_map.update({key: name for key in block})
-        index = {"metadata": {"total_size": total}, "weight_map": weight_map}
-        (folder / "model.safetensors.index.json").write_text(json.dumps(index, indent=2, sort_keys=True) + "\n")
+    write_weights(folder, saved_state(model, dtype, legacy, position_ids), shards)
     for name, text in tokenizer_files(vocab, config.max_position_embeddings).items():
         (folder / name).write_text(text)
 

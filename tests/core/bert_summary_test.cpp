@@ -5,13 +5,12 @@
 // P positions.
 #include "bert.hpp"
 
-#include <filesystem>
 #include <string>
 
 #include <catch2/catch.hpp>
 
-#include "fixtures.hpp"
 #include "summary.hpp"
+#include "torchinfo_golden.hpp"
 
 namespace {
 
@@ -74,11 +73,6 @@ const GoldenCase kCases[] = {
      true},
 };
 
-std::string golden(const std::string& file) {
-  return attn::testing::read_text(
-      (std::filesystem::path(ATTN_GOLDEN_DIR) / "torchinfo" / "bert" / file).string());
-}
-
 }  // namespace
 
 TEST_CASE("trace_bert's table equals torchinfo's for transformers' BERT classes",
@@ -88,17 +82,12 @@ TEST_CASE("trace_bert's table equals torchinfo's for transformers' BERT classes"
       const attn::BertConfig config = c.bert_base ? bert_config(768, 12, 3072, 12, 30522, 512)
                                                   : bert_config(12, 3, 20, 2, 59, 24);
       const bool pooler = c.heads != BertHeads::masked_lm;  // BertForMaskedLM has none
-      attn::SummaryOptions options;
-      options.depth = c.depth;
-      if (c.all_columns) {
-        options.col_names = {"input_size",  "output_size", "num_params", "params_percent",
-                             "kernel_size", "mult_adds",   "trainable"};
-      }
+      const attn::SummaryOptions options = attn::testing::torchinfo_options(c.depth, c.all_columns);
       const std::string got =
           attn::format_summary(attn::describe_bert(config, c.heads, pooler),
                                attn::trace_bert(config, c.heads, c.ids, pooler),
                                {attn::SummaryInput{c.ids, sizeof(std::int64_t)}}, options);
-      CHECK(got == golden(c.file));
+      CHECK(got == attn::testing::torchinfo_golden("bert", c.file));
     }
   }
 }

@@ -20,6 +20,7 @@
 #include "fixtures.hpp"
 #include "io/npy.hpp"
 #include "io/pretrained.hpp"
+#include "pretrained_case.hpp"
 #include "scratch.hpp"
 
 namespace {
@@ -59,18 +60,9 @@ attn::Bert load_folder(const std::string& folder) {
                          opened.shown);
 }
 
-attn::Ids read_ids(const std::string& path) {
-  const attn::Array array = attn::read_npy(path);
-  REQUIRE(array.dtype == attn::Dtype::int64);
-  REQUIRE(array.rank() == 2);
-  attn::Ids ids({array.shape[0], array.shape[1]});
-  std::transform(ids.begin(), ids.end(), ids.begin(),
-                 [&, i = std::size_t{0}](std::int64_t) mutable { return array.integer(i++); });
-  return ids;
-}
-
 attn::BertInput read_input(const std::string& name) {
   const std::string folder = "inputs/" + name + "/";
+  using attn::testing::read_ids;
   return {read_ids(bert_fixture(folder + "input_ids.npy")),
           read_ids(bert_fixture(folder + "token_type_ids.npy")),
           read_ids(bert_fixture(folder + "attention_mask.npy"))};
@@ -174,24 +166,8 @@ TEST_CASE("attention rows sum to 1 and padding keys get weight 0", "[bert][invar
   const attn::Bert model = load_folder("d10_pretraining");
   const attn::BertInput input = read_input("padded");  // row 1: 6 tokens, then padding
   const attn::BertSteps steps = attn::forward(model, input);
-  const std::size_t batch = input.ids.shape(0), tokens = input.ids.shape(1);
-  for (const attn::EncoderLayerTape& layer : steps.layers) {
-    const attn::Tensor4& weights = layer.attention.weights;  // (B,H,T,T)
-    REQUIRE(weights.shape(0) == batch);
-    REQUIRE(weights.shape(3) == tokens);
-    for (std::size_t b = 0; b < batch; ++b) {
-      for (std::size_t h = 0; h < weights.shape(1); ++h) {
-        for (std::size_t q = 0; q < tokens; ++q) {
-          double sum = 0.0;
-          for (std::size_t k = 0; k < tokens; ++k) {
-            sum += weights(b, h, q, k);
-            if (input.attention_mask(b, k) == 0) CHECK(weights(b, h, q, k) == 0.0f);
-          }
-          CHECK(std::abs(sum - 1.0) <= attn::summation_tolerance(tokens));
-        }
-      }
-    }
-  }
+  for (const attn::EncoderLayerTape& layer : steps.layers)
+    attn::testing::check_attention_rows(layer.attention.weights, input.attention_mask);
 }
 
 TEST_CASE("padding changes nothing at the real tokens", "[bert][invariants]") {
