@@ -1,11 +1,14 @@
 // attn generate: lesson 14. Decodes a trained encoder-decoder (a checkpoint of
-// `attn train --model transformer`, or a shipped one) on --text, greedily or sampled.
+// `attn train --model transformer`, or a shipped one) on --text, greedily or sampled; with
+// --pretrained, a Hugging Face GPT-2 folder continues --text (or --ids) with the key/value cache.
+#include <cstdio>
 #include <memory>
 #include <string>
 
 #include <fmt/format.h>
 
 #include "14-generate/generate_lesson.hpp"
+#include "14-generate/gpt2_generate_lesson.hpp"
 #include "ablate.hpp"
 #include "command.hpp"
 #include "door.hpp"
@@ -13,6 +16,7 @@
 #include "lesson_io.hpp"
 #include "options.hpp"
 #include "output.hpp"
+#include "pretrained.hpp"
 #include "train/seq2seq.hpp"
 
 namespace attn::cli {
@@ -23,6 +27,8 @@ constexpr const char* kDefaultCheckpoint = kShippedSeq2Seq;
 
 struct GenerateCliOptions {
   std::string checkpoint = kDefaultCheckpoint;
+  std::string pretrained, ids;
+  std::size_t max_new_tokens = 20;
   std::string text;
   DecodeOptions decode;
   bool no_cache = false;
@@ -30,7 +36,74 @@ struct GenerateCliOptions {
   render::OutputOptions output;
 };
 
+bool sampling(const CLI::App& app, std::string_view command) {
+  const bool sample = app.count("--temperature") + app.count("--top-k") + app.count("--top-p") > 0;
+  if (!sample && app.count("--seed") > 0)
+    throw Error(ErrorKind::bad_value, std::string(command),
+                "--seed seeds sampling, and greedy decoding draws nothing: add --temperature, "
+                "--top-k or --top-p to sample, or drop --seed")
+        .about("seed");
+  return sample;
+}
+
+// --pretrained: a GPT-2 folder continues the prompt.
+int run_pretrained(GenerateCliOptions& o, const CLI::App& app, Context& context) {
+  refuse_beside_pretrained(app, {"--checkpoint", "--no-cache", "--ablate", "--part"}, "generate");
+  PretrainedFolder folder = open_folder(o.pretrained);
+  if (!is_gpt2(folder))
+    throw Error(ErrorKind::bad_value, "generate",
+                fmt::format("'{}' is a BERT folder, an encoder: it fills in [MASK] tokens rather "
+                            "than continuing a text; run attn encoder --pretrained {} --text "
+                            "\"... [MASK] ...\", or give a GPT-2 folder",
+                            printable(o.pretrained), printable(o.pretrained)))
+        .about("pretrained");
+  const PretrainedGpt2 gpt2 = open_gpt2(std::move(folder));
+  const std::size_t positions = gpt2.config.sizes.max_position_embeddings;
+  if (o.max_new_tokens >= positions)
+    throw Error(ErrorKind::bad_value, "generate",
+                fmt::format("--max-new-tokens {} leaves no room for the prompt in the model's {} "
+                            "positions: give at most {}",
+                            o.max_new_tokens, positions, positions - 1))
+        .about("max_new_tokens");
+  const Gpt2Text text = gpt2_text(gpt2, o.text, o.ids, positions - o.max_new_tokens);
+  lessons::Gpt2GenerateOptions l;
+  l.name = o.pretrained;
+  l.tokenizer = &gpt2.tokenizer;
+  l.prompt.assign(text.input.ids.begin(), text.input.ids.end());
+  l.max_new_tokens = o.max_new_tokens;
+  l.decode = o.decode;
+  l.decode.sample = sampling(app, "generate");
+  check_decode_options(l.decode);
+  l.forward = !o.output.save_dir.empty() || o.output.format == render::Format::json;
+  MemoryPlan plan = plan_gpt2_reading(gpt2);
+  append(plan,
+         lessons::plan_gpt2_generate(gpt2.config, l.prompt.size(), l.max_new_tokens, l.forward));
+  check_budget("generate", plan);
+  lessons::Gpt2GenerateRun run = lessons::run_gpt2_generate(read_gpt2(gpt2), l);
+  const int code = publish(run.run, o.output, context);
+  if (code == 0 && o.output.format == render::Format::text && !o.output.quiet) {
+    const std::size_t later = run.new_tokens > 0 ? run.new_tokens - 1 : 0;
+    std::fputs(
+        fmt::format(
+            "  {} new tokens in {:.2f} s: the first after {:.3f} s (the prompt's {} "
+            "tokens at once), then {:.1f} tokens/s\n",
+            run.new_tokens, run.prefill_seconds + run.step_seconds, run.prefill_seconds,
+            l.prompt.size(),
+            later > 0 && run.step_seconds > 0 ? static_cast<double>(later) / run.step_seconds : 0.0)
+            .c_str(),
+        stderr);
+  }
+  return code;
+}
+
 int run_generate(GenerateCliOptions& o, const CLI::App& app, Context& context) {
+  if (!o.pretrained.empty()) return run_pretrained(o, app, context);
+  for (const char* name : {"--ids", "--max-new-tokens"})
+    if (app.count(name) > 0)
+      throw Error(
+          ErrorKind::bad_value, "generate",
+          fmt::format("{} is for a GPT-2 folder: add --pretrained DIR, or drop {}", name, name))
+          .about(std::string(name).substr(2));
   TrainedCheckpoint checkpoint = load_seq2seq_checkpoint(o.checkpoint, "generate", context);
   const Seq2SeqTask task = std::get<Seq2SeqTask>(checkpoint.config.task);
   lessons::GenerateLessonOptions lesson;
@@ -51,13 +124,7 @@ int run_generate(GenerateCliOptions& o, const CLI::App& app, Context& context) {
   lesson.model = std::move(std::get<Transformer>(checkpoint.model));
   lesson.source = parse_source(task, o.text.empty() ? seq2seq_example(task) : o.text);
   lesson.decode = o.decode;
-  lesson.decode.sample =
-      app.count("--temperature") + app.count("--top-k") + app.count("--top-p") > 0;
-  if (!lesson.decode.sample && app.count("--seed") > 0)
-    throw Error(ErrorKind::bad_value, "generate",
-                "--seed seeds sampling, and greedy decoding draws nothing: add --temperature, "
-                "--top-k or --top-p to sample, or drop --seed")
-        .about("seed");
+  lesson.decode.sample = sampling(app, "generate");
   lesson.decode.cache = !o.no_cache;
   check_decode_options(lesson.decode);
   lessons::LessonRun run = lessons::run_generate(lesson);
@@ -74,11 +141,19 @@ void setup(CLI::App& app, Context& context) {
                               kDefaultCheckpoint))
       ->check(not_empty_validator("--checkpoint", kDefaultCheckpoint))
       ->option_text("NAME|FILE");
+  add_pretrained_option(*sub, o->pretrained)->check(not_empty_validator("--pretrained", "gpt2"));
   sub->add_option("--text", o->text,
                   "the source, in the task's tokens: letters a to h (reverse, sort) or a number "
-                  "(number-words); default: the task's example")
+                  "(number-words); default: the task's example. With --pretrained, the prompt")
       ->check(not_empty_validator("--text", "hgfedcba"))
       ->option_text("TEXT");
+  sub->add_option("--ids", o->ids, "with --pretrained: the prompt as token ids, e.g. 464,3290")
+      ->check(not_empty_validator("--ids", "464,3290"))
+      ->option_text("I,I,...");
+  sub->add_option("--max-new-tokens", o->max_new_tokens,
+                  "with --pretrained: tokens to generate at most (default 20)")
+      ->check(whole_number_validator(1, 1'000'000))
+      ->option_text("N");
   sub->add_option("--temperature", o->decode.temperature,
                   "sample from softmax(logits / T) (default: greedy decoding)")
       ->check(real_validator("a temperature", 1e-6, 1e6, "0.8"))

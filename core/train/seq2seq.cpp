@@ -333,6 +333,22 @@ void check_decode_options(const DecodeOptions& o) {
         .about("top_p");
 }
 
+std::int64_t draw_token(const std::vector<float>& probabilities, Rng& rng) {
+  const double u = rng.uniform();
+  double cumulative = 0.0;
+  auto pick = static_cast<std::int64_t>(probabilities.size()) - 1;
+  for (std::size_t i = 0; i < probabilities.size(); ++i) {
+    cumulative += probabilities[i];
+    if (probabilities[i] > 0.0f && u < cumulative) {
+      pick = static_cast<std::int64_t>(i);
+      break;
+    }
+  }
+  while (pick > 0 && probabilities[static_cast<std::size_t>(pick)] == 0.0f)
+    --pick;
+  return pick;
+}
+
 std::vector<float> sampling_distribution(const std::vector<float>& scores, const DecodeOptions& o) {
   const std::size_t v = scores.size();
   const double inf = std::numeric_limits<double>::infinity();
@@ -415,17 +431,7 @@ Decoded decode(const Transformer& model, const std::vector<std::int64_t>& source
     if (!o.sample) shown = DecodeOptions{};  // greedy: show the plain softmax
     step.probabilities = sampling_distribution(scores, shown);
     if (o.sample) {
-      double u = rng.uniform(), cumulative = 0.0;
-      step.pick = static_cast<std::int64_t>(step.probabilities.size()) - 1;
-      for (std::size_t i = 0; i < step.probabilities.size(); ++i) {
-        cumulative += step.probabilities[i];
-        if (step.probabilities[i] > 0.0f && u < cumulative) {
-          step.pick = static_cast<std::int64_t>(i);
-          break;
-        }
-      }
-      while (step.probabilities[static_cast<std::size_t>(step.pick)] == 0.0f)
-        --step.pick;
+      step.pick = draw_token(step.probabilities, rng);
     } else {
       step.pick = std::max_element(scores.begin(), scores.end()) - scores.begin();
     }

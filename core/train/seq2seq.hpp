@@ -105,6 +105,10 @@ void check_decode_options(const DecodeOptions& options);
 std::vector<float> sampling_distribution(const std::vector<float>& scores,
                                          const DecodeOptions& options);
 
+// One token drawn from `probabilities` (V) with one uniform number of `rng`: the first whose
+// cumulative probability passes it, never one of probability 0.
+std::int64_t draw_token(const std::vector<float>& probabilities, Rng& rng);
+
 struct DecodeStep {
   std::vector<float> log_probs;      // (V) the model's, before temperature
   std::vector<float> probabilities;  // (V) what the pick was drawn from (specials masked, filters)
