@@ -40,6 +40,12 @@ void read_grad_output(const std::string& path, lessons::GradientRequest& gradien
 
 // --pretrained: one layer of a BERT folder on what it reads for --text (--pair).
 int run_pretrained(BackwardCliOptions& o, const CLI::App& sub, Context& context) {
+  if (is_gpt2(open_folder(o.pretrained.pretrained)))
+    throw Error(ErrorKind::bad_value, "backward",
+                fmt::format("'{}' is a GPT-2 folder: backward --pretrained takes a BERT layer (a "
+                            "post-LN encoder layer); give a BERT folder such as bert-base-uncased",
+                            printable(o.pretrained.pretrained)))
+        .about("pretrained");
   std::optional<PretrainedLayer> p = pretrained_layer(
       sub, o.pretrained,
       {"--model", "--weights", "--input", "--batch", "--seq", "--d-model", "--config", "--heads",

@@ -161,7 +161,15 @@ void run_pretrained(EncoderCliOptions& o, const CLI::App& app, Context& context)
        "--vocab", "--add-special-tokens", "--ids-file", "--no-embeddings", "--input", "--seed",
        "--batch", "--seq", "--weights", "--save-weights", "--checkpoint", "--ablate"},
       "encoder");
-  const PretrainedBert bert = open_bert(o.pretrained);
+  PretrainedFolder folder = open_folder(o.pretrained);
+  if (is_gpt2(folder))
+    throw Error(ErrorKind::bad_value, "encoder",
+                fmt::format("'{0}' is a GPT-2 folder, a decoder: attn generate --pretrained {0} "
+                            "--text \"...\" runs it, and view, attention and multi-head show its "
+                            "attention",
+                            printable(o.pretrained)))
+        .about("pretrained");
+  const PretrainedBert bert = open_bert(std::move(folder));
   const BertText text = bert_text(bert, o.text, o.pair, o.ids);
   // Every tensor of the folder is read; a folder without the MLM head has no logits.
   MemoryPlan plan = plan_bert_reading(bert);

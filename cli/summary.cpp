@@ -75,8 +75,9 @@ std::string json_document(const SummaryCliOptions& o, const lessons::ModelDescri
   return doc.dump(2) + "\n";
 }
 
-// --pretrained: transformers' BertModel (what AutoModel.from_pretrained builds) of the folder's
-// config.json, on input_ids (B, T); no weights are read.
+// --pretrained: transformers' BertModel (what AutoModel.from_pretrained builds) of a BERT folder's
+// config.json, or the GPT-2 class its config.json names (GPT2LMHeadModel for the hub's gpt2), on
+// input_ids (B, T); no weights are read.
 lessons::ModelDescription pretrained_description(const SummaryCliOptions& o, const CLI::App& sub) {
   if (!o.model.empty())
     throw Error(ErrorKind::bad_value, "summary",
@@ -86,15 +87,28 @@ lessons::ModelDescription pretrained_description(const SummaryCliOptions& o, con
     throw Error(ErrorKind::bad_value, "summary",
                 "--pretrained's config.json gives the sizes: keep only --batch and --seq")
         .about("pretrained");
-  const PretrainedBert bert = open_bert(o.pretrained, false);
-  check_budget("summary", planned_summary(bert_size(bert.config, BertHeads::none, true), "L"));
+  PretrainedFolder folder = open_folder(o.pretrained);
   const lessons::ModelRequest& r = o.models.request;
-  if (r.seq > bert.config.sizes.max_position_embeddings)
-    throw Error(ErrorKind::bad_size, "summary",
-                fmt::format("{} tokens, more than the model's {} positions: give --seq {} or less",
-                            r.seq, bert.config.sizes.max_position_embeddings,
-                            bert.config.sizes.max_position_embeddings))
-        .about("seq");
+  const auto check_seq = [&](std::size_t positions) {
+    if (r.seq > positions)
+      throw Error(
+          ErrorKind::bad_size, "summary",
+          fmt::format("{} tokens, more than the model's {} positions: give --seq {} or less", r.seq,
+                      positions, positions))
+          .about("seq");
+  };
+  if (is_gpt2(folder)) {
+    const PretrainedGpt2 gpt2 = open_gpt2(std::move(folder), false);
+    check_budget("summary", planned_summary(gpt2_size(gpt2.config, gpt2.heads), "L"));
+    check_seq(gpt2.config.sizes.max_position_embeddings);
+    const Shape ids = {r.batch, r.seq};
+    return {describe_gpt2(gpt2.config, gpt2.heads),
+            trace_gpt2(gpt2.config, gpt2.heads, ids),
+            {SummaryInput{ids, 8}}};
+  }
+  const PretrainedBert bert = open_bert(std::move(folder), false);
+  check_budget("summary", planned_summary(bert_size(bert.config, BertHeads::none, true), "L"));
+  check_seq(bert.config.sizes.max_position_embeddings);
   const Shape ids = {r.batch, r.seq};
   return {describe_bert(bert.config, BertHeads::none, true),
           trace_bert(bert.config, BertHeads::none, ids, true),
