@@ -373,6 +373,14 @@ Maker bert_folder(std::function<void(const fs::path&)> change) {
   };
 }
 
+// A copy of the GPT2LMHeadModel fixture folder (data/fixtures/gpt2/d21_lm), then `change`.
+Maker gpt2_folder(std::function<void(const fs::path&)> change) {
+  return [change = std::move(change)](Scratch&, const fs::path& path) {
+    fs::copy(attn::testing::fixture_path("gpt2/d21_lm"), path, fs::copy_options::recursive);
+    change(path);
+  };
+}
+
 const std::map<std::string, Maker>& makers();
 
 // A fresh folder (attn::testing::ScratchDir), the working directory of every row, that makes the
@@ -737,8 +745,8 @@ const std::map<std::string, Maker>& makers() {
          fs::remove(p / "model.safetensors");
          std::ofstream(p / "pytorch_model.bin") << "a pickle";
        })},
-      {"bert-gpt2", bert_folder([](const fs::path& p) {
-         edit_text(p / "config.json", "\"model_type\": \"bert\"", "\"model_type\": \"gpt2\"");
+      {"bert-llama", bert_folder([](const fs::path& p) {
+         edit_text(p / "config.json", "\"model_type\": \"bert\"", "\"model_type\": \"llama\"");
        })},
       {"bert-wider", bert_folder([](const fs::path& p) {
          edit_text(p / "config.json", "\"hidden_size\": 12", "\"hidden_size\": 24");
@@ -755,6 +763,26 @@ const std::map<std::string, Maker>& makers() {
          fs::resize_file(p / "model.safetensors", fs::file_size(p / "model.safetensors") - 100);
        })},
       {"bert-no-vocab", bert_folder([](const fs::path& p) { fs::remove(p / "vocab.txt"); })},
+      // --- Hugging Face GPT-2 folders
+      {"gpt2-mini", gpt2_folder([](const fs::path&) {})},
+      {"gpt2-no-merges", gpt2_folder([](const fs::path& p) { fs::remove(p / "merges.txt"); })},
+      {"gpt2-cross", gpt2_folder([](const fs::path& p) {
+         edit_text(p / "config.json", "\"model_type\": \"gpt2\"",
+                   "\"model_type\": \"gpt2\", \"add_cross_attention\": true");
+       })},
+      {"gpt2-untied", gpt2_folder([](const fs::path& p) {
+         attn::StateDict w = attn::read_weights((p / "model.safetensors").string());
+         attn::Array head = w.at("transformer.wte.weight");
+         reinterpret_cast<float*>(head.bytes.data())[0] += 1.0f;
+         w["lm_head.weight"] = head;
+         attn::write_weights((p / "model.safetensors").string(), w, {{"format", "pt"}});
+       })},
+      {"gpt2-transposed", gpt2_folder([](const fs::path& p) {
+         attn::StateDict w = attn::read_weights((p / "model.safetensors").string());
+         attn::Array& c_attn = w.at("transformer.h.0.attn.c_attn.weight");
+         std::swap(c_attn.shape[0], c_attn.shape[1]);
+         attn::write_weights((p / "model.safetensors").string(), w, {{"format", "pt"}});
+       })},
       // --- vocab.txt
       {"vocab_empty.txt", bytes("")},
       {"vocab_not_utf8.txt", bytes("[PAD]\n[UNK]\ncaf\xe9\n")},
