@@ -11,6 +11,8 @@
 #include <catch2/catch.hpp>
 
 #include "bert.hpp"
+#include "fixtures.hpp"
+#include "gpt2.hpp"
 #include "io/weights.hpp"
 #include "run_attn.hpp"
 #include "scratch.hpp"
@@ -72,6 +74,31 @@ std::string bert_folder(const std::filesystem::path& dir) {
   return dir.string();
 }
 
+// A GPT2LMHeadModel folder of the same build (wte 100,000 x 256, 98 MiB, also its LM head), with
+// the small fixture's tokenizer (297 tokens, all within the vocabulary).
+std::string gpt2_folder(const std::filesystem::path& dir) {
+  attn::Gpt2Config config = attn::default_gpt2_config();
+  config.sizes.hidden_size = 256;
+  config.sizes.num_attention_heads = 4;
+  config.sizes.intermediate_size = 1024;
+  config.sizes.num_hidden_layers = 2;
+  config.sizes.vocab_size = 100000;
+  config.sizes.max_position_embeddings = 512;
+  attn::Rng rng(29);
+  const attn::Gpt2 model = attn::init_gpt2(rng, config);
+  std::filesystem::create_directories(dir);
+  attn::write_weights((dir / "model.safetensors").string(), attn::gpt2_state_dict(model),
+                      {{"format", "pt"}});
+  std::ofstream(dir / "config.json")
+      << R"({"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "n_embd": 256,
+             "n_head": 4, "n_layer": 2, "vocab_size": 100000, "n_positions": 512,
+             "bos_token_id": 99999, "eos_token_id": 99999})";
+  for (const char* file : {"vocab.json", "merges.txt"})
+    std::filesystem::copy_file(attn::testing::fixture_path(std::string("gpt2/d21_lm/") + file),
+                               dir / file);
+  return dir.string();
+}
+
 }  // namespace
 
 TEST_CASE("a run accepted at 1.01 times its estimate peaks within that limit", "[cli][memory]") {
@@ -79,6 +106,7 @@ TEST_CASE("a run accepted at 1.01 times its estimate peaks within that limit", "
   const std::string saved = (dir.path / "saved").string();
   const std::string page = (dir.path / "view.html").string();
   const std::string bert = bert_folder(dir.path / "bert");
+  const std::string gpt2 = gpt2_folder(dir.path / "gpt2");
   const std::vector<std::vector<std::string>> runs = {
       {"dot-product", "--seq", "2500", "--d-model", "8"},
       {"dot-product", "--seq", "700", "--d-model", "8", "--format", "json"},
@@ -106,6 +134,11 @@ TEST_CASE("a run accepted at 1.01 times its estimate peaks within that limit", "
       {"attention", "--pretrained", bert, "--layer", "1", "--head", "3"},
       {"backward", "--pretrained", bert, "--layer", "1", "--quiet"},
       {"tokens", "--pretrained", bert},
+      {"generate", "--pretrained", gpt2, "--text", "The cat sat", "--max-new-tokens", "100"},
+      {"generate", "--pretrained", gpt2, "--max-new-tokens", "3", "--save", saved, "--quiet"},
+      {"view", "model", "--pretrained", gpt2, "--export", page},
+      {"multi-head", "--pretrained", gpt2, "--layer", "1"},
+      {"tokens", "--pretrained", gpt2},
       {"summary", "decoder", "--layers", "5000", "--format", "json"},
       {"summary", "transformer", "--layers", "3000"},
       {"decoder", "--seq", "600", "--source-seq", "600"},
@@ -240,6 +273,16 @@ TEST_CASE("a BERT folder too large for the limit is refused before its tensors a
           "[cli][memory][pretrained]") {
   attn::testing::ScratchDir dir("memory-bert");
   const std::string bert = bert_folder(dir.path / "bert");
+  const std::string gpt2 = gpt2_folder(dir.path / "gpt2");
+  for (const std::string& folder : {gpt2}) {
+    for (const char* command : {"generate", "attention", "view"}) {
+      INFO(command);
+      std::vector<std::string> args = {command, "--pretrained", folder, "--max-memory", "100M"};
+      if (std::string(command) == "view") args.insert(args.begin() + 1, "model");
+      attn::testing::check_refused(
+          run_attn(args), "use a smaller model with --pretrained, or raise --max-memory", kBase);
+    }
+  }
   for (const char* command : {"encoder", "tokens", "attention", "backward"}) {
     INFO(command);
     // The folder's tensors alone are 118 MiB: refused within the base, naming what to change.
