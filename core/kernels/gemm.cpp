@@ -524,6 +524,10 @@ void set_threads(int threads) {
   apply_threads();
 }
 
+int pool_threads() {
+  return state().threads;
+}
+
 int own_loop_threads() {
   return gemm_selection().large == GemmLibrary::onednn ? state().threads : 1;
 }

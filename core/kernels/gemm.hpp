@@ -117,6 +117,8 @@ void sgemm_on(GemmLibrary library, bool transpose_a, bool transpose_b, std::size
 
 // The size of the one thread pool (1 to 256).
 void set_threads(int threads);
+// The pool's size, as set_threads set it (1 by default).
+int pool_threads();
 // The threads attn's own loops (attention heads, GELU, LayerNorm) may run on: the pool's size when
 // the pool is OpenMP's (oneDNN runs the large products), 1 when it is OpenBLAS's.
 int own_loop_threads();
