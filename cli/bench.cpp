@@ -15,6 +15,7 @@
 #include "command.hpp"
 #include "door.hpp"
 #include "fast/bench.hpp"
+#include "gpt2.hpp"
 #include "lesson_io.hpp"
 #include "options.hpp"
 
@@ -34,6 +35,7 @@ struct BenchOptions {
   std::size_t batch = 0;  // --train: the BERT-base layer's batch; --model encoder: B (0: 1)
   std::string model = "layer";
   std::string gemm = "auto";
+  std::size_t new_tokens = 32;
 };
 
 // The request the options describe, with BERT-base's numbers or --config's (--seq checked
@@ -41,6 +43,10 @@ struct BenchOptions {
 BenchRequest request_of(const BenchOptions& o, std::string& config_name) {
   BenchRequest r;
   config_name = "BERT-base";
+  if (o.model == "gpt2") {
+    r.config = default_gpt2_config().sizes;
+    config_name = "gpt2";
+  }
   if (!o.config.empty()) {
     r.config = resolve_config(o.config);
     config_name = o.config;
@@ -53,6 +59,12 @@ BenchRequest request_of(const BenchOptions& o, std::string& config_name) {
   r.tokens = o.seq;
   r.batch = o.batch == 0 ? 1 : o.batch;
   r.bert = o.model == "bert";
+  r.gpt2 = o.model == "gpt2";
+  r.new_tokens = o.new_tokens;
+  if (r.gpt2 && o.seq + o.new_tokens > r.config.max_position_embeddings)
+    throw Error(ErrorKind::bad_size, "bench",
+                fmt::format("--seq {} and --new-tokens {} pass {}'s {} positions: lower either",
+                            o.seq, o.new_tokens, config_name, r.config.max_position_embeddings));
   r.norm = o.norm == "post" || r.bert ? NormPlacement::post : NormPlacement::pre;
   r.repeat = o.repeat;
   r.warmup = o.warmup;
@@ -84,6 +96,9 @@ int run_bench(const BenchOptions& o) {
     keep_freed_memory();
     prepare(o, r, {}, {});
     report = render::train_report(bench_train(r), r, format);
+  } else if (o.model == "gpt2") {
+    prepare(o, r, plan_generate_bench(r), {"T"});
+    report = render::generate_report(bench_generate(r), r, config_name, format);
   } else if (o.model == "encoder" || o.model == "bert") {
     prepare(o, r, plan_model_bench(r), {"B", "T"});
     report = render::model_report(bench_model(r), r, config_name, format);
@@ -141,9 +156,14 @@ void setup(CLI::App& app, Context& context) {
                   "layer (default): one encoder layer; encoder: the whole encoder from ids "
                   "(BERT-base: 12 layers), with its peak memory; bert: the same as BertModel, "
                   "post-LN with token types (a sentence pair: 0 for the first half, 1 for the "
-                  "second)")
-      ->check(choice_validator("a model", {"layer", "encoder", "bert"}))
-      ->option_text("layer|encoder|bert");
+                  "second); gpt2: GPT-2 small generating, --seq prompt tokens then --new-tokens "
+                  "one at a time, against the memory bandwidth's bound")
+      ->check(choice_validator("a model", {"layer", "encoder", "bert", "gpt2"}))
+      ->option_text("layer|encoder|bert|gpt2");
+  sub->add_option("--new-tokens", o->new_tokens,
+                  "with --model gpt2: tokens generated after the prompt per run (default 32)")
+      ->check(size_validator(100'000))
+      ->option_text("N");
   sub->add_option("--gemm", o->gemm,
                   "the large products' library: auto (default: the wider kernel's library, at "
                   "equal widths the faster on a probe kept in ATTN_GEMM_CACHE's file), measure "
@@ -151,8 +171,15 @@ void setup(CLI::App& app, Context& context) {
       ->check(choice_validator("a GEMM library", {"auto", "measure", "openblas", "onednn"}))
       ->option_text("auto|measure|openblas|onednn");
   door_callback(*sub, [o, sub, &context] {
-    const bool model = o->model == "encoder" || o->model == "bert";
-    if (!o->train && !model && sub->count("--batch") > 0)
+    const bool model = o->model == "encoder" || o->model == "bert" || o->model == "gpt2";
+    if (o->model != "gpt2" && sub->count("--new-tokens") > 0)
+      throw Error(ErrorKind::bad_value, "bench", "--new-tokens is for --model gpt2: add it")
+          .about("new_tokens");
+    if (o->model == "gpt2" && sub->count("--seq") == 0) o->seq = 8;
+    if (o->model == "gpt2" && sub->count("--norm") > 0)
+      throw Error(ErrorKind::bad_value, "bench", "--model gpt2 is pre-LN, as GPT-2 is: drop --norm")
+          .about("norm");
+    if (!o->train && (!model || o->model == "gpt2") && sub->count("--batch") > 0)
       throw Error(ErrorKind::bad_value, "bench",
                   "--batch sets the batch of --model encoder, --model bert or --train: add one of "
                   "them")

@@ -267,6 +267,66 @@ std::string model_report(const ModelBench& b, const BenchRequest& r, std::string
   return text;
 }
 
+std::string generate_report(const GenerateBench& b, const BenchRequest& r,
+                            std::string_view config_name, BenchFormat format) {
+  const EncoderConfig& c = r.config;
+  const std::string kernels(kernels_name(b.kernels));
+  const std::size_t used = b.peak_bytes > b.baseline_bytes ? b.peak_bytes - b.baseline_bytes : 0;
+  const std::size_t held = b.weights_bytes + b.cache_bytes + b.workspace_bytes;
+  const double tps = b.tokens_per_second(), bound = b.bound_tokens_per_second();
+  if (format == BenchFormat::json) {
+    nlohmann::ordered_json doc;
+    doc["model"] = "gpt2";
+    doc["config"] = config_name;
+    doc["layers"] = c.num_hidden_layers;
+    doc["vocab"] = c.vocab_size;
+    doc["prompt_tokens"] = r.tokens;
+    doc["new_tokens"] = r.new_tokens;
+    put_run(doc, r);
+    doc["prefill_ms"] = median(b.prefill_ms);
+    doc["token_ms"] = median(b.token_ms);
+    doc["tokens_per_second"] = tps;
+    doc["bandwidth_gb_per_s"] = b.bandwidth_bytes_per_s / 1e9;
+    doc["bytes_per_token"] = b.bytes_per_token;
+    doc["bound_tokens_per_second"] = bound;
+    doc["fraction_of_bound"] = bound > 0 ? tps / bound : 0.0;
+    doc["weights_bytes"] = b.weights_bytes;
+    doc["cache_bytes"] = b.cache_bytes;
+    doc["peak_rss_bytes"] = b.peak_bytes;
+    doc["baseline_rss_bytes"] = b.baseline_bytes;
+    doc["memory_ratio"] = static_cast<double>(used) / static_cast<double>(held);
+    put_machine(doc, kernels);
+    return json_document(doc);
+  }
+  std::string text = fmt::format(
+      "attn bench --model gpt2: GPT-2 generating at random weights, a prompt of {} tokens at "
+      "once, then {} tokens one at a time against the key/value cache\n",
+      r.tokens, r.new_tokens);
+  text += fmt::format("  sizes L={} D={} H={} F={} V={} P={} ({})\n", c.num_hidden_layers,
+                      c.hidden_size, c.num_attention_heads, c.intermediate_size, c.vocab_size,
+                      c.max_position_embeddings, config_name);
+  text += setup_lines(r, kernels);
+  text += fmt::format("  {:<36} {:>9.3f} ms  (the prompt's pass, min {:.3f})\n",
+                      "time to the first token", median(b.prefill_ms), min_of(b.prefill_ms));
+  text += fmt::format("  {:<36} {:>9.3f} ms  (min {:.3f}, max {:.3f})\n", "a new token",
+                      median(b.token_ms), min_of(b.token_ms), max_of(b.token_ms));
+  text += fmt::format("  {:<36} {:>9.2f}\n", "tokens per second", tps);
+  text += fmt::format("  {:<36} {:>9.2f} GB/s (a {} MiB matrix times a vector, best of 5)\n",
+                      "memory bandwidth", b.bandwidth_bytes_per_s / 1e9, kBandwidthBytes >> 20);
+  text += fmt::format("  {:<36} {:>9.2f}     (bandwidth / {:.1f} MiB read per token)\n",
+                      "bound, tokens per second", bound, mib(b.bytes_per_token));
+  text += fmt::format("  {:<36} {:>9.3f}     (tokens per second / the bound)\n",
+                      "fraction_of_bound", bound > 0 ? tps / bound : 0.0);
+  text += fmt::format("  {:<36} {:>9.1f} MiB (resident, above the {:.1f} MiB before)\n",
+                      "peak memory", mib(used), mib(b.baseline_bytes));
+  text += fmt::format("  {:<36} {:>9.1f} MiB weights + {:.1f} MiB cache + {:.1f} MiB buffers\n",
+                      "what it must hold", mib(b.weights_bytes), mib(b.cache_bytes),
+                      mib(b.workspace_bytes));
+  text += fmt::format("  {:<36} {:>9.3f}     (peak / what it must hold)\n", "memory_ratio",
+                      static_cast<double>(used) / static_cast<double>(held));
+  return text;
+}
+
 std::string train_report(const TrainBench& b, const BenchRequest& r, BenchFormat format) {
   if (format == BenchFormat::json) {
     nlohmann::ordered_json doc;

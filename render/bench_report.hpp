@@ -19,6 +19,9 @@ std::string layer_report(const LayerBench& bench, const BenchRequest& request,
 // hold.
 std::string model_report(const ModelBench& bench, const BenchRequest& request,
                          std::string_view config_name, BenchFormat format);
+// GPT-2 generating: the time to the first token, tokens per second against the bandwidth's bound.
+std::string generate_report(const GenerateBench& bench, const BenchRequest& request,
+                            std::string_view config_name, BenchFormat format);
 // Training steps of attn train's default model and a BERT-base layer.
 std::string train_report(const TrainBench& bench, const BenchRequest& request, BenchFormat format);
 

@@ -26,6 +26,9 @@ struct BenchRequest {
   // LayerNorm at config.layer_norm_eps), the ids a sentence pair: token type 0 for the first half
   // of each sequence, 1 for the second. Otherwise the book's encoder at `norm`.
   bool bert = false;
+  // GPT-2 generation (bench_generate): `tokens` is the prompt, then `new_tokens` one at a time.
+  bool gpt2 = false;
+  std::size_t new_tokens = 32;
   std::size_t repeat = 20, warmup = 3;
   int threads = 1;
 };
@@ -78,6 +81,28 @@ struct ModelBench {
 // What bench_model holds, driven by B and T.
 MemoryPlan plan_model_bench(const BenchRequest& request);
 ModelBench bench_model(const BenchRequest& request);
+
+// GPT-2 generating (core/fast/gpt2_fast.hpp) at random weights: the prompt of T tokens at once
+// (the time to the first token), then each new token against the cache, `repeat` times over; the
+// machine's memory bandwidth in the same run (a matrix of kBandwidthBytes times a vector of ones on
+// the pool's threads: every byte of it read once), and from it the bound of generating, each
+// token reading the weights once (the tables but wpe: one row of it); the resident peak against
+// the weights plus the cache.
+inline constexpr std::size_t kBandwidthBytes = std::size_t{256} << 20;
+struct GenerateBench {
+  std::vector<double> prefill_ms;  // per run
+  std::vector<double> token_ms;    // every new token but the first of every run
+  double bandwidth_bytes_per_s = 0.0;
+  std::size_t bytes_per_token = 0;  // what one token reads: the weights but wpe's other rows
+  std::size_t weights_bytes = 0, cache_bytes = 0, workspace_bytes = 0;
+  std::size_t peak_bytes = 0, baseline_bytes = 0;
+  bool peak_reset = false;
+  FastKernels kernels = FastKernels::scalar;
+  double tokens_per_second() const;  // 1000 / the median token's ms
+  double bound_tokens_per_second() const;
+};
+MemoryPlan plan_generate_bench(const BenchRequest& request);
+GenerateBench bench_generate(const BenchRequest& request);
 
 // Training steps (Trainer: a batch, forward, the loss, backward and AdamW's update) of two models:
 // attn train's default and one BERT-base-size layer of `request.batch` sequences of T tokens.

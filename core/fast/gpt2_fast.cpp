@@ -19,10 +19,18 @@ std::vector<float> values_of(const Tensor1& t) {
   return std::vector<float>(t.begin(), t.end());
 }
 
-// y (rows) = W x + bias on the pool's threads: each takes a contiguous block of rows, so each
-// weight is read once, by one thread.
-void matvec(const float* w, std::size_t rows, std::size_t cols, const float* x, const float* bias,
-            float* y, FastKernels kernels) {
+// C (rows, n) = A (rows, k) Wᵀ + bias, W (n, k): the bias preloaded, added by the GEMM (beta 1).
+void linear_rows(const float* a, std::size_t rows, std::size_t k, const std::vector<float>& w,
+                 const std::vector<float>& bias, std::size_t n, float* c) {
+  for (std::size_t r = 0; r < rows; ++r)
+    std::copy(bias.begin(), bias.end(), c + r * n);
+  sgemm(false, true, rows, n, k, 1.0f, a, k, w.data(), k, 1.0f, c, n);
+}
+
+}  // namespace
+
+void matvec_on_pool(const float* w, std::size_t rows, std::size_t cols, const float* x,
+                    const float* bias, float* y, FastKernels kernels) {
   [[maybe_unused]] const int threads =
       rows * cols >= kParallelElements ? std::max(1, pool_threads()) : 1;
 #if defined(_OPENMP)
@@ -42,16 +50,6 @@ void matvec(const float* w, std::size_t rows, std::size_t cols, const float* x, 
 #endif
   matvec_rows(w, cols, x, bias, y, 0, rows, kernels);
 }
-
-// C (rows, n) = A (rows, k) Wᵀ + bias, W (n, k): the bias preloaded, added by the GEMM (beta 1).
-void linear_rows(const float* a, std::size_t rows, std::size_t k, const std::vector<float>& w,
-                 const std::vector<float>& bias, std::size_t n, float* c) {
-  for (std::size_t r = 0; r < rows; ++r)
-    std::copy(bias.begin(), bias.end(), c + r * n);
-  sgemm(false, true, rows, n, k, 1.0f, a, k, w.data(), k, 1.0f, c, n);
-}
-
-}  // namespace
 
 PackedGpt2 pack(Gpt2&& model) {
   const EncoderConfig& c = model.config.sizes;
@@ -194,7 +192,8 @@ void Gpt2Generator::logits_of(const float* x) {
   const std::size_t d = m.d_model;
   layer_norm_rows(x, 1, d, m.norm_weight.data(), m.norm_bias.data(), m.norm_eps, normed_.data());
   const Tensor2& head = m.lm_head.size() > 0 ? m.lm_head : m.wte;
-  matvec(head.data(), m.vocab, d, normed_.data(), nullptr, logits_.data(), best_fast_kernels());
+  matvec_on_pool(head.data(), m.vocab, d, normed_.data(), nullptr, logits_.data(),
+                 best_fast_kernels());
 }
 
 const std::vector<float>& Gpt2Generator::step(std::int64_t id) {
@@ -208,17 +207,20 @@ const std::vector<float>& Gpt2Generator::step(std::int64_t id) {
     const PackedEncoderLayer& l = m.blocks[b];
     layer_norm_rows(x_.data(), 1, d, l.norm_1_weight.data(), l.norm_1_bias.data(), l.norm_1_eps,
                     normed_.data(), k);
-    matvec(l.qkv_weight.data(), 3 * d, d, normed_.data(), l.qkv_bias.data(), qkv_.data(), k);
+    matvec_on_pool(l.qkv_weight.data(), 3 * d, d, normed_.data(), l.qkv_bias.data(), qkv_.data(),
+                   k);
     keep(cache_, b, qkv_.data(), position, d, m.heads);
     attend(b, qkv_.data(), position, context_.data());
-    matvec(l.out_weight.data(), d, d, context_.data(), l.out_bias.data(), out_.data(), k);
+    matvec_on_pool(l.out_weight.data(), d, d, context_.data(), l.out_bias.data(), out_.data(), k);
     for (std::size_t i = 0; i < d; ++i)
       x_[i] += out_[i];
     layer_norm_rows(x_.data(), 1, d, l.norm_2_weight.data(), l.norm_2_bias.data(), l.norm_2_eps,
                     normed_.data(), k);
-    matvec(l.ff_1_weight.data(), m.d_ff, d, normed_.data(), l.ff_1_bias.data(), hidden_.data(), k);
+    matvec_on_pool(l.ff_1_weight.data(), m.d_ff, d, normed_.data(), l.ff_1_bias.data(),
+                   hidden_.data(), k);
     gelu_in_place(hidden_.data(), m.d_ff, l.approximate, k);
-    matvec(l.ff_2_weight.data(), d, m.d_ff, hidden_.data(), l.ff_2_bias.data(), out_.data(), k);
+    matvec_on_pool(l.ff_2_weight.data(), d, m.d_ff, hidden_.data(), l.ff_2_bias.data(), out_.data(),
+                   k);
     for (std::size_t i = 0; i < d; ++i)
       x_[i] += out_[i];
   }

@@ -41,6 +41,11 @@ PackedGpt2 pack(Gpt2&& model);
 PackedGpt2 init_packed_gpt2(Rng& rng, const Gpt2Config& config);
 std::size_t packed_bytes(const PackedGpt2& model);  // its weights in bytes
 
+// y (rows) = W x + bias (bias may be null), W (rows, cols) row-major, on the pool's threads: each
+// takes a block of rows, so that each weight is read once, by one thread.
+void matvec_on_pool(const float* w, std::size_t rows, std::size_t cols, const float* x,
+                    const float* bias, float* y, FastKernels kernels = best_fast_kernels());
+
 struct Gpt2Cache {
   std::size_t capacity = 0;                      // tokens
   std::size_t length = 0;                        // tokens in it
