@@ -16,9 +16,14 @@ attn runs once per round, under the environment as it is.
            0 for the first half, 1 for the second), post-LN at eps 1e-12, without the pooler:
            transformers' eager BertModel (data/generator/bert.py) and the same embeddings before
            post-LN nn.TransformerEncoder (PyTorch's fused path); the same cells as the encoder's
+  gpt2     `attn bench --model gpt2` against transformers' eager GPT2LMHeadModel generating with
+           past_key_values (bench/generate_torch.py): GPT-2 small at random weights, a prompt of 8
+           tokens then 32 new ones, 1 and 2 threads; tokens per second, attn's fraction of the
+           memory bandwidth's bound (measured in attn's run), the time to the first token, and
+           attn's peak memory over weights plus cache
   train    bench/compare_train.py (training steps of attn train's default and a BERT-base layer)
 
-    /usr/bin/python3 bench/compare.py [--attn build/attn] [--quick] [--only layer|encoder|bert|train]
+    /usr/bin/python3 bench/compare.py [--attn build/attn] [--quick] [--only layer|encoder|bert|gpt2|train]
 
 A benchmark, not a test: it asserts nothing. Run it on an idle machine.
 """
@@ -96,7 +101,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--attn", default=str(ROOT / "build" / "attn"))
     parser.add_argument("--quick", action="store_true", help="fewer runs, and batch 1 only")
-    parser.add_argument("--only", choices=["layer", "encoder", "bert", "train"], help="one table only")
+    parser.add_argument("--only", choices=["layer", "encoder", "bert", "gpt2", "train"], help="one table only")
     parser.add_argument("--rounds", type=int, default=3,
                         help="rounds alternating attn and PyTorch; the median round is shown")
     args = parser.parse_args()
@@ -165,6 +170,34 @@ def main():
 
     if args.only in (None, "bert"):
         whole_model("BERT-base from ids and token types, 12 layers, post-LN", "bert", ["bert", "torch-bert"])
+
+    if args.only in (None, "gpt2"):
+        print("GPT-2 small generating: 8 prompt tokens, then 32 one at a time with the cache")
+        generate_py = [sys.executable, str(ROOT / "bench" / "generate_torch.py")]
+        for threads in (1, 2):
+            env = environment(machine, threads)
+            common = ["--seq", "8", "--new-tokens", "32", "--threads", str(threads), "--repeat",
+                      "1" if args.quick else "3", "--warmup", "1"]
+            runs = [run_json([args.attn, "bench", "--model", "gpt2", "--format", "json"] + common, env)
+                    for _ in range(args.rounds)]
+            run = sorted(runs, key=lambda r: r["tokens_per_second"])[len(runs) // 2]
+            cells = {}
+            for kernel in kernels:
+                torch_env = environment(kernel, threads)
+                times = [run_json(generate_py + common, torch_env) for _ in range(args.rounds)]
+                cells[kernel] = sorted(times, key=lambda r: r["tokens_per_second"])[len(times) // 2]
+            kernel, best = max(cells.items(), key=lambda item: item[1]["tokens_per_second"])
+            peak = (run["peak_rss_bytes"] - run["baseline_rss_bytes"]) / 2**20
+            print(f"threads {threads}  attn {run['tokens_per_second']:7.2f} tokens/s  "
+                  f"{run['fraction_of_bound']:5.3f} of the bound ({run['bound_tokens_per_second']:.1f} tokens/s "
+                  f"at {run['bandwidth_gb_per_s']:.1f} GB/s)  first token {run['prefill_ms']:.1f} ms  "
+                  f"peak {peak:.0f} MiB ({run['memory_ratio']:.3f} of weights + cache)")
+            print(f"           PyTorch best {best['tokens_per_second']:7.2f} tokens/s ({kernel}), first token "
+                  f"{best['prefill_ms']:.1f} ms  ratio {run['tokens_per_second'] / best['tokens_per_second']:5.2f}x",
+                  flush=True)
+            for k, cell in sorted(cells.items(), key=lambda item: -item[1]["tokens_per_second"]):
+                print(f"      {k:<15} {cell['tokens_per_second']:7.2f} tokens/s")
+        print()
 
     if args.only in (None, "train"):
         command = [sys.executable, str(ROOT / "bench" / "compare_train.py"), "--attn", args.attn,
