@@ -1,6 +1,8 @@
 // attn generate: lesson 14. Decodes a trained encoder-decoder (a checkpoint of
 // `attn train --model transformer`, or a shipped one) on --text, greedily or sampled; with
 // --pretrained, a Hugging Face GPT-2 folder continues --text (or --ids) with the key/value cache.
+#include <unistd.h>
+
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -81,7 +83,10 @@ int run_pretrained(GenerateCliOptions& o, const CLI::App& app, Context& context)
   check_budget("generate", plan);
   lessons::Gpt2GenerateRun run = lessons::run_gpt2_generate(read_gpt2(gpt2), l);
   const int code = publish(run.run, o.output, context);
-  if (code == 0 && o.output.format == render::Format::text && !o.output.quiet) {
+  // The time goes to a terminal's stderr only, as attn train's does: stdout stays the same from
+  // run to run.
+  if (code == 0 && o.output.format == render::Format::text && !o.output.quiet &&
+      isatty(STDERR_FILENO) != 0) {
     const std::size_t later = run.new_tokens > 0 ? run.new_tokens - 1 : 0;
     std::fputs(
         fmt::format(

@@ -73,6 +73,7 @@ Gpt2GenerateRun run_gpt2_generate(Gpt2&& model, const Gpt2GenerateOptions& o) {
   const EncoderConfig& c = config.sizes;
   Gpt2GenerateRun out{LessonRun("generate")};
   LessonRun& run = out.run;
+  run.parameters = gpt2_size(config, model.heads).parameters.value();
   run.setting("model", fmt::format("{} (GPT-2, {} blocks x {} heads, D = {})", o.name,
                                    c.num_hidden_layers, c.num_attention_heads, c.hidden_size));
   run.setting(

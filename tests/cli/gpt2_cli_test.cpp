@@ -14,6 +14,7 @@
 #include "fixtures.hpp"
 #include "golden.hpp"
 #include "io/npy.hpp"
+#include "pretrained_case.hpp"
 #include "run_attn.hpp"
 #include "scratch.hpp"
 
@@ -124,7 +125,7 @@ TEST_CASE("generate --format json gives the new ids and each pick's log-probabil
         ids["values"][0].get<std::int64_t>());
 }
 
-TEST_CASE("seeded sampling repeats itself; top-k 1 is greedy decoding", "[cli][gpt2]") {
+TEST_CASE("seeded sampling repeats itself, and top-k 1 is greedy decoding", "[cli][gpt2]") {
   const std::vector<std::string> base = {"generate", "--pretrained", folder("d21_lm"),
                                          "--text",   kPrompt,        "--max-new-tokens",
                                          "8",        "--format",     "json"};
@@ -184,20 +185,28 @@ TEST_CASE("summary --pretrained on a GPT-2 folder is torchinfo's table of its cl
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("GPT2LMHeadModel"));
-  CHECK_THAT(r.out, Catch::Contains("Conv1D"));
+  CHECK_THAT(r.out, Catch::Contains("GPT2Block: 3-2"));
+  CHECK_THAT(r.out, Catch::Contains("Total params: 13,953"));
 }
 
 TEST_CASE("golden outputs of the commands on a GPT-2 folder", "[cli][gpt2][golden]") {
-  const std::string f = folder("d21_lm");
+  ScratchDir scratch("gpt2-golden");
+  attn::testing::make_cache(scratch.path / "hf", "attn-tests/gpt2-mini", folder("d21_lm"));
+  std::vector<std::string> env = attn::testing::kPlainTerminal;
+  env.insert(env.end(), {"HF_HOME=" + (scratch.path / "hf").string(), "HF_HUB_CACHE"});
+  const std::string f = "attn-tests/gpt2-mini";
   check_golden("generate_gpt2",
-               {"generate", "--pretrained", f, "--text", kPrompt, "--max-new-tokens", "5"});
+               {"generate", "--pretrained", f, "--text", kPrompt, "--max-new-tokens", "5"}, env);
   check_golden("generate_gpt2_sampled",
                {"generate", "--pretrained", f, "--text", kPrompt, "--max-new-tokens", "5",
-                "--temperature", "0.8", "--top-k", "20", "--seed", "4"});
-  check_golden("view_head_gpt2", {"view", "head", "--pretrained", f, "--text", kPrompt, "--layer",
-                                  "1", "--heads", "0"});
+                "--temperature", "0.8", "--top-k", "20", "--seed", "4"},
+               env);
+  check_golden(
+      "view_head_gpt2",
+      {"view", "head", "--pretrained", f, "--text", kPrompt, "--layer", "1", "--heads", "0"}, env);
   check_golden("attention_gpt2",
-               {"attention", "--pretrained", f, "--layer", "0", "--head", "1", "--text", kPrompt});
+               {"attention", "--pretrained", f, "--layer", "0", "--head", "1", "--text", kPrompt},
+               env);
 }
 
 TEST_CASE("GPT-2 folders are refused where they do not apply, in one line", "[cli][gpt2][errors]") {

@@ -21,6 +21,7 @@
 #include "golden.hpp"
 #include "io/npy.hpp"
 #include "io/weights.hpp"
+#include "pretrained_case.hpp"
 #include "run_attn.hpp"
 #include "scratch.hpp"
 
@@ -38,28 +39,6 @@ std::string folder(const std::string& name) {
 
 attn::Array expected(const std::string& set, const std::string& input, const std::string& name) {
   return attn::read_npy(fixture_path("bert/expected/" + set + "/" + input + "/" + name + ".npy"));
-}
-
-// `root` as a Hugging Face cache (HF_HOME) holding the fixture folder `name` as the model
-// `owner/model`, laid out as huggingface-cli leaves it: blobs, a snapshot of symlinks, refs/main.
-void make_cache(const fs::path& root, const std::string& repo, const std::string& name) {
-  std::string flat = repo;
-  std::replace(flat.begin(), flat.end(), '/', '-');
-  const fs::path model =
-      root / "hub" /
-      ("models--" + flat.substr(0, repo.find('/')) + "--" + flat.substr(repo.find('/') + 1));
-  const std::string revision = "0123456789abcdef0123456789abcdef01234567";
-  fs::create_directories(model / "blobs");
-  fs::create_directories(model / "refs");
-  fs::create_directories(model / "snapshots" / revision);
-  std::ofstream(model / "refs" / "main") << revision;
-  int blob = 0;
-  for (const auto& entry : fs::directory_iterator(folder(name))) {
-    const std::string id = "blob" + std::to_string(blob++);
-    fs::copy_file(entry.path(), model / "blobs" / id);
-    fs::create_symlink("../../blobs/" + id,
-                       model / "snapshots" / revision / entry.path().filename());
-  }
 }
 
 }  // namespace
@@ -130,7 +109,7 @@ TEST_CASE("the JSON document holds the values --save writes", "[cli][pretrained]
 TEST_CASE("a bare name is read from the Hugging Face cache, a path always winning",
           "[cli][pretrained]") {
   ScratchDir scratch("pretrained-cache");
-  make_cache(scratch.path / "hf", "attn-tests/bert-mini", "d12_masked_lm");
+  attn::testing::make_cache(scratch.path / "hf", "attn-tests/bert-mini", folder("d12_masked_lm"));
   const std::vector<std::string> env = {"HF_HOME=" + (scratch.path / "hf").string(),
                                         "HF_HUB_CACHE"};
   const fs::path out = scratch.path / "out";
@@ -202,7 +181,7 @@ TEST_CASE("summary --pretrained is torchinfo's table of BertModel", "[cli][pretr
 
 TEST_CASE("golden outputs of the commands on a BERT folder", "[cli][pretrained][golden]") {
   ScratchDir scratch("pretrained-golden");
-  make_cache(scratch.path / "hf", "attn-tests/bert-mini", "d12_pretraining");
+  attn::testing::make_cache(scratch.path / "hf", "attn-tests/bert-mini", folder("d12_pretraining"));
   std::vector<std::string> env = attn::testing::kPlainTerminal;
   env.insert(env.end(), {"HF_HOME=" + (scratch.path / "hf").string(), "HF_HUB_CACHE"});
   const std::string name = "attn-tests/bert-mini";

@@ -1,16 +1,19 @@
-// What the tests of Hugging Face folders share: ids from an int64 .npy, and the attention maps'
-// invariants on a padded batch.
+// What the tests of Hugging Face folders share: ids from an int64 .npy, the attention maps'
+// invariants on a padded batch, and a Hugging Face cache holding a folder.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include <catch2/catch.hpp>
 
 #include "base/tensor.hpp"
 #include "close.hpp"
+#include "embedding.hpp"
 #include "io/npy.hpp"
 
 namespace attn::testing {
@@ -42,6 +45,29 @@ inline void check_attention_rows(const Tensor4& weights, const Ids& attention_ma
         CHECK(std::abs(sum - 1.0) <= summation_tolerance(tokens));
       }
     }
+  }
+}
+
+// `root` as a Hugging Face cache (HF_HOME) holding the folder `folder` as the model
+// `owner/model`, laid out as huggingface-cli leaves it: blobs, a snapshot of symlinks, refs/main.
+inline void make_cache(const std::filesystem::path& root, const std::string& repo,
+                       const std::string& folder) {
+  std::string flat = repo;
+  std::replace(flat.begin(), flat.end(), '/', '-');
+  const std::filesystem::path model =
+      root / "hub" /
+      ("models--" + flat.substr(0, repo.find('/')) + "--" + flat.substr(repo.find('/') + 1));
+  const std::string revision = "0123456789abcdef0123456789abcdef01234567";
+  std::filesystem::create_directories(model / "blobs");
+  std::filesystem::create_directories(model / "refs");
+  std::filesystem::create_directories(model / "snapshots" / revision);
+  std::ofstream(model / "refs" / "main") << revision;
+  int blob = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+    const std::string id = "blob" + std::to_string(blob++);
+    std::filesystem::copy_file(entry.path(), model / "blobs" / id);
+    std::filesystem::create_symlink("../../blobs/" + id,
+                                    model / "snapshots" / revision / entry.path().filename());
   }
 }
 
