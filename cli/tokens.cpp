@@ -1,6 +1,7 @@
 // attn tokens: lesson 00.
 #include <memory>
 
+#include "00-tokens/gpt2_tokens_lesson.hpp"
 #include "00-tokens/tokens_lesson.hpp"
 #include "base/error.hpp"
 #include "command.hpp"
@@ -26,7 +27,17 @@ struct TokensCliOptions {
 // a sentence ([CLS] ... [SEP]).
 void run_pretrained(TokensCliOptions& o, const CLI::App& app, Context& context) {
   refuse_beside_pretrained(app, {"--vocab", "--weights", "--d-model", "--seed"}, "tokens");
-  const PretrainedBert bert = open_bert(o.pretrained);
+  PretrainedFolder folder = open_folder(o.pretrained);
+  if (is_gpt2(folder)) {
+    // GPT-2: its byte-level BPE step by step; the model's weights are not read.
+    const PretrainedGpt2 gpt2 = open_gpt2(std::move(folder));
+    check_utf8(o.lesson.text, "text", "tokens");
+    check_budget("tokens", MemoryPlan{});  // no weights are read; the tokenizer is read already
+    context.exit_code = publish(
+        lessons::run_gpt2_tokens(o.pretrained, gpt2.tokenizer, o.lesson.text), o.output, context);
+    return;
+  }
+  const PretrainedBert bert = open_bert(std::move(folder));
   check_budget("tokens", plan_bert_reading(bert));
   lessons::TokensLessonOptions& l = o.lesson;
   {
