@@ -23,6 +23,7 @@ LessonRun run_gpt2_tokens(const std::string& name, const BpeTokenizer& tokenizer
   run.setting("pretrained", name);
   run.setting("text", text);
   const std::vector<BpePiece> pieces = encode_steps(tokenizer, text);
+  run.section("gpt2_pieces");
 
   Table cut{"GPT-2's pattern cuts the text; each byte becomes one character (a space is Ġ)",
             {"piece", "text", "byte characters"},
@@ -32,6 +33,7 @@ LessonRun run_gpt2_tokens(const std::string& name, const BpeTokenizer& tokenizer
         {std::to_string(p), printable(pieces[p].text, 40), joined(pieces[p].initial)});
   run.table(std::move(cut));
 
+  run.section("gpt2_merges");
   Table merges{"The merges, lowest rank first, each joined everywhere in its piece",
                {"piece", "step", "rank", "pair", "symbols after"},
                {}};
@@ -44,6 +46,7 @@ LessonRun run_gpt2_tokens(const std::string& name, const BpeTokenizer& tokenizer
     }
   run.table(std::move(merges));
 
+  run.section("gpt2_ids");
   Table tokens{"The tokens and their ids in vocab.json", {"position", "piece", "token", "id"}, {}};
   std::vector<std::int64_t> ids;
   for (std::size_t p = 0; p < pieces.size(); ++p)
@@ -54,6 +57,9 @@ LessonRun run_gpt2_tokens(const std::string& name, const BpeTokenizer& tokenizer
     }
   run.table(std::move(tokens));
   run.step("input_ids", "input_ids (B, T)", make_int64({1, ids.size()}, ids), true);
+  const std::string back = decode(tokenizer, ids);
+  run.check("decode(encode(text)) gives the text back byte for byte", back == text,
+            fmt::format("{} bytes in, {} bytes back", text.size(), back.size()));
   return run;
 }
 

@@ -204,6 +204,8 @@ TEST_CASE("golden outputs of the commands on a GPT-2 folder", "[cli][gpt2][golde
   check_golden(
       "view_head_gpt2",
       {"view", "head", "--pretrained", f, "--text", kPrompt, "--layer", "1", "--heads", "0"}, env);
+  check_golden("tokens_gpt2", {"tokens", "--pretrained", f, "--text", "The cat's mat, 10 times."},
+               env);
   check_golden("attention_gpt2",
                {"attention", "--pretrained", f, "--layer", "0", "--head", "1", "--text", kPrompt},
                env);
