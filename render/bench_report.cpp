@@ -311,7 +311,7 @@ std::string generate_report(const GenerateBench& b, const BenchRequest& r,
   text += fmt::format("  {:<36} {:>9.3f} ms  (min {:.3f}, max {:.3f})\n", "a new token",
                       median(b.token_ms), min_of(b.token_ms), max_of(b.token_ms));
   text += fmt::format("  {:<36} {:>9.2f}\n", "tokens per second", tps);
-  text += fmt::format("  {:<36} {:>9.2f} GB/s (a {} MiB matrix times a vector, best of 5)\n",
+  text += fmt::format("  {:<36} {:>9.2f} GB/s (a {} MiB buffer read once, best of 5)\n",
                       "memory bandwidth", b.bandwidth_bytes_per_s / 1e9, kBandwidthBytes >> 20);
   text += fmt::format("  {:<36} {:>9.2f}     (bandwidth / {:.1f} MiB read per token)\n",
                       "bound, tokens per second", bound, mib(b.bytes_per_token));

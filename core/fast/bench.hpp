@@ -84,8 +84,8 @@ ModelBench bench_model(const BenchRequest& request);
 
 // GPT-2 generating (core/fast/gpt2_fast.hpp) at random weights: the prompt of T tokens at once
 // (the time to the first token), then each new token against the cache, `repeat` times over; the
-// machine's memory bandwidth in the same run (a matrix of kBandwidthBytes times a vector of ones on
-// the pool's threads: every byte of it read once), and from it the bound of generating, each
+// machine's memory bandwidth in the same run (kBandwidthBytes, far beyond the caches, summed once in
+// order on the pool's threads, apart from the generator's kernel), and from it the bound of generating, each
 // token reading the weights once (the tables but wpe: one row of it); the resident peak against
 // the weights plus the cache.
 inline constexpr std::size_t kBandwidthBytes = std::size_t{256} << 20;

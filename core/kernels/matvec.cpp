@@ -14,4 +14,16 @@ void matvec_rows(const float* w, std::size_t cols, const float* x, const float* 
   }
 }
 
+float stream_sum(const float* data, std::size_t n, FastKernels kernels) {
+  if (kernels == FastKernels::avx2) return stream_sum_avx2(data, n);
+  float s[8] = {};  // eight sums in flight, so that the adds' latency does not bound the read
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (std::size_t k = 0; k < 8; ++k)
+      s[k] += data[i + k];
+  for (; i < n; ++i)
+    s[0] += data[i];
+  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
 }  // namespace attn

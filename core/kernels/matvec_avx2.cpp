@@ -25,44 +25,46 @@ inline float horizontal_sum(__m256 v) {
 
 }  // namespace
 
+// Row by row, so that the rows a thread takes are one sequential stream, the order the hardware
+// prefetcher reads fastest (four rows side by side, four streams, read GPT-2 small's weights at
+// 0.6 of the rate of one on this project's 2-core machine); four accumulators over 32 floats keep
+// the FMAs' latency hidden. x stays in L1.
 void matvec_rows_avx2(const float* w, std::size_t cols, const float* x, const float* bias, float* y,
                       std::size_t first, std::size_t last) {
-  const std::size_t vectorised = cols - cols % 8;
-  std::size_t r = first;
-  for (; r + 4 <= last; r += 4) {
-    const float* w0 = w + r * cols;
-    const float* w1 = w0 + cols;
-    const float* w2 = w1 + cols;
-    const float* w3 = w2 + cols;
+  for (std::size_t r = first; r < last; ++r) {
+    const float* row = w + r * cols;
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(),
            a3 = _mm256_setzero_ps();
-    for (std::size_t c = 0; c < vectorised; c += 8) {
-      const __m256 xv = _mm256_loadu_ps(x + c);
-      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w0 + c), xv, a0);
-      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(w1 + c), xv, a1);
-      a2 = _mm256_fmadd_ps(_mm256_loadu_ps(w2 + c), xv, a2);
-      a3 = _mm256_fmadd_ps(_mm256_loadu_ps(w3 + c), xv, a3);
+    std::size_t c = 0;
+    for (; c + 32 <= cols; c += 32) {
+      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(row + c), _mm256_loadu_ps(x + c), a0);
+      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(row + c + 8), _mm256_loadu_ps(x + c + 8), a1);
+      a2 = _mm256_fmadd_ps(_mm256_loadu_ps(row + c + 16), _mm256_loadu_ps(x + c + 16), a2);
+      a3 = _mm256_fmadd_ps(_mm256_loadu_ps(row + c + 24), _mm256_loadu_ps(x + c + 24), a3);
     }
-    float s[4] = {horizontal_sum(a0), horizontal_sum(a1), horizontal_sum(a2), horizontal_sum(a3)};
-    for (std::size_t c = vectorised; c < cols; ++c) {
-      s[0] += w0[c] * x[c];
-      s[1] += w1[c] * x[c];
-      s[2] += w2[c] * x[c];
-      s[3] += w3[c] * x[c];
-    }
-    for (std::size_t i = 0; i < 4; ++i)
-      y[r + i] = s[i] + (bias != nullptr ? bias[r + i] : 0.0f);
-  }
-  for (; r < last; ++r) {
-    const float* row = w + r * cols;
-    __m256 a = _mm256_setzero_ps();
-    for (std::size_t c = 0; c < vectorised; c += 8)
-      a = _mm256_fmadd_ps(_mm256_loadu_ps(row + c), _mm256_loadu_ps(x + c), a);
-    float s = horizontal_sum(a);
-    for (std::size_t c = vectorised; c < cols; ++c)
+    for (; c + 8 <= cols; c += 8)
+      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(row + c), _mm256_loadu_ps(x + c), a0);
+    float s = horizontal_sum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    for (; c < cols; ++c)
       s += row[c] * x[c];
     y[r] = s + (bias != nullptr ? bias[r] : 0.0f);
   }
+}
+
+float stream_sum_avx2(const float* data, std::size_t n) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(),
+         a3 = _mm256_setzero_ps();
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    a0 = _mm256_add_ps(a0, _mm256_loadu_ps(data + i));
+    a1 = _mm256_add_ps(a1, _mm256_loadu_ps(data + i + 8));
+    a2 = _mm256_add_ps(a2, _mm256_loadu_ps(data + i + 16));
+    a3 = _mm256_add_ps(a3, _mm256_loadu_ps(data + i + 24));
+  }
+  float s = horizontal_sum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+  for (; i < n; ++i)
+    s += data[i];
+  return s;
 }
 
 }  // namespace attn
