@@ -160,8 +160,10 @@ void setup(CLI::App& app, Context& context) {
                   "one at a time, against the memory bandwidth's bound")
       ->check(choice_validator("a model", {"layer", "encoder", "bert", "gpt2"}))
       ->option_text("layer|encoder|bert|gpt2");
-  sub->add_option("--new-tokens", o->new_tokens,
-                  "with --model gpt2: tokens generated after the prompt per run (default 32)")
+  sub->add_option(
+         "--new-tokens", o->new_tokens,
+         "with --model gpt2: tokens generated after the prompt per run, the first by the prompt's "
+         "pass (default 32, at least 2)")
       ->check(size_validator(100'000))
       ->option_text("N");
   sub->add_option("--gemm", o->gemm,
@@ -174,6 +176,11 @@ void setup(CLI::App& app, Context& context) {
     const bool model = o->model == "encoder" || o->model == "bert" || o->model == "gpt2";
     if (o->model != "gpt2" && sub->count("--new-tokens") > 0)
       throw Error(ErrorKind::bad_value, "bench", "--new-tokens is for --model gpt2: add it")
+          .about("new_tokens");
+    if (o->model == "gpt2" && o->new_tokens < 2)
+      throw Error(ErrorKind::bad_value, "bench",
+                  "--new-tokens 1 times no step: the first new token comes from the prompt's "
+                  "pass; give 2 or more")
           .about("new_tokens");
     if (o->model == "gpt2" && sub->count("--seq") == 0) o->seq = 8;
     if (o->model == "gpt2" && sub->count("--norm") > 0)

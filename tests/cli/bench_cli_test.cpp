@@ -129,6 +129,54 @@ TEST_CASE("attn bench: post-LN, one thread, a config file, text output", "[cli][
   CHECK(result.out.find("gelu_new") != std::string::npos);
 }
 
+TEST_CASE("attn bench --model gpt2 at a tiny size: the JSON's keys, the cache, the text form",
+          "[cli][bench][gpt2]") {
+  const TinyConfig config;
+  const std::vector<std::string> args = {
+      "bench", "--model",  "gpt2", "--config", config.path, "--seq",     "4", "--new-tokens",
+      "3",     "--repeat", "2",    "--warmup", "0",         "--threads", "1"};
+  SECTION("json") {
+    std::vector<std::string> json = args;
+    json.insert(json.end(), {"--format", "json"});
+    const auto result = run_attn(json);
+    INFO("stderr: " << result.err);
+    REQUIRE(result.exit_code == 0);
+    const auto doc = nlohmann::json::parse(result.out);
+    CHECK(doc["model"] == "gpt2");
+    CHECK(doc["prompt_tokens"] == 4);
+    CHECK(doc["new_tokens"] == 3);
+    CHECK(doc["runs"] == 2);
+    CHECK(doc["threads"] == 1);
+    for (const char* key :
+         {"prefill_ms", "token_ms", "tokens_per_second", "bandwidth_gb_per_s",
+          "bound_tokens_per_second", "fraction_of_bound", "peak_rss_bytes", "memory_ratio"}) {
+      INFO(key);
+      CHECK(doc[key].get<double>() > 0.0);
+    }
+    CHECK(doc["tokens_per_second"].get<double>() == Approx(1000.0 / doc["token_ms"].get<double>()));
+    CHECK(doc["fraction_of_bound"].get<double>() ==
+          Approx(doc["tokens_per_second"].get<double>() /
+                 doc["bound_tokens_per_second"].get<double>()));
+    // The config's 12 blocks of D 12, F 48 (weights, biases, two LayerNorms: 1884 floats each),
+    // wte and wpe ((30522 + 16) x 12) and ln_f; one token reads all of it but 15 rows of wpe.
+    CHECK(doc["weights_bytes"] == 4 * (12 * 1884 + (30522 + 16) * 12 + 2 * 12));
+    CHECK(doc["bytes_per_token"] == doc["weights_bytes"].get<std::size_t>() - 4 * 15 * 12);
+    // Keys and values of 12 blocks for the 4 + 3 tokens it was made for, D 12 each.
+    CHECK(doc["cache_bytes"] == 4 * 2 * 12 * (4 + 3) * 12);
+  }
+  SECTION("text") {
+    const auto result = run_attn(args);
+    INFO("stderr: " << result.err);
+    REQUIRE(result.exit_code == 0);
+    for (const char* phrase :
+         {"a prompt of 4 tokens at once, then 3 tokens", "D=12 H=3 F=48", "time to the first token",
+          "tokens per second", "memory bandwidth", "fraction_of_bound", "memory_ratio"}) {
+      INFO(phrase);
+      CHECK(result.out.find(phrase) != std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("attn bench --train --format json: both models' steps per second", "[cli][bench]") {
   const auto result = run_attn({"bench", "--train", "--seq", "16", "--repeat", "2", "--warmup", "1",
                                 "--threads", "1", "--format", "json"});
@@ -173,6 +221,12 @@ TEST_CASE("bad input to bench: one line, exit 2", "[cli][bench][bad-input]") {
       {{"bench", "--model", "bert", "--norm", "post"}, "--norm: --model bert is post-LN"},
       {{"bench", "--model", "decoder"}, "--model"},
       {{"bench", "--gemm", "mkl"}, "--gemm"},
+      {{"bench", "--new-tokens", "4"}, "--new-tokens: --new-tokens is for --model gpt2"},
+      {{"bench", "--model", "gpt2", "--new-tokens", "1"}, "--new-tokens 1 times no step"},
+      {{"bench", "--model", "gpt2", "--norm", "pre"}, "--model gpt2 is pre-LN"},
+      {{"bench", "--model", "gpt2", "--batch", "2"}, "--batch"},
+      {{"bench", "--model", "gpt2", "--seq", "1000", "--new-tokens", "25"},
+       "--seq 1000 and --new-tokens 25 pass gpt2's 1024 positions"},
       {{"bench", "--train", "--model", "encoder"}, "--model: --train times its own two models"},
       {{"bench", "--model", "encoder", "--seq", "513"}, "max_position_embeddings 512"},
       {{"bench", "--model", "encoder", "--batch", "4096", "--seq", "512", "--max-memory", "1G"},
