@@ -52,10 +52,8 @@ struct Gpt2Text {
   Gpt2Input input;  // (1,T)
   std::vector<std::string> tokens;
 };
-// Errors are about "text" or "ids"; more than `positions` tokens are refused (default: the
-// model's).
-Gpt2Text gpt2_text(const PretrainedGpt2& gpt2, const std::string& text, const std::string& ids,
-                   std::size_t positions = 0);
+// Errors are about "text" or "ids"; more tokens than the model's positions are refused.
+Gpt2Text gpt2_text(const PretrainedGpt2& gpt2, const std::string& text, const std::string& ids);
 // A token's string as the tables show it: the vocabulary's entry, escaped when not printable.
 std::string gpt2_token(const PretrainedGpt2& gpt2, std::int64_t id);
 
