@@ -97,7 +97,9 @@ int run_pretrained(GenerateCliOptions& o, const CLI::App& app, Context& context)
   append(plan,
          lessons::plan_gpt2_generate(gpt2.config, l.prompt.size(), l.max_new_tokens, l.forward));
   check_budget("generate", plan);
-  lessons::Gpt2GenerateRun run = lessons::run_gpt2_generate(read_gpt2(gpt2), l);
+  lessons::Gpt2GenerateRun run =
+      l.forward ? lessons::run_gpt2_generate(read_gpt2(gpt2), l)
+                : lessons::run_gpt2_generate(gpt2.config, gpt2.heads, read_packed_gpt2(gpt2), l);
   const int code = publish(run.run, o.output, context);
   // The time goes to a terminal's stderr only, as attn train's does: stdout stays the same from
   // run to run.

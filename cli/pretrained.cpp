@@ -225,6 +225,14 @@ Bert read_bert(const PretrainedBert& bert) {
   });
 }
 
+PackedGpt2 read_packed_gpt2(const PretrainedGpt2& gpt2) {
+  return about("pretrained", [&] {
+    return pack(gpt2.config,
+                check_gpt2_weights(gpt2.config, read_pretrained_weights(gpt2.folder, gpt2_reads),
+                                   gpt2.folder.shown));
+  });
+}
+
 std::optional<PretrainedLayer> pretrained_layer(const CLI::App& app, const CheckpointCliOptions& o,
                                                 const std::vector<std::string>& replaced,
                                                 std::string_view command) {
