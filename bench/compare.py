@@ -186,6 +186,11 @@ def main():
                 torch_env = environment(kernel, threads)
                 times = [run_json(generate_py + common, torch_env) for _ in range(args.rounds)]
                 cells[kernel] = sorted(times, key=lambda r: r["tokens_per_second"])[len(times) // 2]
+            # PyTorch as a user runs it: no thread variable set, so OpenBLAS may take every core
+            # whatever torch.set_num_threads says.
+            unpinned = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+            times = [run_json(generate_py + common, unpinned) for _ in range(args.rounds)]
+            cells["unpinned env"] = sorted(times, key=lambda r: r["tokens_per_second"])[len(times) // 2]
             kernel, best = max(cells.items(), key=lambda item: item[1]["tokens_per_second"])
             peak = (run["peak_rss_bytes"] - run["baseline_rss_bytes"]) / 2**20
             print(f"threads {threads}  attn {run['tokens_per_second']:7.2f} tokens/s  "

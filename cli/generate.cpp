@@ -50,7 +50,12 @@ bool sampling(const CLI::App& app, std::string_view command) {
 
 // --pretrained: a GPT-2 folder continues the prompt.
 int run_pretrained(GenerateCliOptions& o, const CLI::App& app, Context& context) {
-  refuse_beside_pretrained(app, {"--checkpoint", "--no-cache", "--ablate", "--part"}, "generate");
+  if (o.no_cache)
+    throw Error(ErrorKind::bad_value, "generate",
+                "--no-cache is lesson 14's comparison on a trained checkpoint; GPT-2 generates "
+                "with its key/value cache: drop --no-cache")
+        .about("no_cache");
+  refuse_beside_pretrained(app, {"--checkpoint", "--ablate", "--part"}, "generate");
   PretrainedFolder folder = open_folder(o.pretrained);
   if (!is_gpt2(folder))
     throw Error(ErrorKind::bad_value, "generate",
@@ -67,7 +72,18 @@ int run_pretrained(GenerateCliOptions& o, const CLI::App& app, Context& context)
                             "positions: give at most {}",
                             o.max_new_tokens, positions, positions - 1))
         .about("max_new_tokens");
-  const Gpt2Text text = gpt2_text(gpt2, o.text, o.ids, positions - o.max_new_tokens);
+  const Gpt2Text text = gpt2_text(gpt2, o.text, o.ids);
+  if (text.tokens.size() + o.max_new_tokens > positions) {
+    const std::string source = o.ids.empty() ? "text" : "ids";
+    throw Error(ErrorKind::bad_size, "generate",
+                fmt::format("{} prompt tokens and --max-new-tokens {} need {} positions, more than "
+                            "the model's {} (n_positions): give a shorter --{} or at most "
+                            "--max-new-tokens {}",
+                            text.tokens.size(), o.max_new_tokens,
+                            text.tokens.size() + o.max_new_tokens, positions, source,
+                            positions > text.tokens.size() ? positions - text.tokens.size() : 0))
+        .about(source);
+  }
   lessons::Gpt2GenerateOptions l;
   l.name = o.pretrained;
   l.tokenizer = &gpt2.tokenizer;
@@ -81,7 +97,9 @@ int run_pretrained(GenerateCliOptions& o, const CLI::App& app, Context& context)
   append(plan,
          lessons::plan_gpt2_generate(gpt2.config, l.prompt.size(), l.max_new_tokens, l.forward));
   check_budget("generate", plan);
-  lessons::Gpt2GenerateRun run = lessons::run_gpt2_generate(read_gpt2(gpt2), l);
+  lessons::Gpt2GenerateRun run =
+      l.forward ? lessons::run_gpt2_generate(read_gpt2(gpt2), l)
+                : lessons::run_gpt2_generate(gpt2.config, gpt2.heads, read_packed_gpt2(gpt2), l);
   const int code = publish(run.run, o.output, context);
   // The time goes to a terminal's stderr only, as attn train's does: stdout stays the same from
   // run to run.

@@ -87,8 +87,7 @@ std::string gpt2_token(const PretrainedGpt2& gpt2, std::int64_t id) {
   return i < gpt2.tokenizer.size() ? printable(gpt2.tokenizer.tokens[i], 40) : std::to_string(id);
 }
 
-Gpt2Text gpt2_text(const PretrainedGpt2& gpt2, const std::string& text, const std::string& ids,
-                   std::size_t positions) {
+Gpt2Text gpt2_text(const PretrainedGpt2& gpt2, const std::string& text, const std::string& ids) {
   Gpt2Text out;
   std::vector<std::int64_t> id_list;
   if (!ids.empty()) {
@@ -105,14 +104,13 @@ Gpt2Text gpt2_text(const PretrainedGpt2& gpt2, const std::string& text, const st
                   "the text has no token: give one with a word in it, e.g. --text \"time flies\"")
           .about("text");
   }
-  if (positions == 0) positions = gpt2.config.sizes.max_position_embeddings;
+  const std::size_t positions = gpt2.config.sizes.max_position_embeddings;
   if (id_list.size() > positions) {
     const std::string source = !ids.empty() ? "ids" : "text";
-    throw Error(
-        ErrorKind::bad_size, "gpt2_text",
-        fmt::format("{} tokens, more than the {} positions this run has (n_positions {}): "
-                    "give a shorter --{}",
-                    id_list.size(), positions, gpt2.config.sizes.max_position_embeddings, source))
+    throw Error(ErrorKind::bad_size, "gpt2_text",
+                fmt::format("{} tokens, more than the model's {} positions (n_positions): give a "
+                            "shorter --{}",
+                            id_list.size(), positions, source))
         .about(source);
   }
   out.input.ids = Ids::from_shape({1, id_list.size()});
@@ -224,6 +222,14 @@ MemoryPlan plan_bert_reading(const PretrainedBert& bert) {
 Bert read_bert(const PretrainedBert& bert) {
   return about("pretrained", [&] {
     return load_bert(bert.config, read_pretrained_weights(bert.folder), bert.folder.shown);
+  });
+}
+
+PackedGpt2 read_packed_gpt2(const PretrainedGpt2& gpt2) {
+  return about("pretrained", [&] {
+    return pack(gpt2.config,
+                check_gpt2_weights(gpt2.config, read_pretrained_weights(gpt2.folder, gpt2_reads),
+                                   gpt2.folder.shown));
   });
 }
 

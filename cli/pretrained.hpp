@@ -11,6 +11,7 @@
 
 #include "base/budget.hpp"
 #include "bert.hpp"
+#include "fast/gpt2_fast.hpp"
 #include "gpt2.hpp"
 #include "io/bpe.hpp"
 #include "io/pretrained.hpp"
@@ -52,10 +53,8 @@ struct Gpt2Text {
   Gpt2Input input;  // (1,T)
   std::vector<std::string> tokens;
 };
-// Errors are about "text" or "ids"; more than `positions` tokens are refused (default: the
-// model's).
-Gpt2Text gpt2_text(const PretrainedGpt2& gpt2, const std::string& text, const std::string& ids,
-                   std::size_t positions = 0);
+// Errors are about "text" or "ids"; more tokens than the model's positions are refused.
+Gpt2Text gpt2_text(const PretrainedGpt2& gpt2, const std::string& text, const std::string& ids);
 // A token's string as the tables show it: the vocabulary's entry, escaped when not printable.
 std::string gpt2_token(const PretrainedGpt2& gpt2, std::int64_t id);
 
@@ -64,6 +63,8 @@ std::string gpt2_token(const PretrainedGpt2& gpt2, std::int64_t id);
 MemoryPlan plan_gpt2_reading(const PretrainedGpt2& gpt2);
 // Reads the tensors and builds the model (after check_budget); errors are about "pretrained".
 Gpt2 read_gpt2(const PretrainedGpt2& gpt2);
+// The same, packed for generation straight from the tensors (no readable model).
+PackedGpt2 read_packed_gpt2(const PretrainedGpt2& gpt2);
 
 // The tokens a command runs BERT on: --text ([CLS] A [SEP]), with --pair ([CLS] A [SEP] B [SEP],
 // token types 0 then 1), or --ids as they are.

@@ -233,12 +233,7 @@ Linear linear_from_conv1d(StateDict& weights, const std::string& prefix) {
   Linear l;
   l.weight = Tensor2::from_shape({out, in});
   float* to = l.weight.data();
-  constexpr std::size_t kBlock = 64;  // a block of rows and columns at a time, for the caches
-  for (std::size_t i0 = 0; i0 < in; i0 += kBlock)
-    for (std::size_t o0 = 0; o0 < out; o0 += kBlock)
-      for (std::size_t i = i0; i < std::min(in, i0 + kBlock); ++i)
-        for (std::size_t o = o0; o < std::min(out, o0 + kBlock); ++o)
-          to[o * in + i] = from[i * out + o];
+  transpose(from, in, out, to);
   l.bias = to_tensor1(take(weights, prefix + "bias"));
   l.has_bias = true;
   return l;
@@ -264,23 +259,23 @@ Linear rows(const Linear& l, std::size_t first, std::size_t count) {
 
 }  // namespace
 
-Gpt2 load_gpt2(const Gpt2Config& config, StateDict&& file_weights, std::string_view source) {
+Gpt2Weights check_gpt2_weights(const Gpt2Config& config, StateDict&& file_weights,
+                               std::string_view source) {
   const EncoderConfig& c = config.sizes;
   const std::string shown = printable(std::string(source));
-  StateDict weights;
+  Gpt2Weights out;
+  StateDict& weights = out.tensors;
   bool prefixed = false;
   while (!file_weights.empty()) {
     auto node = file_weights.extract(file_weights.begin());
     if (!gpt2_reads(node.key())) continue;
     prefixed = prefixed || starts_with(node.key(), "transformer.");
-    weights.insert(std::move(node));
+    if (node.key() == "lm_head.weight")
+      out.lm_head = std::move(node.mapped());
+    else
+      weights.insert(std::move(node));
   }
-  std::optional<Array> lm_head;
-  if (weights.count("lm_head.weight") > 0) lm_head = take(weights, "lm_head.weight");
-
-  Gpt2 model;
-  model.config = config;
-  model.heads = prefixed || lm_head ? Gpt2Heads::lm_head : Gpt2Heads::none;
+  out.heads = prefixed || out.lm_head ? Gpt2Heads::lm_head : Gpt2Heads::none;
   const std::string base = prefixed ? "transformer." : "";
   std::vector<StateDictEntry> expected = state_dict_entries(describe_gpt2(config, Gpt2Heads::none));
   for (StateDictEntry& e : expected)
@@ -290,19 +285,53 @@ Gpt2 load_gpt2(const Gpt2Config& config, StateDict&& file_weights, std::string_v
     return Error(ErrorKind::bad_file, "load_gpt2",
                  fmt::format("'{}' does not fit {} with config.json's sizes (L {}, D {}, H {}, "
                              "F {}, V {}, P {}): {}",
-                             shown, gpt2_class_name(model.heads), c.num_hidden_layers,
-                             c.hidden_size, c.num_attention_heads, c.intermediate_size,
-                             c.vocab_size, c.max_position_embeddings, why))
+                             shown, gpt2_class_name(out.heads), c.num_hidden_layers, c.hidden_size,
+                             c.num_attention_heads, c.intermediate_size, c.vocab_size,
+                             c.max_position_embeddings, why))
         .about("pretrained");
   };
   if (!mismatch.empty()) throw does_not_fit(mismatch);
+  // GPT2Model's keys: the prefix removed (the nodes move; no tensor is copied).
+  if (prefixed) {
+    StateDict renamed;
+    while (!weights.empty()) {
+      auto node = weights.extract(weights.begin());
+      node.key() = node.key().substr(base.size());
+      renamed.insert(std::move(node));
+    }
+    weights = std::move(renamed);
+  }
+  const std::size_t d = c.hidden_size;
+  if (out.lm_head) {
+    if (config.tie_word_embeddings) {
+      check_tied(*out.lm_head, weights.at("wte.weight"), "lm_head.weight", "wte.weight", source,
+                 "load_gpt2");
+      out.lm_head.reset();
+    } else if (out.lm_head->shape != Shape{c.vocab_size, d}) {
+      throw does_not_fit(fmt::format("lm_head.weight is ({}) but the model's is ({}, {})",
+                                     fmt::join(out.lm_head->shape, ", "), c.vocab_size, d));
+    }
+  } else if (!config.tie_word_embeddings) {
+    throw does_not_fit(
+        "missing lm_head.weight, which config.json's \"tie_word_embeddings\": false "
+        "says is not wte");
+  }
+  return out;
+}
 
-  model.wte.weight = to_tensor2(take(weights, base + "wte.weight"));
-  model.wpe.weight = to_tensor2(take(weights, base + "wpe.weight"));
+Gpt2 load_gpt2(const Gpt2Config& config, StateDict&& file_weights, std::string_view source) {
+  Gpt2Weights checked = check_gpt2_weights(config, std::move(file_weights), source);
+  StateDict& weights = checked.tensors;
+  const EncoderConfig& c = config.sizes;
+  Gpt2 model;
+  model.config = config;
+  model.heads = checked.heads;
+  model.wte.weight = to_tensor2(take(weights, "wte.weight"));
+  model.wpe.weight = to_tensor2(take(weights, "wpe.weight"));
   const float eps = eps_of(c);
   const std::size_t d = c.hidden_size;
   for (std::size_t l = 0; l < c.num_hidden_layers; ++l) {
-    const std::string p = fmt::format("{}h.{}.", base, l);
+    const std::string p = fmt::format("h.{}.", l);
     EncoderLayer layer;
     layer.placement = NormPlacement::pre;
     layer.layer_norm_1 = norm_from(weights, p + "ln_1.", eps);
@@ -320,22 +349,8 @@ Gpt2 load_gpt2(const Gpt2Config& config, StateDict&& file_weights, std::string_v
     layer.feed_forward.linear_2 = linear_from_conv1d(weights, p + "mlp.c_proj.");
     model.layers.push_back(std::move(layer));
   }
-  model.ln_f = norm_from(weights, base + "ln_f.", eps);
-  if (lm_head) {
-    if (config.tie_word_embeddings) {
-      check_tied(*lm_head, array_of(model.wte.weight), "lm_head.weight", "wte.weight", source,
-                 "load_gpt2");
-    } else if (lm_head->shape != Shape{c.vocab_size, d}) {
-      throw does_not_fit(fmt::format("lm_head.weight is ({}) but the model's is ({}, {})",
-                                     fmt::join(lm_head->shape, ", "), c.vocab_size, d));
-    } else {
-      model.lm_head = to_tensor2(*lm_head);
-    }
-  } else if (!config.tie_word_embeddings) {
-    throw does_not_fit(
-        "missing lm_head.weight, which config.json's \"tie_word_embeddings\": false "
-        "says is not wte");
-  }
+  model.ln_f = norm_from(weights, "ln_f.", eps);
+  if (checked.lm_head) model.lm_head = to_tensor2(*checked.lm_head);
   return model;
 }
 

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -84,6 +85,18 @@ bool gpt2_reads(std::string_view key);
 // attn::Error(bad_file) naming `source`, every missing, unexpected and wrong-shaped key, and the
 // fix.
 Gpt2 load_gpt2(const Gpt2Config& config, StateDict&& weights, std::string_view source);
+
+// A folder's tensors checked against the model config.json describes, before any is converted:
+// keyed as GPT2Model's state_dict (the "transformer." prefix removed, the mask buffers dropped
+// unread), with an lm_head.weight taken out (dropped when it equals wte, kept when
+// tie_word_embeddings is false, refused otherwise). The errors of load_gpt2.
+struct Gpt2Weights {
+  StateDict tensors;
+  Gpt2Heads heads = Gpt2Heads::none;  // what the keys say: a prefix or an lm_head is the LM class
+  std::optional<Array> lm_head;       // an untied LM head
+};
+Gpt2Weights check_gpt2_weights(const Gpt2Config& config, StateDict&& weights,
+                               std::string_view source);
 
 // The whole model under transformers' keys, as save_pretrained writes GPT2LMHeadModel or
 // GPT2Model (no mask buffers, the tied lm_head left out): what load_gpt2 reads back.

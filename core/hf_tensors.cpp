@@ -1,5 +1,6 @@
 #include "hf_tensors.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -21,6 +22,19 @@ Array take(StateDict& weights, const std::string& key) {
   auto node = weights.extract(key);
   if (node.empty()) throw Error(ErrorKind::internal, "take", fmt::format("'{}' vanished", key));
   return std::move(node.mapped());
+}
+
+void transpose(const float* from, std::size_t rows, std::size_t cols, float* to) {
+  constexpr std::size_t kBlock = 32;
+  for (std::size_t r0 = 0; r0 < rows; r0 += kBlock) {
+    const std::size_t r1 = std::min(rows, r0 + kBlock);
+    for (std::size_t c0 = 0; c0 < cols; c0 += kBlock) {
+      const std::size_t c1 = std::min(cols, c0 + kBlock);
+      for (std::size_t c = c0; c < c1; ++c)
+        for (std::size_t r = r0; r < r1; ++r)
+          to[c * rows + r] = from[r * cols + c];
+    }
+  }
 }
 
 Array array_of(const float* data, Shape shape) {

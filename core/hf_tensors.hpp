@@ -19,6 +19,10 @@ bool ends_with(std::string_view s, std::string_view suffix);
 // The tensor under `key`, taken out of `weights` (the caller checked that it is there).
 Array take(StateDict& weights, const std::string& key);
 
+// to (cols, rows) = from (rows, cols) transposed, both row-major, in cache-sized blocks: Conv1D's
+// (in, out) weights as a Linear's (out, in).
+void transpose(const float* from, std::size_t rows, std::size_t cols, float* to);
+
 Array array_of(const float* data, Shape shape);
 Array array_of(const Tensor2& t);
 Array array_of(const Tensor1& t);

@@ -13,8 +13,8 @@ log-probability of the chosen token with the reference's greedy loop over its ke
 fails. Not part of ctest (it takes a minute and 2 GB); the fixtures under data/fixtures/gpt2/
 hold the small sizes to 1e-5 in ctest.
 
-The folder's vocab.json and merges.txt are GPT-2's real files when data/vocab/gpt2-vocab.json and
-data/vocab/gpt2-merges.txt are there, else a made-up byte-level vocabulary of the same size
+The folder's vocab.json and merges.txt are GPT-2's real files when data/gpt2/vocab.json and
+data/gpt2/merges.txt are there (they ship), else a made-up byte-level vocabulary of the same size
 (the 256 byte symbols, 50000 two-symbol merges, <|endoftext|> at 50256): the check runs on ids.
 """
 import argparse
@@ -40,9 +40,9 @@ DEFAULT_IDS = "464,3139,286,4881,318"
 
 
 def gpt2_vocabulary():
-    """(vocab, merges): GPT-2's files from data/vocab/ when present, else a made-up set of the
+    """(vocab, merges): GPT-2's files from data/gpt2/ when present, else a made-up set of the
     same size and form."""
-    vocab_file, merges_file = HERE / "vocab" / "gpt2-vocab.json", HERE / "vocab" / "gpt2-merges.txt"
+    vocab_file, merges_file = HERE / "gpt2" / "vocab.json", HERE / "gpt2" / "merges.txt"
     if vocab_file.exists() and merges_file.exists():
         vocab = json.loads(vocab_file.read_text(encoding="utf-8"))
         lines = merges_file.read_text(encoding="utf-8").splitlines()[1:]
@@ -54,12 +54,9 @@ def gpt2_vocabulary():
 
 
 def generated(report):
-    """(ids, log-probabilities) of attn generate's JSON: "generated_ids" and "log_probs" at its top
-    level, or a "steps" list of objects with "id" and "log_prob"."""
-    if "steps" in report:
-        steps = report["steps"]
-        return [s["id"] for s in steps], [s["log_prob"] for s in steps]
-    return report["generated_ids"], report["log_probs"]
+    """(ids, log-probabilities) of attn generate's JSON: its steps "generated_ids" and "log_probs"."""
+    steps = {step["name"]: step["values"] for step in report["steps"]}
+    return steps["generated_ids"], steps["log_probs"]
 
 
 def main():

@@ -53,6 +53,18 @@ const texts = [
   "",
   " ",
   "a",
+  "HE'S HERE. SHE'LL GO. It'S ODD. I'M OUT. WE'RE 'T",
+  "'s 't 're 've 'm 'll 'd 'x '' ''s ?'s",
+  "cafe\u0301 nai\u0308ve e\u0301\u0301 a\u0300\u0301\u0302",
+  "Emoji: 😀 👍🏽 👨‍👩‍👧‍👦 🏳️‍🌈 🇫🇷🇯🇵 ❤️ ✨",
+  "\n\n\n",
+  "  leading and   \n  mixed  \n  ",
+  "tab\tafter word \t mixed \t\n end",
+  "<|endoftext",
+  "int main() { std::vector<int> v{1, 2, 3}; return v.size() == 3 ? 0 : 1; }",
+  "mixed123abc 123abc abc123 a1b2c3 __init__ snake_case camelCase",
+  // Names of JavaScript's Object.prototype: a port keeping its cache in a plain object trips on them.
+  "constructor toString hasOwnProperty __proto__ valueOf",
 ];
 
 const cases = texts.map((text) => {
@@ -65,7 +77,8 @@ const cases = texts.map((text) => {
   return { text, ids: a };
 });
 // <|endoftext|> as one token: js-tiktoken with the special token allowed (gpt-3-encoder spells it).
-for (const text of ["before<|endoftext|>after", "end.<|endoftext|> Next"]) {
+for (const text of ["before<|endoftext|>after", "end.<|endoftext|> Next", "<|endoftext|>",
+                    "Hello<|endoftext|>World <|endoftext|> <|endoftext|><|endoftext|>end"]) {
   cases.push({ text, ids: tiktoken.encode(text, "all") });
 }
 

@@ -372,7 +372,7 @@ GenerateBench bench_generate(const BenchRequest& r) {
   }
   b.peak_bytes = status_bytes("VmHWM");
   b.weights_bytes = packed_bytes(model);
-  b.bytes_per_token = b.weights_bytes - (model.wpe.size() - model.d_model) * sizeof(float);
+  b.bytes_per_token = b.weights_bytes - (model.wpe.bytes.size() - model.d_model * sizeof(float));
   b.kernels = best_fast_kernels();
   return b;
 }

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "hf_tensors.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/matvec.hpp"
 #include "kernels/parallel.hpp"
@@ -51,16 +52,87 @@ void matvec_on_pool(const float* w, std::size_t rows, std::size_t cols, const fl
   matvec_rows(w, cols, x, bias, y, 0, rows, kernels);
 }
 
-PackedGpt2 pack(Gpt2&& model) {
-  const EncoderConfig& c = model.config.sizes;
+namespace {
+
+PackedGpt2 sized(const EncoderConfig& c) {
   PackedGpt2 p;
   p.vocab = c.vocab_size;
   p.positions = c.max_position_embeddings;
   p.d_model = c.hidden_size;
   p.heads = c.num_attention_heads;
   p.d_ff = c.intermediate_size;
-  p.wte = std::move(model.wte.weight);
-  p.wpe = std::move(model.wpe.weight);
+  return p;
+}
+
+// A table as a float32 array, the tensor released.
+Array table_of(Tensor2& t) {
+  Array a = array_of(t);
+  t = Tensor2();
+  return a;
+}
+
+const float* floats(const Array& a) {
+  return reinterpret_cast<const float*>(a.bytes.data());
+}
+
+std::vector<float> values_of(const Array& a) {
+  return std::vector<float>(floats(a), floats(a) + a.size());
+}
+
+// Conv1D's (in, out) weight, taken out of `weights`, as (out, in).
+std::vector<float> transposed(StateDict& weights, const std::string& key) {
+  const Array w = take(weights, key);
+  std::vector<float> out(w.size());
+  transpose(floats(w), w.shape.at(0), w.shape.at(1), out.data());
+  return out;
+}
+
+}  // namespace
+
+PackedGpt2 pack(const Gpt2Config& config, Gpt2Weights&& checked) {
+  const EncoderConfig& c = config.sizes;
+  StateDict& weights = checked.tensors;
+  PackedGpt2 p = sized(c);
+  p.wte = take(weights, "wte.weight");
+  p.wpe = take(weights, "wpe.weight");
+  const float eps = static_cast<float>(c.layer_norm_eps);
+  for (std::size_t l = 0; l < c.num_hidden_layers; ++l) {
+    const std::string k = fmt::format("h.{}.", l);
+    PackedEncoderLayer b;
+    b.placement = NormPlacement::pre;
+    b.d_model = c.hidden_size;
+    b.heads = c.num_attention_heads;
+    b.head_size = c.hidden_size / c.num_attention_heads;
+    b.d_ff = c.intermediate_size;
+    b.approximate = c.hidden_act == "gelu" ? GeluApproximation::none : GeluApproximation::tanh;
+    b.norm_1_eps = b.norm_2_eps = eps;
+    // c_attn's (D, 3D) columns are [q | k | v], head h at h·hs of each: transposed, the rows the
+    // packed layer expects.
+    b.qkv_weight = transposed(weights, k + "attn.c_attn.weight");
+    b.qkv_bias = values_of(take(weights, k + "attn.c_attn.bias"));
+    b.out_weight = transposed(weights, k + "attn.c_proj.weight");
+    b.out_bias = values_of(take(weights, k + "attn.c_proj.bias"));
+    b.norm_1_weight = values_of(take(weights, k + "ln_1.weight"));
+    b.norm_1_bias = values_of(take(weights, k + "ln_1.bias"));
+    b.norm_2_weight = values_of(take(weights, k + "ln_2.weight"));
+    b.norm_2_bias = values_of(take(weights, k + "ln_2.bias"));
+    b.ff_1_weight = transposed(weights, k + "mlp.c_fc.weight");
+    b.ff_1_bias = values_of(take(weights, k + "mlp.c_fc.bias"));
+    b.ff_2_weight = transposed(weights, k + "mlp.c_proj.weight");
+    b.ff_2_bias = values_of(take(weights, k + "mlp.c_proj.bias"));
+    p.blocks.push_back(std::move(b));
+  }
+  p.norm_weight = values_of(take(weights, "ln_f.weight"));
+  p.norm_bias = values_of(take(weights, "ln_f.bias"));
+  p.norm_eps = eps;
+  if (checked.lm_head) p.lm_head = std::move(*checked.lm_head);
+  return p;
+}
+
+PackedGpt2 pack(Gpt2&& model) {
+  PackedGpt2 p = sized(model.config.sizes);
+  p.wte = table_of(model.wte.weight);
+  p.wpe = table_of(model.wpe.weight);
   for (EncoderLayer& layer : model.layers) {
     p.blocks.push_back(pack(layer));
     layer = EncoderLayer{};
@@ -68,7 +140,7 @@ PackedGpt2 pack(Gpt2&& model) {
   p.norm_weight = values_of(model.ln_f.weight);
   p.norm_bias = values_of(model.ln_f.bias);
   p.norm_eps = model.ln_f.eps;
-  p.lm_head = std::move(model.lm_head);
+  if (model.lm_head.size() > 0) p.lm_head = table_of(model.lm_head);
   return p;
 }
 
@@ -87,14 +159,17 @@ PackedGpt2 init_packed_gpt2(Rng& rng, const Gpt2Config& config) {
   p.norm_weight = values_of(ln_f.weight);
   p.norm_bias = values_of(ln_f.bias);
   p.norm_eps = ln_f.eps;
-  if (!config.tie_word_embeddings)
-    p.lm_head = init_embedding(rng, c.vocab_size, c.hidden_size).weight;
+  if (!config.tie_word_embeddings) {
+    Tensor2 head = init_embedding(rng, c.vocab_size, c.hidden_size).weight;
+    p.lm_head = table_of(head);
+  }
   return p;
 }
 
 std::size_t packed_bytes(const PackedGpt2& m) {
   std::size_t floats =
-      m.wte.size() + m.wpe.size() + m.lm_head.size() + m.norm_weight.size() + m.norm_bias.size();
+      (m.wte.bytes.size() + m.wpe.bytes.size() + m.lm_head.bytes.size()) / sizeof(float) +
+      m.norm_weight.size() + m.norm_bias.size();
   for (const PackedEncoderLayer& b : m.blocks)
     floats += b.qkv_weight.size() + b.qkv_bias.size() + b.out_weight.size() + b.out_bias.size() +
               b.norm_1_weight.size() + b.norm_1_bias.size() + b.norm_2_weight.size() +
@@ -191,8 +266,8 @@ void Gpt2Generator::logits_of(const float* x) {
   const PackedGpt2& m = *model_;
   const std::size_t d = m.d_model;
   layer_norm_rows(x, 1, d, m.norm_weight.data(), m.norm_bias.data(), m.norm_eps, normed_.data());
-  const Tensor2& head = m.lm_head.size() > 0 ? m.lm_head : m.wte;
-  matvec_on_pool(head.data(), m.vocab, d, normed_.data(), nullptr, logits_.data(),
+  const Array& head = m.lm_head.bytes.empty() ? m.wte : m.lm_head;
+  matvec_on_pool(floats(head), m.vocab, d, normed_.data(), nullptr, logits_.data(),
                  best_fast_kernels());
 }
 
@@ -202,7 +277,7 @@ const std::vector<float>& Gpt2Generator::step(std::int64_t id) {
   const std::size_t d = m.d_model, position = cache_.length;
   const FastKernels k = best_fast_kernels();
   for (std::size_t i = 0; i < d; ++i)
-    x_[i] = m.wte(static_cast<std::size_t>(id), i) + m.wpe(position, i);
+    x_[i] = floats(m.wte)[static_cast<std::size_t>(id) * d + i] + floats(m.wpe)[position * d + i];
   for (std::size_t b = 0; b < m.blocks.size(); ++b) {
     const PackedEncoderLayer& l = m.blocks[b];
     layer_norm_rows(x_.data(), 1, d, l.norm_1_weight.data(), l.norm_1_bias.data(), l.norm_1_eps,
@@ -238,7 +313,8 @@ const std::vector<float>& Gpt2Generator::prefill(const std::vector<std::int64_t>
       out(t * d);
   for (std::size_t r = 0; r < t; ++r)
     for (std::size_t i = 0; i < d; ++i)
-      x[r * d + i] = m.wte(static_cast<std::size_t>(ids[r]), i) + m.wpe(start + r, i);
+      x[r * d + i] = floats(m.wte)[static_cast<std::size_t>(ids[r]) * d + i] +
+                     floats(m.wpe)[(start + r) * d + i];
   for (std::size_t b = 0; b < m.blocks.size(); ++b) {
     const PackedEncoderLayer& l = m.blocks[b];
     layer_norm_rows(x.data(), t, d, l.norm_1_weight.data(), l.norm_1_bias.data(), l.norm_1_eps,

@@ -26,17 +26,21 @@ namespace attn {
 
 struct PackedGpt2 {
   std::size_t vocab = 0, positions = 0, d_model = 0, heads = 0, d_ff = 0;
-  Tensor2 wte;  // (V, D), the LM head too; moved out of the readable model, never copied
-  Tensor2 wpe;  // (P, D)
+  // The tables as the folder's float32 arrays, moved, never copied: wte (V, D) is also the LM
+  // head; wpe (P, D); lm_head (V, D) only when untied (empty otherwise).
+  Array wte, wpe, lm_head;
   std::vector<PackedEncoderLayer> blocks;
   std::vector<float> norm_weight, norm_bias;  // (D) ln_f
   float norm_eps = 1e-5f;
-  Tensor2 lm_head;  // (V, D) when untied; empty: wte
 };
 
 // Packs a block at a time, releasing the readable model's tensors as it goes, so that at most one
-// block is held twice; the tables are moved.
+// block is held twice.
 PackedGpt2 pack(Gpt2&& model);
+// Packs straight from the folder's checked tensors (check_gpt2_weights), each Conv1D weight
+// transposed once and released, the tables moved: generation's path, which never builds the
+// readable model, so that at most one tensor is held twice.
+PackedGpt2 pack(const Gpt2Config& config, Gpt2Weights&& weights);
 // The weights init_gpt2(rng, config) draws, packed a block at a time.
 PackedGpt2 init_packed_gpt2(Rng& rng, const Gpt2Config& config);
 std::size_t packed_bytes(const PackedGpt2& model);  // its weights in bytes

@@ -508,16 +508,16 @@ StateDict read_pretrained_weights(const PretrainedFolder& folder,
   };
   if (total != folder.file_bytes) throw changed(folder.weight_files.front());
   StateDict out;
-  std::vector<unsigned char> stored;
   for (const auto& file : files) {
     const std::string shown = printable(file->path());
     const SafetensorsHeader header = read_header(*file, shown);
     for (const SafetensorsTensor& t : header.tensors) {
       // The tensors tile the data in this order, so each read starts where the last one ended.
-      stored.resize(t.end - t.begin);
+      // A buffer of its own for each tensor, which the array keeps: no tensor is held twice.
+      std::vector<unsigned char> stored(t.end - t.begin);
       if (file->read(stored.data(), stored.size()) != stored.size()) throw changed(file->path());
       if (!keep(t.key)) continue;
-      Array array = safetensors_array(t, stored, shown);
+      Array array = safetensors_array(t, std::move(stored), shown);
       if (!out.emplace(t.key, std::move(array)).second) {
         fail("read_pretrained_weights",
              fmt::format("tensor '{}' is in two weight files: download the folder again",

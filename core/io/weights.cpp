@@ -763,6 +763,18 @@ Array safetensors_array(const SafetensorsTensor& tensor, std::span<const unsigne
   return array;
 }
 
+Array safetensors_array(const SafetensorsTensor& tensor, std::vector<unsigned char>&& data,
+                        std::string_view name) {
+  const StDtype* type = find_dtype(tensor.dtype);
+  if (type == nullptr || is_half(tensor.dtype) || !type->dtype)
+    return safetensors_array(tensor, std::span<const unsigned char>(data), name);
+  if (data.size() != tensor.end - tensor.begin)
+    return safetensors_array(tensor, std::span<const unsigned char>(data), name);  // refuses it
+  Array array{*type->dtype, tensor.shape, std::move(data)};
+  normalize_bools(array);
+  return array;
+}
+
 StateDict parse_safetensors(std::span<const unsigned char> bytes, std::string_view name,
                             Metadata* metadata) {
   const std::uint64_t n = safetensors_header_length(bytes, bytes.size(), name);

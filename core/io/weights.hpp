@@ -50,6 +50,9 @@ std::uint64_t safetensors_read_bytes(const SafetensorsTensor& tensor);
 // does, F32, F64, I32, I64 and BOOL as stored; any other dtype refused naming the key.
 Array safetensors_array(const SafetensorsTensor& tensor, std::span<const unsigned char> data,
                         std::string_view name);
+// The same on bytes the caller gives up: a tensor that needs no conversion keeps them (no copy).
+Array safetensors_array(const SafetensorsTensor& tensor, std::vector<unsigned char>&& data,
+                        std::string_view name);
 
 // Parses a whole .safetensors image (F16 and BF16 tensors become float32); `name` is named in every error. The __metadata__ goes to
 // `metadata` when given.

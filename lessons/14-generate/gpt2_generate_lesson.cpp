@@ -67,13 +67,15 @@ MemoryPlan plan_gpt2_generate(const Gpt2Config& config, std::size_t prompt,
   return plan;
 }
 
-Gpt2GenerateRun run_gpt2_generate(Gpt2&& model, const Gpt2GenerateOptions& o) {
+namespace {
+
+// The run's opening: its settings and the prompt's tokens.
+Gpt2GenerateRun start(const Gpt2Config& config, Gpt2Heads heads, const Gpt2GenerateOptions& o) {
   const BpeTokenizer& tokenizer = *o.tokenizer;
-  const Gpt2Config config = model.config;
   const EncoderConfig& c = config.sizes;
   Gpt2GenerateRun out{LessonRun("generate")};
   LessonRun& run = out.run;
-  run.parameters = gpt2_size(config, model.heads).parameters.value();
+  run.parameters = gpt2_size(config, heads).parameters.value();
   run.setting("model", fmt::format("{} (GPT-2, {} blocks x {} heads, D = {})", o.name,
                                    c.num_hidden_layers, c.num_attention_heads, c.hidden_size));
   run.setting(
@@ -93,13 +95,15 @@ Gpt2GenerateRun run_gpt2_generate(Gpt2&& model, const Gpt2GenerateOptions& o) {
         {std::to_string(t), token_of(tokenizer, o.prompt[t]), std::to_string(o.prompt[t])});
   run.table(std::move(prompt));
 
-  if (o.forward) {
-    Ids ids({1, o.prompt.size()});
-    std::copy(o.prompt.begin(), o.prompt.end(), ids.begin());
-    show_forward(run, model, ids);
-  }
+  return out;
+}
 
-  const PackedGpt2 packed = pack(std::move(model));
+// Generation on the packed model, and what it shows.
+void finish(Gpt2GenerateRun& out, const Gpt2Config& config, const PackedGpt2& packed,
+            const Gpt2GenerateOptions& o) {
+  const BpeTokenizer& tokenizer = *o.tokenizer;
+  const EncoderConfig& c = config.sizes;
+  LessonRun& run = out.run;
   const Gpt2Decoded d = generate(packed, o.prompt, o.max_new_tokens, o.decode, config.eos_token_id);
   out.prefill_seconds = d.prefill_seconds;
   out.step_seconds = d.step_seconds;
@@ -143,6 +147,28 @@ Gpt2GenerateRun run_gpt2_generate(Gpt2&& model, const Gpt2GenerateOptions& o) {
                     format_bytes(static_cast<double>(d.cache_bytes))}}});
   run.check("the cache holds 2 · L · T · D floats, no more", d.cache_bytes == expected,
             fmt::format("{} bytes allocated, {} from the formula", d.cache_bytes, expected));
+}
+
+}  // namespace
+
+Gpt2GenerateRun run_gpt2_generate(Gpt2&& model, const Gpt2GenerateOptions& o) {
+  const Gpt2Config config = model.config;
+  Gpt2GenerateRun out = start(config, model.heads, o);
+  LessonRun& run = out.run;
+  if (o.forward) {
+    Ids ids({1, o.prompt.size()});
+    std::copy(o.prompt.begin(), o.prompt.end(), ids.begin());
+    show_forward(run, model, ids);
+  }
+  const PackedGpt2 packed = pack(std::move(model));
+  finish(out, config, packed, o);
+  return out;
+}
+
+Gpt2GenerateRun run_gpt2_generate(const Gpt2Config& config, Gpt2Heads heads,
+                                  const PackedGpt2& model, const Gpt2GenerateOptions& o) {
+  Gpt2GenerateRun out = start(config, heads, o);
+  finish(out, config, model, o);
   return out;
 }
 

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "fast/gpt2_fast.hpp"
 #include "gpt2.hpp"
 #include "io/bpe.hpp"
 #include "lesson.hpp"
@@ -31,8 +32,12 @@ MemoryPlan plan_gpt2_generate(const Gpt2Config& config, std::size_t prompt,
                               std::size_t max_new_tokens, bool forward);
 
 // GPT-2 generating from a prompt with the key/value cache (lesson 14's loop on a decoder-only
-// model): the prompt's tokens, each step's candidates and pick, the text, the cache. The model is
-// packed for generation as it is consumed.
+// model): the prompt's tokens, each step's candidates and pick, the text, the cache. With
+// options.forward, the readable model's forward of the prompt first; the model is then packed
+// for generation as it is consumed.
 Gpt2GenerateRun run_gpt2_generate(Gpt2&& model, const Gpt2GenerateOptions& options);
+// The same on a model packed for generation (no forward steps).
+Gpt2GenerateRun run_gpt2_generate(const Gpt2Config& config, Gpt2Heads heads,
+                                  const PackedGpt2& model, const Gpt2GenerateOptions& options);
 
 }  // namespace attn::lessons

@@ -228,7 +228,7 @@ TEST_CASE("GPT-2 folders are refused where they do not apply, in one line", "[cl
   refused({"generate", "--pretrained", f, "--max-new-tokens", "32"},
           "--max-new-tokens 32 leaves no room for the prompt in the model's 32 positions");
   refused({"generate", "--pretrained", f, "--text", kPrompt, "--max-new-tokens", "30"},
-          "more than the 2 positions this run has");
+          "7 prompt tokens and --max-new-tokens 30 need 37 positions, more than the model's 32");
   refused({"generate", "--pretrained", f, "--ids", "5,297"}, "297");
   refused({"generate", "--pretrained", f, "--no-cache"}, "drop --no-cache");
   refused({"generate", "--ids", "5,6"}, "--ids is for a GPT-2 folder: add --pretrained DIR");

@@ -271,3 +271,42 @@ TEST_CASE("bpe: invalid UTF-8 in the text is refused, naming the byte") {
   CHECK_THAT(refusal([&] { attn::pre_tokenize("\xc0\xaf"); }),  // an overlong '/'
              Contains("offset 0"));
 }
+
+TEST_CASE("bpe: the fixtures' texts come back byte for byte, one token at a time too") {
+  const nlohmann::json cases = nlohmann::json::parse(
+      attn::testing::read_text(attn::testing::fixture_path("bpe/cases.json")));
+  for (const auto& c : cases.at("cases")) {
+    const std::string text = c.at("text").get<std::string>();
+    INFO(attn::printable(text));
+    const std::vector<std::int64_t> ids = attn::encode(gpt2_tokenizer(), text);
+    CHECK(attn::decode(gpt2_tokenizer(), ids) == text);
+    // A token may end inside a character (an emoji's 4 bytes): the tokens' bytes still join.
+    std::string joined;
+    for (const std::int64_t id : ids)
+      joined += attn::decode(gpt2_tokenizer(), {id});
+    CHECK(joined == text);
+  }
+}
+
+TEST_CASE("bpe: a toy vocabulary merges by rank, not by place in the word") {
+  nlohmann::json vocab = nlohmann::json::object();
+  for (const std::string& symbol : attn::byte_symbols())
+    vocab[symbol] = vocab.size();
+  for (const char* token : {"ab", "bc", "abc"})
+    vocab[token] = vocab.size();
+  // "a b" ranks before "b c": "abc" is "ab" + "c", then "abc", although "bc" is a merge too.
+  const BpeTokenizer t = attn::parse_bpe(vocab.dump(), "#version: 0.2\na b\nb c\nab c\n", "toy");
+  const auto tokens_of = [&](std::string_view text) {
+    Strings out;
+    for (const std::int64_t id : attn::encode(t, text))
+      out.push_back(t.tokens[static_cast<std::size_t>(id)]);
+    return out;
+  };
+  CHECK(tokens_of("abc") == Strings{"abc"});
+  CHECK(tokens_of("bcab") == Strings{"bc", "ab"});
+  CHECK(tokens_of("abab") == Strings{"ab", "ab"});
+  // Without the #version line, and with Windows line ends, the same merges.
+  CHECK(attn::parse_bpe(vocab.dump(), "a b\r\nb c\r\nab c\r\n", "toy").merges == t.merges);
+  // No <|endoftext|> in the vocabulary: the text is only text, one token per byte here.
+  CHECK(attn::encode(t, "<|endoftext|>").size() == 13);
+}

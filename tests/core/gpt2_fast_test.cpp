@@ -144,8 +144,8 @@ TEST_CASE("init_packed_gpt2 draws init_gpt2's weights", "[gpt2][fast]") {
   attn::Rng a(9), b(9);
   const attn::PackedGpt2 packed = attn::init_packed_gpt2(a, config);
   const attn::PackedGpt2 from_model = attn::pack(attn::init_gpt2(b, config));
-  CHECK(packed.wte == from_model.wte);
-  CHECK(packed.wpe == from_model.wpe);
+  CHECK(packed.wte.bytes == from_model.wte.bytes);
+  CHECK(packed.wpe.bytes == from_model.wpe.bytes);
   REQUIRE(packed.blocks.size() == from_model.blocks.size());
   for (std::size_t l = 0; l < packed.blocks.size(); ++l) {
     CHECK(packed.blocks[l].qkv_weight == from_model.blocks[l].qkv_weight);
@@ -170,4 +170,36 @@ TEST_CASE("the generator refuses what it cannot hold or read", "[gpt2][fast][err
   g.step(4);
   CHECK_THROWS_AS(g.step(5), attn::Error);
   CHECK_THROWS_AS(attn::generate(packed, {1, 2, 3}, 6, attn::DecodeOptions{}, 29), attn::Error);
+}
+
+TEST_CASE("packing a folder's tensors directly gives the weights packing the readable model gives",
+          "[gpt2][fast]") {
+  for (const attn::Gpt2Heads heads : {attn::Gpt2Heads::none, attn::Gpt2Heads::lm_head}) {
+    const auto config = sizes(21, 3, 36, 2, 50, 16);
+    attn::Gpt2 model = random_gpt2(13, config);
+    model.heads = heads;
+    const attn::PackedGpt2 direct = attn::pack(
+        config, attn::check_gpt2_weights(config, attn::gpt2_state_dict(model), "a folder"));
+    const attn::PackedGpt2 readable = attn::pack(attn::Gpt2(model));
+    CHECK(direct.wte.bytes == readable.wte.bytes);
+    CHECK(direct.wpe.bytes == readable.wpe.bytes);
+    CHECK(direct.lm_head.bytes.empty());
+    REQUIRE(direct.blocks.size() == readable.blocks.size());
+    for (std::size_t l = 0; l < direct.blocks.size(); ++l) {
+      const attn::PackedEncoderLayer &a = direct.blocks[l], &b = readable.blocks[l];
+      CHECK(a.qkv_weight == b.qkv_weight);
+      CHECK(a.qkv_bias == b.qkv_bias);
+      CHECK(a.out_weight == b.out_weight);
+      CHECK(a.ff_1_weight == b.ff_1_weight);
+      CHECK(a.ff_2_weight == b.ff_2_weight);
+      CHECK(a.ff_2_bias == b.ff_2_bias);
+      CHECK(a.norm_1_weight == b.norm_1_weight);
+      CHECK(a.norm_2_bias == b.norm_2_bias);
+      CHECK(a.norm_1_eps == b.norm_1_eps);
+      CHECK(a.approximate == b.approximate);
+    }
+    CHECK(direct.norm_weight == readable.norm_weight);
+    CHECK(direct.norm_bias == readable.norm_bias);
+    CHECK(attn::packed_bytes(direct) == attn::packed_bytes(readable));
+  }
 }
