@@ -511,14 +511,7 @@ MemoryPlan plan_bert(const BertConfig& config, BertHeads heads, std::size_t batc
   MemoryPlan plan = plan_embeddings(c, batch, tokens);
   plan.push_back({"the token type embeddings", {batch, tokens, c.hidden_size}, "B T D"});
   plan.push_back({"the attention mask", {batch, tokens, tokens}, "B T T"});
-  MemoryPlan layer = plan_encoder_layer_tape(c, batch, tokens);
-  for (PlannedTensor& t : layer) {
-    t.shape.insert(t.shape.begin(), c.num_hidden_layers);
-    t.axes = "L " + t.axes;
-  }
-  append(plan, layer);
-  append(plan, plan_multi_head_temporaries(MultiHeadVariant::book, batch, tokens, c.hidden_size,
-                                           c.num_attention_heads, true));
+  append(plan, plan_layer_tapes(c, batch, tokens));
   if (heads != BertHeads::none && logits) {
     plan.push_back({"the MLM head's transform", {3, batch, tokens, c.hidden_size}, " B T D"});
     plan.push_back({"the logits", {batch, tokens, c.vocab_size}, "B T V"});

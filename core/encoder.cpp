@@ -412,4 +412,17 @@ Tensor3 backward(const Encoder& encoder, const EncoderTape& tape, const Tensor3&
   return Tensor3();
 }
 
+MemoryPlan plan_layer_tapes(const EncoderConfig& c, std::size_t batch, std::size_t tokens) {
+  MemoryPlan plan;
+  MemoryPlan layer = plan_encoder_layer_tape(c, batch, tokens);
+  for (PlannedTensor& t : layer) {
+    t.shape.insert(t.shape.begin(), c.num_hidden_layers);
+    t.axes = "L " + t.axes;
+  }
+  append(plan, layer);
+  append(plan, plan_multi_head_temporaries(MultiHeadVariant::book, batch, tokens, c.hidden_size,
+                                           c.num_attention_heads, true));
+  return plan;
+}
+
 }  // namespace attn

@@ -78,6 +78,9 @@ Tensor3 backward(const EncoderLayer& layer, const EncoderLayerTape& tape, const 
 // EncoderLayerTape's tensors on x (B,T,D), for a memory budget.
 MemoryPlan plan_encoder_layer_tape(const EncoderConfig& config, std::size_t batch,
                                    std::size_t tokens);
+// Every layer's tape (num_hidden_layers of them) and the attention's temporaries while one runs:
+// what a forward through the whole stack that keeps its tapes holds beside the weights.
+MemoryPlan plan_layer_tapes(const EncoderConfig& config, std::size_t batch, std::size_t tokens);
 
 void trace_encoder_layer(Trace& trace, const Module& layer, const Shape& shape,
                          NormPlacement placement);

@@ -477,14 +477,7 @@ MemoryPlan plan_gpt2(const Gpt2Config& config, std::size_t batch, std::size_t to
   plan.push_back({"the token and summed embeddings", {2, batch, tokens, c.hidden_size}, " B T D"});
   plan.push_back({"the position embeddings", {tokens, c.hidden_size}, "T D"});
   plan.push_back({"the attention mask", {batch, tokens, tokens}, "B T T"});
-  MemoryPlan layer = plan_encoder_layer_tape(c, batch, tokens);
-  for (PlannedTensor& t : layer) {
-    t.shape.insert(t.shape.begin(), c.num_hidden_layers);
-    t.axes = "L " + t.axes;
-  }
-  append(plan, layer);
-  append(plan, plan_multi_head_temporaries(MultiHeadVariant::book, batch, tokens, c.hidden_size,
-                                           c.num_attention_heads, true));
+  append(plan, plan_layer_tapes(c, batch, tokens));
   plan.push_back({"ln_f's steps", {3, batch, tokens, c.hidden_size}, " B T D"});
   if (logits) plan.push_back({"the logits", {batch, tokens, c.vocab_size}, "B T V"});
   return plan;
