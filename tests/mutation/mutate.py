@@ -11,8 +11,10 @@ apart, never counted as killed). It prints one row per mutant and the totals.
     tests/mutation/mutate.py [--attn build/attn] [--jobs 2] [--lesson 03-softmax ...] [--json out]
                              [--lessons DIR]
 
---lessons grades another copy of lessons/ (say, a `git archive` of an older commit's), with its
-own solutions and tests; the catalogue must still apply to it.
+attn grade takes only the exercise file from the tree it grades: the tests are the ones built into
+the attn given (its share/attn/grader), so rebuild attn after changing a test or a fixture, and
+measure older tests with an attn built from their commit. --lessons takes the solutions to mutate
+from another copy of lessons/; the catalogue must still apply to it.
 
 Not part of ctest: a full run grades some 190 trees (minutes on two cores).
 """
