@@ -84,12 +84,17 @@ TEST_CASE("linear matches torch on one token per batch 3x1x5 to width 9 and with
   check_linear("nobias_b1_t3_i7_o5", false);
 }
 
-TEST_CASE("linear refuses a weight whose width is not the last axis of x",
-          "[feed-forward][points=1]") {
+TEST_CASE(
+    "linear refuses a weight whose width is not the last axis of x and a bias of another size",
+    "[feed-forward][points=1]") {
   const Tensor3 x = input<3>("feed-forward/linear_b2_t5_i6_o4_x");
   const Tensor2 weight = input<2>("feed-forward/linear_b3_t1_i5_o9_weight");  // (9,5) for x (2,5,6)
   check_linear("b2_t5_i6_o4", true);  // the same x with its weight (4,6) fits
   CHECK_THROWS_AS(STUDENT(attn::exercise::linear(x, weight, nullptr)), std::invalid_argument);
+  const Tensor2 fitting = input<2>("feed-forward/linear_b2_t5_i6_o4_weight");  // (4,6)
+  const Tensor1 longer = input<1>("feed-forward/linear_b3_t1_i5_o9_bias");     // (9) for 4 outputs
+  INFO("linear(x (2,5,6), weight (4,6), bias (9))");
+  CHECK_THROWS_AS(STUDENT(attn::exercise::linear(x, fitting, &longer)), std::invalid_argument);
 }
 
 TEST_CASE("gelu matches torch nn.GELU on a grid from -8 to 8 and on random values",

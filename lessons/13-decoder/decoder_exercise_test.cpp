@@ -141,6 +141,9 @@ TEST_CASE("forward refuses masks that do not fit x and the memory", "[decoder][p
                   std::invalid_argument);
   CHECK_THROWS_AS(STUDENT(attn::exercise::forward(block, x, memory, target_keep, four_sources)),
                   std::invalid_argument);
+  const Tensor3 one_key_more({2, 4, 5}, 1.0f);  // 5 keys for 4 target tokens
+  CHECK_THROWS_AS(STUDENT(attn::exercise::forward(block, x, memory, one_key_more, source_keep)),
+                  std::invalid_argument);
 }
 
 // BEGIN HIDDEN TESTS

@@ -148,6 +148,26 @@ TEST_CASE("sample_next refuses a temperature of 0 and a top_p above 1 or a unifo
   CHECK_THROWS_AS(
       STUDENT(attn::exercise::sample_next(logits, {}, SamplingSettings{1.0f, 0, 1.0f}, 1.0f)),
       std::invalid_argument);
+  CHECK_THROWS_AS(
+      STUDENT(attn::exercise::sample_next(logits, {}, SamplingSettings{1.0f, 0, 0.0f}, 0.5f)),
+      std::invalid_argument);
+}
+
+TEST_CASE("sample_next with top_k 1 is greedy and top_p stops at the first set holding p",
+          "[generate][points=1]") {
+  const Tensor1 four{0.5f, 2.0f, 1.0f, -1.0f};
+  const SampledToken greedy =
+      STUDENT(attn::exercise::sample_next(four, {}, SamplingSettings{1.0f, 1, 1.0f}, 0.9f));
+  check_close("sample_next((0.5, 2, 1, -1), top_k 1).probabilities", greedy.probabilities,
+              Tensor1{0.0f, 1.0f, 0.0f, 0.0f}, kTolerance);
+  CHECK(greedy.token == 1);
+  // Two equal logits: 0.5 each, exactly. The first token alone holds p = 0.5: the second goes.
+  const Tensor1 two{0.0f, 0.0f};
+  const SampledToken half =
+      STUDENT(attn::exercise::sample_next(two, {}, SamplingSettings{1.0f, 0, 0.5f}, 0.9f));
+  check_close("sample_next((0, 0), top_p 0.5).probabilities", half.probabilities,
+              Tensor1{1.0f, 0.0f}, kTolerance);
+  CHECK(half.token == 0);
 }
 
 TEST_CASE("attend_with_cache on a cache of 5 tokens matches the last row of causal attention",
@@ -185,6 +205,10 @@ TEST_CASE("attend_with_cache refuses a cache of another head size and an x_new o
                   std::invalid_argument);
   CHECK_THROWS_AS(STUDENT(attn::exercise::attend_with_cache(layer, keys, values, two_tokens)),
                   std::invalid_argument);
+  const Tensor4 six_values({1, 2, 6, 4}, 0.5f);  // 6 cached values for 5 cached keys
+  CHECK_THROWS_AS(
+      STUDENT(attn::exercise::attend_with_cache(layer, keys, six_values, token_row(x, 5))),
+      std::invalid_argument);
 }
 
 // BEGIN HIDDEN TESTS
