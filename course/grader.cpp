@@ -53,7 +53,7 @@ constexpr std::size_t kMaxSource = 1 << 20;
 constexpr uid_t kNobody = 65534;
 
 fs::path instructor_folder(const Exercise& exercise) {
-  return toolchain().course() / "lessons" / exercise.folder.filename();
+  return course_tree() / "lessons" / exercise.folder.filename();
 }
 
 // A folder for one lesson's grading, removed at the end: build/ (the student's copy, objects
@@ -456,7 +456,7 @@ class LessonGrader {
     WorkDir::lock(work_.build());
     std::vector<std::string> allowed;
     {
-      const fs::path list = tool_.grader() / (exercise_.stem + ".core-calls");
+      const fs::path list = tool_.core_calls(exercise_.stem);
       std::ifstream in(list);
       if (!in) {
         log = fmt::format("attn's course files lack {}: rebuild or reinstall attn",
@@ -641,6 +641,7 @@ std::vector<TestCaseInfo> instructor_tests(const Exercise& exercise) {
 }
 
 LessonOutcome grade_exercise(const Exercise& exercise, const GradeOptions& options) {
+  require_grader_out_of_reach(toolchain());
   LessonGrader grader(exercise, options);
   return grader.run();
 }

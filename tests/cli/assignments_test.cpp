@@ -336,7 +336,8 @@ TEST_CASE("attn grade gives this checkout full marks in every format", "[assignm
   CHECK(junit.out.find("failures=\"0\" errors=\"0\"") != std::string::npos);
 
   // And as text: one line per test, then the score.
-  const auto text = run_attn({"grade", "--lesson", "03"}, {"NO_COLOR=1"});
+  const auto text =
+      run_attn({"grade", "--dir", kSource.string(), "--lesson", "03"}, {"NO_COLOR=1"});
   CHECK(text.exit_code == 0);
   CHECK(text.out.find("03 softmax") != std::string::npos);
   CHECK(text.out.find("✗") == std::string::npos);
@@ -423,9 +424,13 @@ TEST_CASE("the released student tree has stubs and no solutions, and grades to z
   // The grader bundle keeps the hidden tests, marked after_due_date, and holds no solution.
   const fs::path autograder = scratch.path / "autograder";
   REQUIRE(run_attn({"assignments", "release", "--grader", autograder.string()}).exit_code == 0);
-  const std::string tests = read_text(autograder / "share" / "attn" / "course" / "lessons" /
-                                      "03-softmax" / "softmax_exercise_test.cpp");
+  const std::string tests = read_text(autograder / "share" / "attn" / "grader" / "course" /
+                                      "lessons" / "03-softmax" / "softmax_exercise_test.cpp");
   CHECK(tests.find("[.hidden]") != std::string::npos);
+  // Its student course, as a student's install holds it, has none.
+  CHECK(read_text(autograder / "share" / "attn" / "course" / "lessons" / "03-softmax" /
+                  "softmax_exercise_test.cpp")
+            .find("[.hidden]\"") == std::string::npos);
   for (const auto& entry : fs::recursive_directory_iterator(autograder)) {
     if (!entry.is_regular_file() || entry.path().extension() != ".cpp") continue;
     INFO(entry.path().string());
@@ -442,7 +447,7 @@ TEST_CASE("the released student tree has stubs and no solutions, and grades to z
   CHECK(again.exit_code == 2);
   CHECK(line_count(again.err) == 1);
   CHECK(again.err.find("already exists") != std::string::npos);
-  CHECK(read_text(autograder / "share" / "attn" / "course" / "lessons" / "03-softmax" /
+  CHECK(read_text(autograder / "share" / "attn" / "grader" / "course" / "lessons" / "03-softmax" /
                   "softmax_exercise_test.cpp") == tests);
 }
 

@@ -140,7 +140,7 @@ TEST_CASE("student code cannot rewrite another lesson's tests or their points (G
           "[assignments][attacks]") {
   ScratchDir scratch("attack-points");
   const fs::path instructor =
-      kShare / "course" / "lessons" / "02-scaling" / "scaling_exercise_test.cpp";
+      kShare / "grader" / "course" / "lessons" / "02-scaling" / "scaling_exercise_test.cpp";
   const std::string before = read_text(instructor);
   const fs::path student_tests =
       scratch.path / "student" / "lessons" / "02-scaling" / "scaling_exercise_test.cpp";
@@ -179,7 +179,7 @@ TEST_CASE("an #include of the solution, of any other file, or .incbin does not c
   const fs::path secret = scratch.path / "secret.txt";
   std::ofstream(secret) << "API_TOKEN=sk-live-0123456789 grader secret line\n";
   const std::string solution =
-      (kShare / "course" / "lessons" / "03-softmax" / "softmax_exercise.cpp").string();
+      (kShare / "grader" / "course" / "lessons" / "03-softmax" / "softmax_exercise.cpp").string();
   for (const std::string& attack : std::vector<std::string>{
            "#include \"../../../lessons/03-softmax/softmax_exercise.cpp\"\n",
            "#include \"" + solution + "\"\n", "#include \"" + secret.string() + "\"\n",
@@ -285,11 +285,11 @@ Tensor3 softmax(const Tensor3& scores) {{
 }}
 }}
 )",
-      (kShare / "course" / "lessons" / "03-softmax" / "softmax_exercise_test.cpp").string(),
-      (kShare / "course" / "lessons" / "04-attention" / "attention_exercise.cpp").string(),
+      (kShare / "grader" / "course" / "lessons" / "03-softmax" / "softmax_exercise_test.cpp").string(),
+      (kShare / "grader" / "course" / "lessons" / "04-attention" / "attention_exercise.cpp").string(),
       (kShare / "grader" / "expected" / "softmax" / "b2_t4_s6_softmax.npy").string(),
       (kShare / "inputs" / "softmax" / "b2_t4_s6_scores.npy").string(),
-      (kShare / "course" / "lessons" / "03-softmax" / "softmax_exercise_test.cpp").string(),
+      (kShare / "grader" / "course" / "lessons" / "03-softmax" / "softmax_exercise_test.cpp").string(),
       (kShare / "grader" / "expected" / "softmax" / "b2_t4_s6_softmax.npy").string(),
       (kShare / "inputs" / "softmax" / "b2_t4_s6_scores.npy").string(),
       (scratch.path / "student" / "lessons" / "03-softmax" / "softmax_exercise.cpp").string(),
@@ -353,7 +353,7 @@ TEST_CASE("a 3 GiB allocation fails that test only (S3)", "[assignments][attacks
   ScratchDir scratch("attack-memory");
   // The solution, except that softmax first takes and touches 3 GiB.
   std::string solution =
-      read_text(kShare / "course" / "lessons" / "03-softmax" / "softmax_exercise.cpp");
+      read_text(kShare / "grader" / "course" / "lessons" / "03-softmax" / "softmax_exercise.cpp");
   const std::string head = "Tensor3 softmax(const Tensor3& scores) {";
   REQUIRE(solution.find(head) != std::string::npos);
   solution.replace(solution.find(head), head.size(),
@@ -411,7 +411,7 @@ TEST_CASE(
     softmax += test["tags"][0] == "softmax" ? 1 : 0;
   // Graded once though named twice, with the instructor's tests (hidden ones too).
   const std::string tests =
-      read_text(kShare / "course" / "lessons" / "03-softmax" / "softmax_exercise_test.cpp");
+      read_text(kShare / "grader" / "course" / "lessons" / "03-softmax" / "softmax_exercise_test.cpp");
   int expected = 0;
   for (std::size_t at = tests.find("\nTEST_CASE("); at != std::string::npos;
        at = tests.find("\nTEST_CASE(", at + 1)) {
@@ -470,7 +470,7 @@ TEST_CASE(
   // The lesson folder as a link to the instructor's copy, which holds the solution.
   const fs::path folder = tree / "lessons" / "03-softmax";
   fs::remove_all(folder);
-  fs::create_directory_symlink(kShare / "course" / "lessons" / "03-softmax", folder);
+  fs::create_directory_symlink(kShare / "grader" / "course" / "lessons" / "03-softmax", folder);
   // .attn as a link to a folder elsewhere, with a file the grader must not touch.
   const fs::path elsewhere = scratch.path / "elsewhere";
   fs::create_directories(elsewhere);
