@@ -162,38 +162,51 @@ TEST_CASE("a student's install holds no solution, hidden test, hidden name or hi
   REQUIRE(hidden.size() >= 14);
   const std::vector<std::string> solution = solution_lines();
   REQUIRE(solution.size() >= 14);
-  std::size_t files = 0, fixtures = 0;
-  for (const auto& entry : fs::recursive_directory_iterator(prefix)) {
-    if (!entry.is_regular_file()) continue;
-    ++files;
-    const std::string relative = entry.path().lexically_relative(share).string();
-    INFO(relative);
-    const std::string bytes = read_bytes(entry.path());
-    for (const std::string& name : hidden) {
-      INFO("the hidden test '" << name << "'");
-      CHECK(bytes.find(name) == std::string::npos);
-    }
-    // Texts (attn itself holds the markers it looks for): no marker, tag or solution line.
-    if (bytes.find('\0') == std::string::npos) {
-      for (const char* marker :
-           {"// BEGIN SOLUTION", "// END SOLUTION", "// BEGIN HIDDEN TESTS", "[.hidden]\""})
-        CHECK(bytes.find(marker) == std::string::npos);
-      for (const std::string& line : solution) {
-        INFO("the solution's line " << line);
-        CHECK(bytes.find(line) == std::string::npos);
+
+  // Every file under `root`: no hidden test's name; in texts (attn itself holds the markers it
+  // looks for) no marker, hidden tag or solution line; fixtures only of the visible tests'.
+  const auto holds_nothing_hidden = [&](const fs::path& root) {
+    std::size_t files = 0, fixtures = 0;
+    for (const auto& entry : fs::recursive_directory_iterator(root)) {
+      if (!entry.is_regular_file()) continue;
+      ++files;
+      const std::string relative = entry.path().lexically_relative(share).string();
+      INFO(entry.path().string());
+      const std::string bytes = read_bytes(entry.path());
+      for (const std::string& name : hidden) {
+        INFO("the hidden test '" << name << "'");
+        CHECK(bytes.find(name) == std::string::npos);
+      }
+      if (bytes.find('\0') == std::string::npos) {
+        for (const char* marker :
+             {"// BEGIN SOLUTION", "// END SOLUTION", "// BEGIN HIDDEN TESTS", "[.hidden]\""})
+          CHECK(bytes.find(marker) == std::string::npos);
+        for (const std::string& line : solution) {
+          INFO("the solution's line " << line);
+          CHECK(bytes.find(line) == std::string::npos);
+        }
+      }
+      if (entry.path().extension() == ".npy") {
+        ++fixtures;
+        const std::string fixture = relative.starts_with("checks/") ? relative.substr(7) : relative;
+        CHECK(visible.count(fixture) == 1);
       }
     }
-    if (entry.path().extension() == ".npy") {
-      ++fixtures;
-      const std::string fixture = relative.starts_with("checks/") ? relative.substr(7) : relative;
-      CHECK(visible.count(fixture) == 1);
-    }
-  }
+    return std::pair{files, fixtures};
+  };
+  const auto [files, fixtures] = holds_nothing_hidden(prefix);
   CHECK(files > 100);
   CHECK(fixtures == visible.size());
 
-  // It cannot write a grader bundle: it has nothing to grade hidden tests with.
+  // The tree it releases for a student holds nothing hidden either, and no fixture at all.
   const fs::path attn = prefix / "bin" / "attn";
+  REQUIRE(shell(fmt::format("cd '{}' && '{}' assignments release --out course >/dev/null 2>&1",
+                            scratch.path.string(), attn.string())) == 0);
+  const auto [tree_files, tree_fixtures] = holds_nothing_hidden(scratch.path / "course");
+  CHECK(tree_files > 40);
+  CHECK(tree_fixtures == 0);
+
+  // It cannot write a grader bundle: it has nothing to grade hidden tests with.
   const fs::path out = scratch.path / "bundle.txt";
   CHECK(shell(fmt::format("cd '{}' && '{}' assignments release --grader ag >'{}' 2>&1",
                           scratch.path.string(), attn.string(), out.string())) == 2);
