@@ -737,9 +737,10 @@ TEST_CASE("every planted bug file has its test case above", "[assignments][bugs]
 TEST_CASE("the Gradescope run_autograder grades a submission and always writes results.json",
           "[assignments]") {
   ScratchDir scratch("autograder");
-  fs::create_directories(scratch.path / "submission" / "upload");
+  // Uploaded one by one: the file lands at the submission's top level.
+  fs::create_directories(scratch.path / "submission");
   fs::copy_file(kSource / "lessons" / "07-layer-norm" / "layer_norm_exercise.cpp",
-                scratch.path / "submission" / "upload" / "layer_norm_exercise.cpp");
+                scratch.path / "submission" / "layer_norm_exercise.cpp");
   REQUIRE(run_attn({"assignments", "release", "--grader", (scratch.path / "source").string()})
               .exit_code == 0);
   const std::string script = (scratch.path / "source" / "run_autograder").string();
@@ -761,6 +762,10 @@ TEST_CASE("the Gradescope run_autograder grades a submission and always writes r
   CHECK(layer_norm > 10);
   CHECK(report["score"].get<double>() == layer_norm);
   CHECK(hidden >= 9);  // the grader bundle keeps the hidden tests
+  // The student reads which file was graded, and that the others were not submitted.
+  const std::string output = report["output"].get<std::string>();
+  CHECK(output.find("07 layer-norm: graded layer_norm_exercise.cpp\n") != std::string::npos);
+  CHECK(output.find("03 softmax: no softmax_exercise.cpp was submitted") != std::string::npos);
 
   // attn missing: still a results.json, with score 0 and the reason.
   const std::string broken =
