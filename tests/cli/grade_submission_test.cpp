@@ -4,17 +4,18 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "fixtures.hpp"
 #include "run_attn.hpp"
 #include "scratch.hpp"
 
 namespace fs = std::filesystem;
+using attn::testing::read_text;
 using attn::testing::run_attn;
 using attn::testing::ScratchDir;
 using nlohmann::json;
@@ -22,13 +23,6 @@ using nlohmann::json;
 namespace {
 
 const fs::path kSource = ATTN_SOURCE_DIR;
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 void write_text(const fs::path& path, const std::string& text) {
   fs::create_directories(path.parent_path());
