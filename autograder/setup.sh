@@ -26,7 +26,7 @@ $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${packages[@]}"
 # Every library of bin/attn is there now, or the image build fails here with the missing ones
 # (rather than every submission scoring 0).
-if missing=$(ldd "$here/bin/attn" | grep 'not found'); then
+if missing=$(ldd "$here/bin/attn" | grep 'not found' | sed 's/^[[:space:]]*//' | paste -sd ' '); then
   echo "setup.sh: bin/attn cannot load: $missing" >&2
   exit 1
 fi

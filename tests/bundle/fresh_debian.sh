@@ -45,6 +45,7 @@ cleanup() {
   else
     rm -rf "$work"
   fi
+  say "removed the root and its mounts"
   exit "$status"
 }
 trap cleanup EXIT
