@@ -17,6 +17,7 @@
 #include "base/error.hpp"
 #include "process.hpp"
 #include "report.hpp"
+#include "source_check.hpp"
 #include "toolchain.hpp"
 #include "values.hpp"
 
@@ -206,14 +207,11 @@ std::string outside_dependency(const std::string& rule, const std::string& file)
   return "";
 }
 
-// Whether the compiled exercise holds inline assembly (GCC marks it #APP in its output): an
-// exercise needs none, and assembler directives can read files (.incbin, .include).
-bool has_inline_assembly(const fs::path& assembly) {
-  std::ifstream in(assembly);
-  for (std::string line; std::getline(in, line);) {
-    if (line == "#APP") return true;
-  }
-  return false;
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 std::vector<fs::path> system_reads() {
@@ -404,6 +402,16 @@ class LessonGrader {
       log = e.detail();
       return false;
     }
+    // Anything that could name or probe another file is refused from the text alone, so that
+    // the answer is the same whether that file exists or not.
+    if (const std::string problem = source_problem(text); !problem.empty()) {
+      log = fmt::format(
+          "{}, {}, is not allowed in an exercise: include only the exercise's header, attn's "
+          "public headers (\"base/tensor.hpp\", \"softmax.hpp\", ...) and system headers "
+          "(<cmath>), by name",
+          file, escape_controls(problem));
+      return false;
+    }
     {
       std::ofstream out(work_.build() / file, std::ios::binary);
       out << text;
@@ -438,8 +446,14 @@ class LessonGrader {
       log = compiler_messages(assembled, work_.build(), options_.build_timeout_seconds);
       return false;
     }
-    if (has_inline_assembly(work_.build() / "student.s")) {
-      log = fmt::format("{}: inline assembly (asm) is not allowed in an exercise", file);
+    // Nothing but what the compiler writes for C++ reaches the assembler: directives can read
+    // files (.incbin, .include), and section names and asm labels carry text into the assembly.
+    if (const std::string problem = assembly_problem(read_text(work_.build() / "student.s"));
+        !problem.empty()) {
+      log = fmt::format(
+          "{}, {}, is not allowed in an exercise: write plain C++ (no asm, no "
+          "section or asm-label attributes)",
+          file, escape_controls(problem));
       return false;
     }
     const ProcessResult compiled = compiler({"-c", "student.s", "-o", "student.o"});
