@@ -1,9 +1,11 @@
 #include "grader.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -57,23 +59,48 @@ fs::path instructor_folder(const Exercise& exercise) {
   return course_tree() / "lessons" / exercise.folder.filename();
 }
 
-// A folder for one lesson's grading, removed at the end: build/ (the student's copy, objects
-// and programs; the confined compiler writes there), trusted/ (what the probes sent and what
-// the checks reported; only this process's user may enter it), and one run-N/ per test.
+// Work folders of attn runs that are gone: attn-grade-<pid>-XXXXXX in `base`, this user's,
+// whose process no longer exists (ended by SIGKILL with its guard, or by a crash of the machine).
+void remove_stale_folders(const fs::path& base) {
+  static const std::regex owned(R"(attn-grade-([0-9]{1,9})-[A-Za-z0-9]{6})");
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(base, ec)) {
+    std::smatch match;
+    const std::string name = entry.path().filename().string();
+    if (!std::regex_match(name, match, owned)) continue;
+    const pid_t owner = static_cast<pid_t>(std::stol(match[1]));
+    struct stat st {};
+    if (owner == getpid() || lstat(entry.path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
+        st.st_uid != geteuid()) {
+      continue;
+    }
+    if (kill(owner, 0) == 0 || errno != ESRCH) continue;
+    fs::remove_all(entry.path(), ec);
+  }
+}
+
+// A folder for one lesson's grading, removed at the end (and by the guard, when attn is ended
+// first: process.hpp): build/ (the student's copy, objects and programs; the confined compiler
+// writes there), trusted/ (what the probes sent and what the checks reported; only this
+// process's user may enter it), and one run-N/ per test. Its name carries this process's id, so
+// that a later run removes it when this one could not.
 class WorkDir {
  public:
   WorkDir() {
-    const char* base = std::getenv("ATTN_GRADE_TMPDIR");
-    std::string pattern =
-        (base != nullptr && *base != '\0' ? std::string(base) : std::string("/tmp")) +
-        "/attn-grade-XXXXXX";
+    const char* base_variable = std::getenv("ATTN_GRADE_TMPDIR");
+    const fs::path base = base_variable != nullptr && *base_variable != '\0'
+                              ? fs::absolute(base_variable)
+                              : fs::path("/tmp");
+    remove_stale_folders(base);
+    std::string pattern = (base / fmt::format("attn-grade-{}-XXXXXX", getpid())).string();
     if (mkdtemp(pattern.data()) == nullptr) {
       throw Error(ErrorKind::write_failed, "grade",
                   fmt::format("cannot make a folder for grading in {}: {}; set "
                               "ATTN_GRADE_TMPDIR to a writable folder",
-                              fs::path(pattern).parent_path().string(), std::strerror(errno)));
+                              base.string(), std::strerror(errno)));
     }
     root_ = pattern;
+    guard_folder(root_);
     chmod(root_.c_str(), 0711);  // a confined child, maybe nobody, passes through
     fs::create_directory(build());
     fs::create_directory(trusted());
@@ -83,6 +110,7 @@ class WorkDir {
   ~WorkDir() {
     std::error_code ec;
     fs::remove_all(root_, ec);
+    release_folder(root_);
   }
   WorkDir(const WorkDir&) = delete;
   WorkDir& operator=(const WorkDir&) = delete;
