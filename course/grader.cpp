@@ -51,7 +51,8 @@ bool LessonOutcome::passed() const {
 
 namespace {
 
-constexpr std::size_t kMaxEvidence = 4000;
+constexpr std::size_t kMaxEvidence = 4000;  // bytes of a test's output, as shown
+constexpr std::size_t kMaxLog = 16 << 10;   // bytes of the compiler's messages, as shown
 constexpr std::size_t kMaxSource = 1 << 20;
 constexpr uid_t kNobody = 65534;
 
@@ -149,9 +150,15 @@ class WorkDir {
   fs::path root_;
 };
 
-std::string capped(std::string text, std::size_t limit) {
+// Text for the student's eyes: control characters escaped, then cut to `limit` bytes (escaping
+// can make a text four times as long) at a character's start.
+std::string shown(const std::string& raw, std::size_t limit) {
+  std::string text = escape_controls(raw);
   if (text.size() > limit) {
-    text.resize(limit);
+    std::size_t cut = limit;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80)
+      --cut;
+    text.resize(cut);
     text += "\n[... cut]\n";
   }
   return text;
@@ -378,11 +385,11 @@ class LessonGrader {
     if (!lesson.built) {
       for (TestOutcome& test : lesson.tests) {
         test.status = TestStatus::error;
-        test.output = escape_controls(fmt::format("{} did not compile, so no test ran:\n{}",
-                                                  exercise_.source().filename().string(),
-                                                  capped(lesson.build_log, kMaxEvidence)));
+        test.output = shown(fmt::format("{} did not compile, so no test ran:\n{}",
+                                        exercise_.source().filename().string(), lesson.build_log),
+                            kMaxEvidence);
       }
-      lesson.build_log = escape_controls(lesson.build_log);
+      lesson.build_log = shown(lesson.build_log, kMaxLog);
       return lesson;
     }
     if (options_.progress) options_.progress(fmt::format("testing {}", exercise_.label()));
@@ -396,7 +403,7 @@ class LessonGrader {
           // linker reads from a copy (the grader's folder may be its owner's alone).
           std::string log;
           if (!link(tool_.hidden_probe(exercise_.stem), "hidden", log)) {
-            test.output = escape_controls("the hidden tests did not link:\n" + log);
+            test.output = shown("the hidden tests did not link:\n" + log, kMaxEvidence);
             continue;
           }
         }
@@ -617,7 +624,7 @@ class LessonGrader {
     }
     if (entry.is_object() && entry.contains("notes")) {
       for (const auto& note : entry["notes"])
-        outcome.notes.push_back(escape_controls(capped(note.get<std::string>(), kMaxEvidence)));
+        outcome.notes.push_back(shown(note.get<std::string>(), kMaxEvidence));
     }
     const bool check_passed = entry.is_object() && entry.value("passed", false) &&
                               !entry.contains("fatal") && checked.ok();
@@ -656,7 +663,7 @@ class LessonGrader {
       if (printed.size() > 1000) printed = "..." + printed.substr(printed.size() - 1000);
       evidence += "your code printed:\n" + indent(printed, "  ");
     }
-    outcome.output = escape_controls(capped(evidence, kMaxEvidence));
+    outcome.output = shown(evidence, kMaxEvidence);
     outcome.score = outcome.status == TestStatus::passed ? info.points : 0.0;
     return outcome;
   }

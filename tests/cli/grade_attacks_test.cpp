@@ -590,3 +590,21 @@ TEST_CASE("an #include or __has_include of a grader file answers the same whethe
     CHECK(seen[0].find("is not allowed") != std::string::npos);
   }
 }
+
+TEST_CASE("a compiler message of megabytes of odd bytes is capped after escaping (N11)",
+          "[assignments][attacks]") {
+  ScratchDir scratch("attack-long-log");
+  // About 900 KB of #error lines of bytes that are not UTF-8: the compiler says each one twice
+  // (the message and the line), and each byte is shown as four ("\xff").
+  std::string bomb;
+  for (int i = 0; i < 2200; ++i)
+    bomb += "#error " + std::string(400, '\xff') + "\n";
+  const Graded g = grade(tree_with_attack(scratch.path, bomb, false));
+  CHECK(g.report["score"] == 0.0);
+  // Bounds: 64 KiB per output, 256 KiB for the whole results file.
+  CHECK(g.report["output"].get<std::string>().size() < 64 * 1024);
+  for (const json& test : g.report["tests"])
+    CHECK(test["output"].get<std::string>().size() < 64 * 1024);
+  CHECK(g.report.dump().size() < 256 * 1024);
+  CHECK(all_output(g.report).find("\\xff") != std::string::npos);
+}
