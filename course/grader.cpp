@@ -60,16 +60,32 @@ fs::path instructor_folder(const Exercise& exercise) {
   return course_tree() / "lessons" / exercise.folder.filename();
 }
 
-// Work folders of attn runs that are gone: attn-grade-<pid>-XXXXXX in `base`, this user's,
-// whose process no longer exists (ended by SIGKILL with its guard, or by a crash of the machine).
+// This process's id namespace ("4026531836" of /proc/self/ns/pid's "pid:[4026531836]"; "0"
+// without /proc): a process id names a process only in it.
+std::string pid_namespace() {
+  std::error_code ec;
+  const std::string link = fs::read_symlink("/proc/self/ns/pid", ec).string();
+  const std::size_t open = link.find('['), close = link.find(']');
+  if (ec || open == std::string::npos || close == std::string::npos || close < open + 2) return "0";
+  return link.substr(open + 1, close - open - 1);
+}
+
+// The work folder's name: attn-grade-<namespace>-<pid>-XXXXXX.
+std::string work_folder_pattern() {
+  return fmt::format("attn-grade-{}-{}-XXXXXX", pid_namespace(), getpid());
+}
+
+// Work folders of attn runs that are gone: this user's, in `base`, of a process of this id
+// namespace that no longer exists (ended by SIGKILL with its guard, or by a crash).
 void remove_stale_folders(const fs::path& base) {
-  static const std::regex owned(R"(attn-grade-([0-9]{1,9})-[A-Za-z0-9]{6})");
+  static const std::regex owned(R"(attn-grade-([0-9]{1,20})-([0-9]{1,9})-[A-Za-z0-9]{6})");
+  const std::string space = pid_namespace();
   std::error_code ec;
   for (const fs::directory_entry& entry : fs::directory_iterator(base, ec)) {
     std::smatch match;
     const std::string name = entry.path().filename().string();
-    if (!std::regex_match(name, match, owned)) continue;
-    const pid_t owner = static_cast<pid_t>(std::stol(match[1]));
+    if (!std::regex_match(name, match, owned) || match[1] != space) continue;
+    const pid_t owner = static_cast<pid_t>(std::stol(match[2]));
     struct stat st {};
     if (owner == getpid() || lstat(entry.path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
         st.st_uid != geteuid()) {
@@ -93,7 +109,7 @@ class WorkDir {
                               ? fs::absolute(base_variable)
                               : fs::path("/tmp");
     remove_stale_folders(base);
-    std::string pattern = (base / fmt::format("attn-grade-{}-XXXXXX", getpid())).string();
+    std::string pattern = (base / work_folder_pattern()).string();
     if (mkdtemp(pattern.data()) == nullptr) {
       throw Error(ErrorKind::write_failed, "grade",
                   fmt::format("cannot make a folder for grading in {}: {}; set "

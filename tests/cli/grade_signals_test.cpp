@@ -153,6 +153,10 @@ void end_grading(const std::string& source, const std::string& waited, int sig,
     if (waitpid(attn, &status, WNOHANG) == attn) FAIL("attn ended before " << waited << " ran");
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  if (!seen) {
+    kill(attn, SIGKILL);
+    waitpid(attn, &status, 0);
+  }
   REQUIRE(seen);
   REQUIRE(kill(attn, sig) == 0);
   REQUIRE(waitpid(attn, &status, 0) == attn);
@@ -228,10 +232,15 @@ TEST_CASE("a grading folder whose attn is gone is removed by the next run, a liv
   const pid_t gone = fork();
   if (gone == 0) _exit(0);
   waitpid(gone, nullptr, 0);
-  const fs::path stale = tmp / fmt::format("attn-grade-{}-AbC123", gone);
-  const fs::path live = tmp / fmt::format("attn-grade-{}-AbC123", getpid());
+  // Folders are named attn-grade-<pid namespace>-<pid>-XXXXXX.
+  const std::string link = fs::read_symlink("/proc/self/ns/pid").string();
+  const std::string space = link.substr(link.find('[') + 1, link.find(']') - link.find('[') - 1);
+  const fs::path stale = tmp / fmt::format("attn-grade-{}-{}-AbC123", space, gone);
+  const fs::path live = tmp / fmt::format("attn-grade-{}-{}-AbC123", space, getpid());
+  // The same process id in another namespace (another container sharing the folder) is not ours.
+  const fs::path elsewhere = tmp / fmt::format("attn-grade-{}1-{}-AbC123", space, gone);
   const fs::path other = tmp / "attn-grade-notmine";
-  for (const fs::path& dir : {stale / "build", live / "build", other})
+  for (const fs::path& dir : {stale / "build", live / "build", elsewhere, other})
     fs::create_directories(dir);
   std::ofstream(stale / "build" / "student.o") << "x";
   const fs::path tree = scratch.path / "student";
@@ -240,5 +249,6 @@ TEST_CASE("a grading folder whose attn is gone is removed by the next run, a liv
            {"ATTN_GRADE_TMPDIR=" + tmp.string()});
   CHECK(!fs::exists(stale));
   CHECK(fs::exists(live));
+  CHECK(fs::exists(elsewhere));
   CHECK(fs::exists(other));
 }
