@@ -296,14 +296,19 @@ void guard_cleans_up() {
     signal(sig, SIG_IGN);
   setpgid(0, 0);  // out of attn's group: a terminal's ^C or a group kill does not reach it
   (void)!chdir("/");
-  const int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+  // Nothing of attn's stays open here (a reader waiting for attn's output to end, above all):
+  // the socket moves to 3, standard streams to /dev/null, the rest is closed.
+  if (socket != 3) {
+    if (dup2(socket, 3) < 0) _exit(1);
+    close(socket);
+    socket = 3;
+  }
+  syscall(SYS_close_range, 4u, ~0u, 0u);
+  const int null = open("/dev/null", O_RDWR);
   for (int fd = 0; fd < 3; ++fd) {
     if (null >= 0 && null != fd) dup2(null, fd);
   }
-  // Nothing of attn's stays open here (a reader waiting for attn's output to end, above all).
-  for (int fd = 3; fd < 1024; ++fd) {
-    if (fd != socket) close(fd);
-  }
+  if (null > 3) close(null);
   char message[1 + sizeof(pid_t) + kMaxPath];
   for (;;) {
     const ssize_t n = recv(socket, message, sizeof message - 1, 0);
