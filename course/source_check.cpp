@@ -202,9 +202,14 @@ class SourceScan {
       const std::string first = identifier_start(peek()) ? identifier() : "";
       skip_blanks();
       const std::string second = identifier_start(peek()) ? identifier() : "";
-      if (first == "once" || ((first == "GCC" || first == "clang") && second == "diagnostic"))
+      // Pragmas that only tune the compiler's warnings or loops.
+      const bool gcc = first == "GCC" || first == "clang";
+      if (first == "once" || first == "unroll" || first == "omp" ||
+          (gcc && (second == "diagnostic" || second == "unroll" || second == "ivdep" ||
+                   second == "loop"))) {
         return "";
-      return at_line("a #pragma other than once or diagnostic");
+      }
+      return at_line("a #pragma other than once, diagnostic or a loop hint");
     }
     return "";
   }

@@ -8,12 +8,12 @@
 namespace attn::course {
 
 // The first construct of a C++ source that could name, probe or read a file other than the
-// exercise's header, attn's public headers and the system's headers: an #include of anything but
-// a plain "name" or <name> (no leading '/', no ".."), #include_next, #import, #embed,
-// __has_include, #pragma but once and diagnostic ones, _Pragma, token pasting (which could build
-// them), raw string literals, universal character names and control characters outside
-// literals. "line N: what" or "" when there is none; the text is the student's, N counts its
-// lines.
+// exercise's header, attn's public headers and the system's headers: an #include of anything
+// but a plain "name" or <name> (no leading '/', no ".."), #include_next, #import, #embed,
+// __has_include, a #pragma but once, diagnostic ones and loop hints, _Pragma, token pasting
+// (which could build them), raw string literals, universal character names and control
+// characters outside literals. "line N: what" or "" when there is none; the text is the
+// student's, N counts its lines.
 std::string source_problem(const std::string& source);
 
 // The first line of a compiler's x86-64 assembly (GCC's or clang's) that is not what either
