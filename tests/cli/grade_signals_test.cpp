@@ -29,7 +29,8 @@ using attn::testing::ScratchDir;
 
 namespace {
 
-std::string read_text(const fs::path& path) {
+// The file's text; "" when it cannot be read (a process's /proc entry goes when it ends).
+std::string text_or_empty(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream text;
   text << in.rdbuf();
@@ -78,7 +79,7 @@ std::vector<Running> processes_under(const fs::path& dir, const std::set<pid_t>&
   for (const auto& entry : fs::directory_iterator("/proc", ec)) {
     const std::string name = entry.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const std::string stat = read_text(entry.path() / "stat");
+    const std::string stat = text_or_empty(entry.path() / "stat");
     const std::size_t paren = stat.rfind(')');
     if (paren == std::string::npos) continue;
     std::istringstream fields(stat.substr(paren + 2));
