@@ -529,3 +529,82 @@ __attribute__((constructor)) void resources() {
   CHECK(output.find("\xc2\x9b") == std::string::npos);
   CHECK(!fs::exists(scratch.path / "student" / "deep"));
 }
+
+TEST_CASE(
+    "section names, asm labels and _Pragma carry no directive to the assembler, asm stays "
+    "refused (N6)",
+    "[assignments][attacks]") {
+  const std::string incbin = R"(.incbin \"/usr/include/stdio.h\")";
+  for (const std::string& attack : std::vector<std::string>{
+           // The probe's attack: newlines in a section name.
+           R"(__attribute__((used, section(".rodata\n.globl leak_stdio\nleak_stdio:\n)" + incbin +
+               R"(\n.byte 0\n.globl leak_exp\nleak_exp:\n#"))) const char marker1[] = "x";
+extern "C" const char leak_stdio[];
+)",
+           // ';' separates statements as a newline does.
+           R"(__attribute__((used, section(".rodata;)" + incbin +
+               R"(;#"))) const char marker2[] = "x";
+)",
+           R"([[gnu::used, gnu::section(".rodata\n)" + incbin +
+               R"(\n#")]] const char marker3[] = "x";
+)",
+           // An asm label is written into the assembly as it is.
+           R"(extern "C" int hidden_value asm("hidden_value\n)" + incbin + R"(\n");
+int read_hidden() { return hidden_value; }
+)",
+           R"(_Pragma("GCC dependency \"/usr/include/stdio.h\"")
+)",
+           "int quiet() { asm(\"nop\"); return 0; }\n"}) {
+    INFO(attack);
+    ScratchDir dir("attack-assembly");
+    const Graded g = grade(tree_with_attack(dir.path, attack));
+    CHECK(g.report["score"] == 0.0);
+    const std::string output = all_output(g.report);
+    CHECK(output.find("is not allowed in an exercise") != std::string::npos);
+    // The refusal names what is refused, not the file it would have read.
+    CHECK(output.find("stdio.h") == std::string::npos);
+  }
+}
+
+TEST_CASE("an #include or __has_include of a grader file answers the same whether it exists (N9)",
+          "[assignments][attacks]") {
+  ScratchDir scratch("attack-oracle");
+  const fs::path tree = tree_with_attack(scratch.path, "");
+  const fs::path source = tree / "lessons" / "03-softmax" / "softmax_exercise.cpp";
+  const fs::path expected = kShare / "grader" / "expected" / "softmax";
+  const fs::path exists = expected / "b2_t4_s6_softmax.npy";
+  const fs::path missing = expected / "guess_b9_softmax.npy";
+  REQUIRE(fs::exists(exists));
+  for (const char* form : {"#include \"{}\"\n", "#if __has_include(\"{}\")\n#error found\n#endif\n",
+                           "#include <{}>\n"}) {
+    std::vector<std::string> seen;
+    for (const fs::path& probe : {exists, missing}) {
+      std::ofstream(source, std::ios::binary) << fmt::format(fmt::runtime(form), probe.string());
+      const auto run = run_attn({"grade", "--dir", tree.string(), "--lesson", "softmax",
+                                 "--timeout", "10", "--color", "never"});
+      CHECK(run.exit_code == 1);
+      seen.push_back(run.out);
+    }
+    INFO(seen[0]);
+    CHECK(seen[0] == seen[1]);
+    CHECK(seen[0].find("is not allowed") != std::string::npos);
+  }
+}
+
+TEST_CASE("a compiler message of megabytes of odd bytes is capped after escaping (N11)",
+          "[assignments][attacks]") {
+  ScratchDir scratch("attack-long-log");
+  // About 900 KB of #error lines of bytes that are not UTF-8: the compiler says each one twice
+  // (the message and the line), and each byte is shown as four ("\xff").
+  std::string bomb;
+  for (int i = 0; i < 2200; ++i)
+    bomb += "#error " + std::string(400, '\xff') + "\n";
+  const Graded g = grade(tree_with_attack(scratch.path, bomb, false));
+  CHECK(g.report["score"] == 0.0);
+  // Bounds: 64 KiB per output, 256 KiB for the whole results file.
+  CHECK(g.report["output"].get<std::string>().size() < 64 * 1024);
+  for (const json& test : g.report["tests"])
+    CHECK(test["output"].get<std::string>().size() < 64 * 1024);
+  CHECK(g.report.dump().size() < 256 * 1024);
+  CHECK(all_output(g.report).find("\\xff") != std::string::npos);
+}
