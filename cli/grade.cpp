@@ -22,6 +22,7 @@
 #include "options.hpp"
 #include "output.hpp"
 #include "report.hpp"
+#include "toolchain.hpp"
 #include "submission.hpp"
 
 namespace attn::cli {
@@ -173,6 +174,7 @@ int run_grade(const GradeCliOptions& o) {
     }
     for (const Exercise& exercise : chosen)
       instructor_tests(exercise);
+    require_grader_out_of_reach(toolchain());
   } catch (const Error& e) {
     // The machine-read formats still get their file, with the problem in it.
     const std::string problem = e.detail();

@@ -72,16 +72,23 @@ bool nobody_may(const struct stat& st, mode_t bits) {
   return (st.st_mode & bits) != 0;
 }
 
+// Whether nobody may pass through every folder from the root to `dir`, `dir` included.
+bool nobody_may_enter(const fs::path& dir) {
+  struct stat st {};
+  fs::path at;
+  for (const fs::path& part : fs::absolute(dir)) {
+    at /= part;
+    if (stat(at.c_str(), &st) != 0 || !nobody_may(st, S_IXOTH)) return false;
+  }
+  return true;
+}
+
 // The first file or folder under `dir` that nobody may read, reached through folders nobody may
 // enter (`dir` itself included, and its parents); empty when there is none.
 fs::path readable_by_nobody(const fs::path& dir) {
+  if (!nobody_may_enter(dir)) return {};
   struct stat st {};
   const fs::path absolute = fs::absolute(dir);
-  fs::path at;
-  for (const fs::path& part : absolute) {
-    at /= part;
-    if (stat(at.c_str(), &st) != 0 || !nobody_may(st, S_IXOTH)) return {};
-  }
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(absolute, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
@@ -98,6 +105,18 @@ fs::path readable_by_nobody(const fs::path& dir) {
 }  // namespace
 
 void require_grader_out_of_reach(const Toolchain& tool) {
+  // Run as root, the compiler and the tests run as nobody, who must reach the public parts.
+  if (geteuid() == 0) {
+    for (const fs::path& part : {tool.include(), tool.lib(), tool.inputs()}) {
+      if (!nobody_may_enter(part)) {
+        throw Error(ErrorKind::bad_value, "grade",
+                    fmt::format("nobody, the user student code is compiled and run as, cannot "
+                                "reach {}: let others enter the folders above it (`chmod o+x`; "
+                                "mktemp -d makes a folder only its owner may enter)",
+                                part.string()));
+      }
+    }
+  }
   if (landlock_abi() > 0 || !tool.has_grader()) return;
   const std::string grader = tool.grader().string();
   if (geteuid() != 0) {

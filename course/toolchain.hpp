@@ -69,6 +69,8 @@ const Toolchain& toolchain();
 // Landlock a confined child reads what its user may, so the grader's files must be out of that
 // user's reach (nobody's, when attn runs as root; run_autograder makes them so). Nothing is
 // refused with Landlock, or without a grader's part (a student's install has nothing to hide).
+// Run as root, it also refuses when nobody cannot reach the headers, libraries and inputs the
+// confined compiler and tests need (every lesson would fail to compile).
 void require_grader_out_of_reach(const Toolchain& tool);
 
 }  // namespace attn::course

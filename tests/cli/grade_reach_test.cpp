@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -147,4 +149,30 @@ __attribute__((constructor)) void peek() {
   CHECK(results.find("READ") == std::string::npos);
   CHECK(results.find("-> refused") != std::string::npos);
   CHECK(results.find("no Landlock on this kernel") != std::string::npos);
+}
+
+TEST_CASE("run as root, grading refuses a share/attn that nobody cannot reach, in one line",
+          "[assignments][attacks]") {
+  if (geteuid() != 0) {
+    WARN("not root: student code keeps this user, who reaches what attn reaches");
+    return;
+  }
+  ScratchDir scratch("grade-private");
+  // A bundle inside a folder only its owner may enter, as `mktemp -d` makes.
+  const fs::path private_dir = scratch.path / "private";
+  fs::create_directory(private_dir);
+  fs::permissions(private_dir, fs::perms::owner_all);
+  const fs::path bundle = private_dir / "bundle";
+  REQUIRE(run_attn({"assignments", "release", "--grader", bundle.string()}).exit_code == 0);
+  const fs::path tree = scratch.path / "student";
+  REQUIRE(run_attn({"assignments", "release", "--out", tree.string()}).exit_code == 0);
+  const std::string command = fmt::format(
+      "'{}' grade --dir '{}' --lesson softmax 2>'{}' >/dev/null",
+      (bundle / "bin" / "attn").string(), tree.string(), (scratch.path / "err.txt").string());
+  const int status = std::system(command.c_str());
+  CHECK(WEXITSTATUS(status) == 2);
+  const std::string err = read_text(scratch.path / "err.txt");
+  CHECK(err.find("nobody, the user student code is compiled and run as, cannot reach") !=
+        std::string::npos);
+  CHECK(std::count(err.begin(), err.end(), '\n') == 1);
 }
