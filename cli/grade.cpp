@@ -22,8 +22,8 @@
 #include "options.hpp"
 #include "output.hpp"
 #include "report.hpp"
-#include "toolchain.hpp"
 #include "submission.hpp"
+#include "toolchain.hpp"
 
 namespace attn::cli {
 

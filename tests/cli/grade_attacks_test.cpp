@@ -285,11 +285,14 @@ Tensor3 softmax(const Tensor3& scores) {{
 }}
 }}
 )",
-      (kShare / "grader" / "course" / "lessons" / "03-softmax" / "softmax_exercise_test.cpp").string(),
-      (kShare / "grader" / "course" / "lessons" / "04-attention" / "attention_exercise.cpp").string(),
+      (kShare / "grader" / "course" / "lessons" / "03-softmax" / "softmax_exercise_test.cpp")
+          .string(),
+      (kShare / "grader" / "course" / "lessons" / "04-attention" / "attention_exercise.cpp")
+          .string(),
       (kShare / "grader" / "expected" / "softmax" / "b2_t4_s6_softmax.npy").string(),
       (kShare / "inputs" / "softmax" / "b2_t4_s6_scores.npy").string(),
-      (kShare / "grader" / "course" / "lessons" / "03-softmax" / "softmax_exercise_test.cpp").string(),
+      (kShare / "grader" / "course" / "lessons" / "03-softmax" / "softmax_exercise_test.cpp")
+          .string(),
       (kShare / "grader" / "expected" / "softmax" / "b2_t4_s6_softmax.npy").string(),
       (kShare / "inputs" / "softmax" / "b2_t4_s6_scores.npy").string(),
       (scratch.path / "student" / "lessons" / "03-softmax" / "softmax_exercise.cpp").string(),
@@ -410,8 +413,8 @@ TEST_CASE(
   for (const json& test : g.report["tests"])
     softmax += test["tags"][0] == "softmax" ? 1 : 0;
   // Graded once though named twice, with the instructor's tests (hidden ones too).
-  const std::string tests =
-      read_text(kShare / "grader" / "course" / "lessons" / "03-softmax" / "softmax_exercise_test.cpp");
+  const std::string tests = read_text(kShare / "grader" / "course" / "lessons" / "03-softmax" /
+                                      "softmax_exercise_test.cpp");
   int expected = 0;
   for (std::size_t at = tests.find("\nTEST_CASE("); at != std::string::npos;
        at = tests.find("\nTEST_CASE(", at + 1)) {
