@@ -64,6 +64,12 @@ def generate(out):
     files += attend(out, "padded_b2_t3_s6", torch.randn(2, 3, 5), torch.randn(2, 6, 5), torch.randn(2, 6, 7),
                     padding)
 
+    # A finite float mask (a bias per query and key, as ALiBi's), added after the scaling: with
+    # -inf alone, (Q Kᵀ + mask) / sqrt(hs) would give the same weights.
+    torch.manual_seed(8)
+    files += attend(out, "float_mask_b2_t3_s4", torch.randn(2, 3, 4), torch.randn(2, 4, 4), torch.randn(2, 4, 5),
+                    2 * torch.randn(2, 3, 4))
+
     # The masks themselves: causal, padding, and both.
     for case, batch, tokens, causal, lengths in [("mask_causal_b2_t5", 2, 5, True, None),
                                                  ("mask_padding_b2_t5", 2, 5, False, [3, 5]),

@@ -118,4 +118,26 @@ def generate(out):
             order = [4, 2, 0, 3, 1]
             files += [save(out.expected, f"{case}_shuffled_output", steps["output"][:, order, :]),
                       save(out.expected, f"{case}_shuffled_weights", steps["weights"][:, :, order][:, :, :, order])]
+
+    # A finite float mask (a bias per query and key), added after the scaling, against
+    # nn.MultiheadAttention's float attn_mask: the notebook classes take 0/1 masks only.
+    case, (b, t, d), heads = "fused_float_mask_b2_t4_d6_h2", (2, 4, 6), 2
+    torch.manual_seed(12)
+    x, mask = torch.randn(b, t, d), 2 * torch.randn(b, t, t)
+    torch_layer = nn.MultiheadAttention(d, heads, bias=False, batch_first=True).eval()
+    model = FusedMultiHeadAttention(d, heads).eval()
+    w_q, w_k, w_v = torch_layer.in_proj_weight.chunk(3)
+    model.load_state_dict({"W_Q.weight": w_q, "W_K.weight": w_k, "W_V.weight": w_v,
+                           "W_O.weight": torch_layer.out_proj.weight})
+    steps = attend(split(model.W_Q(x), heads), split(model.W_K(x), heads), split(model.W_V(x), heads), model.W_O,
+                   mask)
+    with torch.enable_grad():
+        output, weights = torch_layer(x, x, x, need_weights=True, average_attn_weights=False,
+                                      attn_mask=mask.repeat_interleave(heads, 0))
+    torch.testing.assert_close(steps["weights"], weights.detach())
+    torch.testing.assert_close(steps["output"], output.detach())
+    for name in ("W_Q", "W_K", "W_V", "W_O"):
+        save_linear(out, files, case, name, getattr(model, name))
+    files += [save(out.inputs, f"{case}_x", x), save(out.inputs, f"{case}_mask", mask)]
+    files += [save(out.expected, f"{case}_{name}", tensor) for name, tensor in steps.items()]
     return files

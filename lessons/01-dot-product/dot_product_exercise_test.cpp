@@ -216,5 +216,8 @@ TEST_CASE("batched_matmul and batched_matmul_transposed give zeros when the inne
       STUDENT(attn::exercise::batched_matmul_transposed(a, b_transposed));
   check_close("batched_matmul(a (2,3,0), b (2,0,4))", product, zeros);
   check_close("batched_matmul_transposed(a (2,3,0), b (2,4,0))", product_transposed, zeros);
+  // Zeros everywhere pass the above: an inner size of one must give the product.
+  check_matmul("matmul_b1_t5_k1_n3");
+  check_transposed("transposed_b1_t1_n1_k3");
 }
 // END HIDDEN TESTS

@@ -3,7 +3,10 @@
 // within about five standard errors of its expected value. Tags: [scaling] the lesson, [points=N]
 // the marks, [.hidden] shown after the due date. The student's functions are called only through
 // STUDENT(...), and expected values are used only in checks (see course/harness/grading.hpp).
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -43,6 +46,76 @@ void check_peak(const std::string& name, const attn::SoftmaxPeakComparison& got,
 double variance_tolerance(std::size_t d_model, std::size_t samples) {
   return 5.0 *
          std::sqrt((2.0 + 6.0 / static_cast<double>(d_model)) / static_cast<double>(samples - 1));
+}
+
+// The first n draws of a generator seeded `seed`, rounded to float as the exercise's entries are.
+std::vector<float> replayed(std::uint64_t seed, std::size_t n) {
+  Rng rng(seed);
+  std::vector<float> draws(n);
+  for (float& draw : draws)
+    draw = static_cast<float>(rng.normal());
+  return draws;
+}
+
+// Every (mean, sample variance) of the dots q·k at D = 1 when the draws pair up as (q, k) in some
+// order: whichever order a solution draws q and k in, its statistics are one pairing's.
+void pairings(std::vector<float> left, std::vector<float>& dots,
+              std::vector<std::array<double, 2>>& found) {
+  if (left.empty()) {
+    double mean = 0.0, variance = 0.0;
+    for (float dot : dots)
+      mean += dot;
+    mean /= static_cast<double>(dots.size());
+    for (float dot : dots)
+      variance += (dot - mean) * (dot - mean);
+    found.push_back({mean, variance / static_cast<double>(dots.size() - 1)});
+    return;
+  }
+  const float first = left.front();
+  for (std::size_t j = 1; j < left.size(); ++j) {
+    std::vector<float> rest;
+    for (std::size_t i = 1; i < left.size(); ++i)
+      if (i != j) rest.push_back(left[i]);
+    dots.push_back(first * left[j]);
+    pairings(rest, dots, found);
+    dots.pop_back();
+  }
+}
+
+// The mean over `rows` of each row's largest softmax weight and entropy, at D = 1, for every way
+// `draws` can be cut into rows of a query and `keys` keys (order within a row does not matter).
+std::vector<std::array<double, 2>> peaks(std::vector<float> draws, std::size_t keys) {
+  std::vector<std::size_t> order(draws.size());
+  for (std::size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::vector<std::array<double, 2>> found;
+  const std::size_t rows = draws.size() / (keys + 1);
+  do {
+    double max_weight = 0.0, entropy = 0.0;
+    for (std::size_t r = 0; r < rows; ++r) {
+      const float q = draws[order[r * (keys + 1)]];
+      std::vector<double> scores(keys);
+      for (std::size_t j = 0; j < keys; ++j)
+        scores[j] = static_cast<double>(q * draws[order[r * (keys + 1) + 1 + j]]);
+      const double largest = *std::max_element(scores.begin(), scores.end());
+      double sum = 0.0;
+      for (double score : scores)
+        sum += std::exp(score - largest);
+      double top = 0.0;
+      for (double score : scores) {
+        const double w = std::exp(score - largest) / sum;
+        top = std::max(top, w);
+        if (w > 0.0) entropy -= w * std::log(w);
+      }
+      max_weight += top;
+    }
+    found.push_back({max_weight / static_cast<double>(rows), entropy / static_cast<double>(rows)});
+  } while (std::next_permutation(order.begin(), order.end()));
+  return found;
+}
+
+bool near(double got, double want) {
+  return std::fabs(got - want) <= 1e-5 * (1.0 + std::fabs(want));
 }
 
 }  // namespace
@@ -142,6 +215,48 @@ TEST_CASE("measure_dot_product_spread draws from the generator it is given",
   CHECK(a.variance > 0.0);
   CHECK(c.mean != a.mean);
   CHECK(c.variance != a.variance);
+}
+
+TEST_CASE("measure_dot_product_spread is exact on 2 and 3 samples at D = 1 from a replayed seed",
+          "[scaling][points=1]") {
+  for (std::size_t samples : {2, 3}) {
+    Rng rng(41);
+    const attn::DotProductSpread s =
+        STUDENT(attn::exercise::measure_dot_product_spread(rng, 1, samples));
+    std::vector<float> dots;
+    std::vector<std::array<double, 2>> found;
+    pairings(replayed(41, 2 * samples), dots, found);
+    bool matched = false;
+    for (const auto& [mean, variance] : found)
+      matched = matched || (near(s.mean, mean) && near(s.variance, variance));
+    INFO("measure_dot_product_spread(seed 41, D = 1, "
+         << samples << " samples): mean " << s.mean << ", variance " << s.variance
+         << "; the draws paired as q, k give, "
+            "for instance, mean "
+         << found.front()[0] << " and variance " << found.front()[1]
+         << " (divided by samples - 1)");
+    CHECK(matched);
+    CHECK(near(s.scaled_variance, s.variance));
+  }
+}
+
+TEST_CASE("measure_softmax_peak is exact on 2 rows of 3 keys at D = 1 from a replayed seed",
+          "[scaling][points=1]") {
+  Rng rng(43);
+  const attn::SoftmaxPeakComparison c = STUDENT(attn::exercise::measure_softmax_peak(rng, 1, 3, 2));
+  const std::vector<std::array<double, 2>> found = peaks(replayed(43, 8), 3);
+  bool matched = false;
+  for (const auto& [max_weight, entropy] : found)
+    matched =
+        matched || (near(c.unscaled.max_weight, max_weight) && near(c.unscaled.entropy, entropy));
+  INFO("measure_softmax_peak(seed 43, D = 1, 3 keys, 2 rows): unscaled max_weight "
+       << c.unscaled.max_weight << " entropy " << c.unscaled.entropy
+       << ", which no way of cutting the 8 draws into 2 rows of a query and 3 keys gives");
+  CHECK(matched);
+  INFO("at D = 1 the scaling divides by 1: scaled max_weight " << c.scaled.max_weight << " entropy "
+                                                               << c.scaled.entropy);
+  CHECK(near(c.scaled.max_weight, c.unscaled.max_weight));
+  CHECK(near(c.scaled.entropy, c.unscaled.entropy));
 }
 
 TEST_CASE(

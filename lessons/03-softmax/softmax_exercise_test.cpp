@@ -63,6 +63,17 @@ TEST_CASE("softmax rows sum to one over the last axis", "[softmax][points=1]") {
       }
       INFO("row (" << b << ", " << t << ", :) sums to " << sum << ", expected 1");
       CHECK(std::fabs(sum - 1.0) < 1e-5);
+      // exp is increasing: a larger score gets a larger weight (a constant row does not).
+      for (std::size_t s = 0; s < 7; ++s) {
+        for (std::size_t u = 0; u < 7; ++u) {
+          if (scores(b, t, s) < scores(b, t, u)) {
+            INFO("scores(" << b << ", " << t << ", " << s << ") < scores(" << b << ", " << t << ", "
+                           << u << ") but weights " << weights(b, t, s)
+                           << " >= " << weights(b, t, u));
+            CHECK(weights(b, t, s) < weights(b, t, u));
+          }
+        }
+      }
     }
   }
 }
@@ -103,6 +114,8 @@ TEST_CASE("apply_mask refuses a mask of the wrong shape", "[softmax][points=1]")
   check_close("apply_mask(scores (2,4,6), mask (4,6))", masked, sum);
   const Tensor2 wrong = input<2>("softmax/causal_mask_t4");  // (4,4) for scores (2,4,6)
   CHECK_THROWS_AS(STUDENT(attn::exercise::apply_mask(scores, wrong)), std::invalid_argument);
+  const Tensor2 taller = xt::zeros<float>({5, 6});  // 5 queries for scores of 4
+  CHECK_THROWS_AS(STUDENT(attn::exercise::apply_mask(scores, taller)), std::invalid_argument);
 }
 
 // BEGIN HIDDEN TESTS

@@ -153,6 +153,11 @@ TEST_CASE("a causal mask gives the future keys zero weight and rows still sum to
   }
 }
 
+TEST_CASE("scaled_dot_product_attention adds a float mask after the scaling",
+          "[attention][points=1]") {
+  check_case("float_mask_b2_t3_s4", true);
+}
+
 TEST_CASE("scaled_dot_product_attention refuses shapes that do not fit", "[attention][points=1]") {
   const Tensor3 queries = given("b2_t4_s5", "queries"),
                 keys = given("b2_t4_s5", "keys");            // (2,4,6) (2,5,6)
@@ -172,6 +177,16 @@ TEST_CASE("scaled_dot_product_attention refuses shapes that do not fit", "[atten
   INFO("mask (2,5,5) for scores (2,4,5)");
   CHECK_THROWS_AS(
       STUDENT(attn::exercise::scaled_dot_product_attention(queries, keys, values, &wrong_mask)),
+      std::invalid_argument);
+  const Tensor3 narrow_keys = xt::zeros<float>({2, 5, 4});  // hs 4 for queries of hs 6
+  INFO("keys (2,5,4) for queries (2,4,6)");
+  CHECK_THROWS_AS(
+      STUDENT(attn::exercise::scaled_dot_product_attention(queries, narrow_keys, values, nullptr)),
+      std::invalid_argument);
+  const Tensor3 wide_mask = xt::zeros<float>({2, 4, 6});  // 6 keys for scores (2,4,5)
+  INFO("mask (2,4,6) for scores (2,4,5)");
+  CHECK_THROWS_AS(
+      STUDENT(attn::exercise::scaled_dot_product_attention(queries, keys, values, &wide_mask)),
       std::invalid_argument);
 }
 
@@ -206,6 +221,9 @@ TEST_CASE("attention_mask refuses lengths of zero or past T and a list of the wr
                   std::invalid_argument);
   INFO("attention_mask(3, 4, causal, lengths {2, 4}): 2 lengths for a batch of 3");
   CHECK_THROWS_AS(STUDENT(attn::exercise::attention_mask(3, 4, true, {2, 4})),
+                  std::invalid_argument);
+  INFO("attention_mask(1, 3, not causal, lengths {2, 3}): 2 lengths for a batch of 1");
+  CHECK_THROWS_AS(STUDENT(attn::exercise::attention_mask(1, 3, false, {2, 3})),
                   std::invalid_argument);
 }
 

@@ -200,6 +200,26 @@ TEST_CASE("fused forward with a causal and padding mask gives hidden keys zero w
         }
 }
 
+TEST_CASE("fused forward adds a float mask after the scaling", "[multi-head][points=1]") {
+  check_forward("fused_float_mask_b2_t4_d6_h2", MultiHeadVariant::fused, 6, 2, true);
+}
+
+TEST_CASE("split_heads and forward refuse a width H does not divide and a mask that does not fit",
+          "[multi-head][points=1]") {
+  // Shapes that fit give PyTorch's heads and steps: refusing everything is not enough.
+  const Tensor3 x = given<3>("split_b2_t5_d12_h3", "x");  // (2,5,12)
+  const Tensor4 heads = STUDENT(attn::exercise::split_heads(x, 3));
+  check_close("split_heads(x (2,5,12), 3)", heads, computed<4>("split_b2_t5_d12_h3", "heads"));
+  check_forward("fused_masked_b2_t5_d8_h2", MultiHeadVariant::fused, 8, 2, true);
+  INFO("split_heads(x (2,5,12), 5): 12 is not 5 heads of equal size");
+  CHECK_THROWS_AS(STUDENT(attn::exercise::split_heads(x, 5)), std::invalid_argument);
+  const Tensor3 masked_x = given<3>("fused_masked_b2_t5_d8_h2", "x");  // (2,5,8)
+  const MultiHeadAttention layer = layer_of("fused_masked_b2_t5_d8_h2", MultiHeadVariant::fused, 2);
+  const Tensor3 wider = xt::zeros<float>({2, 5, 6});  // 6 keys for 5 tokens
+  INFO("forward(fused D=8 H=2, x (2,5,8), mask (2,5,6))");
+  CHECK_THROWS_AS(STUDENT(forward_of(layer, masked_x, &wider)), std::invalid_argument);
+}
+
 TEST_CASE("fused forward commutes with shuffling the tokens", "[multi-head][points=1]") {
   const std::array<std::size_t, 5> order{4, 2, 0, 3,
                                          1};  // token t of the shuffled x is token order[t]

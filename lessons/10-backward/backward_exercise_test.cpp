@@ -171,6 +171,9 @@ TEST_CASE("softmax_backward rows sum to zero: a shift of every score changes not
     INFO("row " << r << " of dL/dscores sums to " << sum << ", expected 0");
     CHECK(std::fabs(sum) < 1e-5);
   }
+  // Zeros sum to zero too: the rows must also be autograd's.
+  check_close("softmax_backward(weights (2,3,5), d_weights)", got,
+              expected<3>("backward/softmax_b2_t3_s5_d_scores"), kTolerance);
 }
 
 TEST_CASE("layer_norm_backward: each token's dx sums to zero", "[backward][points=1][.hidden]") {
@@ -186,5 +189,8 @@ TEST_CASE("layer_norm_backward: each token's dx sums to zero", "[backward][point
     INFO("token " << r << "'s dx sums to " << sum << ", expected 0 (x - mean ignores a shift)");
     CHECK(std::fabs(sum) < 1e-4);
   }
+  // Zeros sum to zero too: dx must also be autograd's.
+  check_close("layer_norm_backward(x (2,3,8)).d_x", got.d_x,
+              expected<3>("backward/layer_norm_b2_t3_d8_d_x"), kTolerance);
 }
 // END HIDDEN TESTS

@@ -127,5 +127,15 @@ TEST_CASE("cross_entropy_backward: every scored row sums to zero", "[train][poin
     INFO("row " << r << " sums to " << sum << ": softmax sums to 1 and the one-hot to 1");
     CHECK(std::fabs(sum) < 1e-6);
   }
+  // Zeros sum to zero too: p - one_hot is negative at the label only (0 < p < 1).
+  const attn::Ids labels = labels_of("b3_t2_c7");
+  for (std::size_t r = 0; r < 6; ++r) {
+    for (std::size_t c = 0; c < 7; ++c) {
+      const bool label = static_cast<std::int64_t>(c) == labels.data()[r];
+      INFO("row " << r << " (label " << labels.data()[r] << "), class " << c << ": "
+                  << got.data()[r * 7 + c] << ", expected " << (label ? "< 0" : "> 0"));
+      CHECK((label ? got.data()[r * 7 + c] < 0.0f : got.data()[r * 7 + c] > 0.0f));
+    }
+  }
 }
 // END HIDDEN TESTS

@@ -158,9 +158,16 @@ std::vector<std::string> parse_xml(const std::string& xml) {
   return names;
 }
 
+// A bug of tests/assignments/bugs/: one or more find/replace pairs, the tests it must fail
+// (`expect:`), or `score: 0` when the lesson must earn nothing (a constant answer).
 struct PlantedBug {
-  std::string name, lesson, file, find, replace;
+  struct Edit {
+    std::string find, replace;
+  };
+  std::string name, lesson, file;
+  std::vector<Edit> edits;
   std::vector<std::string> expect;
+  bool scores_nothing = false;
 };
 
 PlantedBug read_bug(const fs::path& path) {
@@ -170,9 +177,10 @@ PlantedBug read_bug(const fs::path& path) {
   std::string line, *into = nullptr;
   while (std::getline(in, line)) {
     if (line == "--- find") {
-      into = &bug.find;
-    } else if (line == "--- replace") {
-      into = &bug.replace;
+      bug.edits.emplace_back();
+      into = &bug.edits.back().find;
+    } else if (line == "--- replace" && !bug.edits.empty()) {
+      into = &bug.edits.back().replace;
     } else if (into != nullptr) {
       *into += line + "\n";
     } else if (line.starts_with("lesson: ")) {
@@ -181,6 +189,8 @@ PlantedBug read_bug(const fs::path& path) {
       bug.file = line.substr(6);
     } else if (line.starts_with("expect: ")) {
       bug.expect.push_back(line.substr(8));
+    } else if (line == "score: 0") {
+      bug.scores_nothing = true;
     }
   }
   return bug;
@@ -194,21 +204,26 @@ std::string lesson_folder(const std::string& lesson) {
   return "";
 }
 
-// Plants the bug in a copy of its lesson and grades it: exit 1, and every expected test fails.
+// Plants the bug in a copy of its lesson and grades it: exit 1, and every expected test fails;
+// with `score: 0`, every test of the lesson fails.
 void check_bug_is_caught(const std::string& name) {
   const PlantedBug bug = read_bug(kSource / "tests" / "assignments" / "bugs" / (name + ".bug"));
   REQUIRE(!bug.lesson.empty());
-  REQUIRE(!bug.find.empty());
-  REQUIRE(!bug.expect.empty());
+  REQUIRE(!bug.edits.empty());
+  REQUIRE((!bug.expect.empty() || bug.scores_nothing));
   ScratchDir scratch("bug-" + name);
   const std::string folder = lesson_folder(bug.lesson);
   copy_lessons(scratch.path, {folder});
   const fs::path file = scratch.path / "lessons" / folder / bug.file;
   std::string source = read_text(file);
-  const std::size_t at = source.find(bug.find);
-  REQUIRE(at != std::string::npos);
-  REQUIRE(source.find(bug.find, at + 1) == std::string::npos);
-  source.replace(at, bug.find.size(), bug.replace);
+  for (const PlantedBug::Edit& edit : bug.edits) {
+    INFO("planted bug " << name << " finds:\n" << edit.find);
+    REQUIRE(!edit.find.empty());
+    const std::size_t at = source.find(edit.find);
+    REQUIRE(at != std::string::npos);
+    REQUIRE(source.find(edit.find, at + 1) == std::string::npos);
+    source.replace(at, edit.find.size(), edit.replace);
+  }
   write_text(file, source);
   const fs::path results = scratch.path / "results.json";
   const auto run = run_attn({"grade", "--dir", scratch.path.string(), "--format", "gradescope",
@@ -225,6 +240,13 @@ void check_bug_is_caught(const std::string& name) {
     INFO("planted bug " << name << " must fail: " << key);
     REQUIRE(status.count(key) == 1);
     CHECK(status[key] == "failed");
+  }
+  if (bug.scores_nothing) {
+    for (const json& test : report["tests"]) {
+      INFO("planted bug " << name << " must earn nothing: " << test["name"].get<std::string>());
+      CHECK(test["score"].get<double>() == 0.0);
+    }
+    CHECK(report["score"].get<double>() == 0.0);
   }
   CHECK(report["score"].get<double>() < [&] {
     double total = 0;
@@ -722,6 +744,23 @@ TEST_CASE("planted bug: the KV cache's new value taken from the key", "[assignme
   check_bug_is_caught("generate_cache_value_from_key");
 }
 
+// Constant answers: every function of the lesson gives back values that do not depend on its
+// input. Tests that check only an invariant such answers satisfy are paired with a check they
+// fail, so that each of these earns nothing.
+TEST_CASE("planted bug: a constant answer to lesson 01 earns nothing", "[assignments][bugs]") {
+  check_bug_is_caught("dot_product_constant_answer");
+}
+TEST_CASE("planted bug: a constant answer to lesson 03 (uniform softmax) earns nothing",
+          "[assignments][bugs]") {
+  check_bug_is_caught("softmax_constant_answer");
+}
+TEST_CASE("planted bug: all-zero gradients for lesson 10 earn nothing", "[assignments][bugs]") {
+  check_bug_is_caught("backward_constant_answer");
+}
+TEST_CASE("planted bug: a constant answer to lesson 11 earns nothing", "[assignments][bugs]") {
+  check_bug_is_caught("train_constant_answer");
+}
+
 TEST_CASE("every planted bug file has its test case above", "[assignments][bugs]") {
   const std::string self = read_text(kSource / "tests" / "cli" / "assignments_test.cpp");
   std::size_t files = 0;
@@ -731,7 +770,7 @@ TEST_CASE("every planted bug file has its test case above", "[assignments][bugs]
     CHECK(self.find("check_bug_is_caught(\"" + entry.path().stem().string() + "\")") !=
           std::string::npos);
   }
-  CHECK(files == 17);
+  CHECK(files == 21);
 }
 
 TEST_CASE("the Gradescope run_autograder grades a submission and always writes results.json",
