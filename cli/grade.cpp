@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -21,6 +22,8 @@
 #include "options.hpp"
 #include "output.hpp"
 #include "report.hpp"
+#include "submission.hpp"
+#include "toolchain.hpp"
 
 namespace attn::cli {
 
@@ -31,6 +34,7 @@ namespace {
 
 struct GradeCliOptions {
   std::string dir;
+  std::string submission;  // attn grade --submission: a Gradescope submission's folder
   std::vector<std::string> lessons;
   std::string format = "text";
   std::string output;
@@ -149,8 +153,16 @@ std::vector<LessonOutcome> grade_lessons(const fs::path& tree, const std::vector
 int run_grade(const GradeCliOptions& o) {
   fs::path tree;
   std::vector<Exercise> chosen;
+  std::unique_ptr<Submission> submission;
   try {
-    tree = find_tree(o.dir);
+    if (!o.submission.empty() && !o.dir.empty()) {
+      throw Error(ErrorKind::bad_value, "grade",
+                  "give --submission or --dir, not both: --submission grades a Gradescope "
+                  "submission's files, --dir an assignment tree")
+          .about("submission");
+    }
+    if (!o.submission.empty()) submission = std::make_unique<Submission>(o.submission);
+    tree = submission ? submission->tree() : find_tree(o.dir);
     const std::vector<Exercise> all = find_exercises(tree);
     if (o.lessons.empty()) chosen = all;
     for (const std::string& name : o.lessons) {
@@ -162,6 +174,7 @@ int run_grade(const GradeCliOptions& o) {
     }
     for (const Exercise& exercise : chosen)
       instructor_tests(exercise);
+    require_grader_out_of_reach(toolchain());
   } catch (const Error& e) {
     // The machine-read formats still get their file, with the problem in it.
     const std::string problem = e.detail();
@@ -169,8 +182,9 @@ int run_grade(const GradeCliOptions& o) {
     if (o.format == "junit") write_output(o.output, junit_report({}, problem));
     throw;
   }
-  progress_line(fmt::format("grading {} ({} lesson{})", tree.string(), chosen.size(),
-                            chosen.size() == 1 ? "" : "s"));
+  progress_line(fmt::format("grading {} ({} lesson{})",
+                            submission ? "the submission " + o.submission : tree.string(),
+                            chosen.size(), chosen.size() == 1 ? "" : "s"));
   std::vector<LessonOutcome> outcomes;
   try {
     outcomes = grade_lessons(tree, chosen, o.timeout);
@@ -179,6 +193,10 @@ int run_grade(const GradeCliOptions& o) {
     if (o.format == "gradescope") write_output(o.output, gradescope_report({}, e.detail()));
     if (o.format == "junit") write_output(o.output, junit_report({}, e.detail()));
     throw;
+  }
+  if (submission) {
+    for (LessonOutcome& outcome : outcomes)
+      outcome.submitted = submission->note(outcome.exercise);
   }
   bool all_passed = true;
   for (const LessonOutcome& outcome : outcomes)
@@ -205,6 +223,11 @@ void setup(CLI::App& app, Context& context) {
   sub->add_option("--lesson", o->lessons,
                   "grade only this lesson (repeatable; default: every exercise)")
       ->option_text("NAME");
+  sub->add_option("--submission", o->submission,
+                  "grade a submission's files (Gradescope's /autograder/submission) in a tree of "
+                  "attn's own: lessons/NN-name/<name>_exercise.cpp, else at the top level")
+      ->check(not_empty_validator("--submission", "/autograder/submission"))
+      ->option_text("DIR");
   sub->add_option("--format", o->format, "text (default), gradescope (results.json) or junit (XML)")
       ->check(choice_validator("a report format", {"text", "gradescope", "junit"}))
       ->option_text("text|gradescope|junit");

@@ -25,17 +25,22 @@ namespace {
 void setup(CLI::App& app, Context& context) {
   CLI::App* sub = app.add_subcommand("list", "the lessons in order, with your exercises' progress");
   door_callback(*sub, [&context] {
-    // The assignment tree around the working directory (or this checkout): done means the
-    // exercise passed `attn check` and has not changed since.
+    // The assignment tree around the working directory: done means the exercise passed
+    // `attn check` and has not changed since. Outside a tree, the lessons alone.
     std::filesystem::path tree;
     std::vector<Exercise> exercises;
     Progress progress;
+    std::string outside;
     try {
       tree = find_tree("");
       exercises = find_exercises(tree);
       progress = load_progress(tree);
     } catch (const std::exception&) {
       exercises.clear();
+      outside =
+          "Exercises: this folder is not inside an assignment tree. Get one from your "
+          "instructor, or write your own with `attn assignments release --out "
+          "attn-course`, then cd into it.\n";
     }
     std::string out;
     for (const lessons::LessonInfo& lesson : lessons::catalog()) {
@@ -49,6 +54,7 @@ void setup(CLI::App& app, Context& context) {
     }
     out += "\nRun one with `attn <lesson>`, e.g. `attn dot-product`.\n";
     if (!exercises.empty()) out += exercise_progress_text(tree, exercises);
+    out += outside;
     std::fputs(out.c_str(), stdout);
     context.exit_code = kExitOk;
   });

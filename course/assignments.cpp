@@ -80,7 +80,8 @@ std::string Exercise::label() const {
 }
 
 fs::path course_tree() {
-  return toolchain().course();
+  const Toolchain& tool = toolchain();
+  return tool.has_grader() ? tool.instructor_course() : tool.student_course();
 }
 
 bool is_assignment_tree(const fs::path& dir) {
@@ -130,7 +131,11 @@ fs::path find_tree(const std::string& dir) {
     if (is_assignment_tree(at)) return at;
     if (at == at.parent_path()) break;
   }
-  return course_tree();
+  // Never attn's own course: its progress would be written into the install, and an
+  // instructor's attn would grade its own solutions.
+  throw Error(ErrorKind::bad_value, "assignments",
+              "not inside an assignment tree: cd into the folder `attn assignments release "
+              "--out DIR` wrote (it holds lessons/ and assignments.json), or give --dir DIR");
 }
 
 std::vector<Exercise> find_exercises(const fs::path& tree) {
@@ -381,7 +386,8 @@ void check_new_folder(const fs::path& out, const char* option) {
 
 }  // namespace
 
-ReleaseSummary release_tree(const fs::path& tree, const fs::path& out, bool keep_hidden) {
+ReleaseSummary release_tree(const fs::path& tree, const fs::path& out, bool keep_hidden,
+                            const fs::path& guide_file) {
   std::error_code ec;
   check_new_folder(out, "out");
   const std::vector<Exercise> exercises = find_exercises(tree);
@@ -433,7 +439,7 @@ ReleaseSummary release_tree(const fs::path& tree, const fs::path& out, bool keep
       {"format", "attn-assignments/1"}, {"hidden_tests", keep_hidden}, {"lessons", lessons}};
   files.emplace_back("assignments.json", manifest.dump(2) + "\n");
   files.emplace_back(".gitignore", ".attn/\n");
-  const fs::path guide = toolchain().root / "student-guide.md";
+  const fs::path guide = guide_file.empty() ? toolchain().root / "student-guide.md" : guide_file;
   if (fs::exists(guide, ec)) files.emplace_back("README.md", read_text(guide));
   for (const auto& [path, text] : files) {
     if (text.find("BEGIN SOLUTION") != std::string::npos ||
@@ -473,20 +479,35 @@ ReleaseSummary release_tree(const fs::path& tree, const fs::path& out, bool keep
 }
 
 ReleaseSummary release_grader(const fs::path& tree, const fs::path& out) {
+  const Toolchain& tool = toolchain();
+  if (!tool.has_grader()) {
+    throw Error(ErrorKind::bad_value, "assignments",
+                fmt::format("this attn has no grader's part ({} is missing: a student's install): "
+                            "write the bundle with an instructor's attn, built from the checkout "
+                            "or installed with `cmake --install build --component grader`",
+                            tool.instructor_course().string()))
+        .about("grader");
+  }
   check_new_folder(out, "grader");
   std::error_code ec;
   const fs::path target = fs::absolute(out, ec).lexically_normal();
   const fs::path temporary = target.parent_path() / (target.filename().string() + ".partial");
   fs::remove_all(temporary, ec);
-  const Toolchain& tool = toolchain();
   try {
     const fs::path share = temporary / "share" / "attn";
-    fs::create_directories(share);
-    // The course as students get it, but with the hidden tests: the grader reads the tests'
-    // names and points there; the sources have stubs, so no solution is on the grading machine.
-    const ReleaseSummary summary = release_tree(tree, share / "course", true);
-    for (const char* part : {"include", "lib", "inputs", "grader", "autograder"}) {
+    fs::create_directories(share / "grader");
+    // The course as students get it, and the grader's copy with the hidden tests: the grader
+    // reads the tests' names and points there; both have stubs, so no solution is on the
+    // grading machine.
+    release_tree(tree, share / "course", false);
+    const ReleaseSummary summary = release_tree(tree, share / "grader" / "course", true);
+    for (const char* part : {"include", "lib", "inputs", "checks", "autograder"}) {
       fs::copy(tool.root / part, share / part, fs::copy_options::recursive);
+    }
+    for (const fs::directory_entry& entry : fs::directory_iterator(tool.grader())) {
+      if (entry.path().filename() == "course") continue;
+      fs::copy(entry.path(), share / "grader" / entry.path().filename(),
+               fs::copy_options::recursive);
     }
     for (const char* file : {"toolchain.json", "student-guide.md"})
       fs::copy_file(tool.root / file, share / file);

@@ -1,9 +1,10 @@
 // Assignment trees: the course's exercises on disk. A tree holds lessons/NN-name/ folders; an
 // exercise is `<stem>.cpp` (what the student edits), `<stem>.hpp`, `<stem>_test.cpp` (the graded
 // tests) and hints.md, with stem "<name>_exercise" (softmax_exercise). attn's own course
-// (share/attn/course, see toolchain.hpp) is the instructor's tree, with solutions between
+// (share/attn/grader/course, see toolchain.hpp) is the instructor's tree, with solutions between
 // `// BEGIN SOLUTION` and `// END SOLUTION`; `attn assignments release` writes a student tree
-// with those replaced by stubs, and a grader bundle with no solutions at all.
+// with those replaced by stubs and the hidden tests left out (share/attn/course is one), and a
+// grader bundle with no solutions at all.
 #pragma once
 
 #include <filesystem>
@@ -35,12 +36,14 @@ struct TestCaseInfo {
   int line = 0;
 };
 
-// The instructor's tree this attn carries (share/attn/course).
+// The course this attn carries: the instructor's (share/attn/grader/course: solutions, hidden
+// tests) when it has the grader's part, else the student's (share/attn/course). Its tests and
+// hints are the ones graded and shown, whatever a student's tree holds.
 std::filesystem::path course_tree();
 // Whether `dir` holds at least one exercise under lessons/.
 bool is_assignment_tree(const std::filesystem::path& dir);
 // --dir when given (attn::Error when it is not a tree); else the nearest tree at or above the
-// working directory; else the instructor's tree this attn carries.
+// working directory; else attn::Error: attn never grades or records progress in its own course.
 std::filesystem::path find_tree(const std::string& dir);
 // The tree's exercises in course order; attn::Error when there are none.
 std::vector<Exercise> find_exercises(const std::filesystem::path& tree);
@@ -70,12 +73,13 @@ struct ReleaseSummary {
   double hidden_points = 0.0;
 };
 // Writes the student tree of `tree` to `out` (which must not exist, or be an empty folder), all
-// or nothing.
+// or nothing; its README.md is `guide` (default: the student guide this attn carries).
 ReleaseSummary release_tree(const std::filesystem::path& tree, const std::filesystem::path& out,
-                            bool keep_hidden);
+                            bool keep_hidden, const std::filesystem::path& guide = {});
 // Writes a grader bundle to `out` (new or empty), all or nothing: this attn's executable and its
-// share/attn, the course with stubs for solutions and the hidden tests kept, and Gradescope's
-// setup.sh and run_autograder at the top.
+// share/attn, the course with stubs for solutions and the hidden tests kept in grader/course, and
+// Gradescope's setup.sh and run_autograder at the top. attn::Error when this attn has no grader's
+// part (a student's install).
 ReleaseSummary release_grader(const std::filesystem::path& tree, const std::filesystem::path& out);
 
 // <tree>/.attn/progress.json: the last result of each lesson and the hints seen.

@@ -1,9 +1,11 @@
 #include "grader.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -17,6 +19,7 @@
 #include "base/error.hpp"
 #include "process.hpp"
 #include "report.hpp"
+#include "source_check.hpp"
 #include "toolchain.hpp"
 #include "values.hpp"
 
@@ -48,31 +51,73 @@ bool LessonOutcome::passed() const {
 
 namespace {
 
-constexpr std::size_t kMaxEvidence = 4000;
+constexpr std::size_t kMaxEvidence = 4000;  // bytes of a test's output, as shown
+constexpr std::size_t kMaxLog = 16 << 10;   // bytes of the compiler's messages, as shown
 constexpr std::size_t kMaxSource = 1 << 20;
 constexpr uid_t kNobody = 65534;
 
 fs::path instructor_folder(const Exercise& exercise) {
-  return toolchain().course() / "lessons" / exercise.folder.filename();
+  return course_tree() / "lessons" / exercise.folder.filename();
 }
 
-// A folder for one lesson's grading, removed at the end: build/ (the student's copy, objects
-// and programs; the confined compiler writes there), trusted/ (what the probes sent and what
-// the checks reported; only this process's user may enter it), and one run-N/ per test.
+// This process's id namespace ("4026531836" of /proc/self/ns/pid's "pid:[4026531836]"; "0"
+// without /proc): a process id names a process only in it.
+std::string pid_namespace() {
+  std::error_code ec;
+  const std::string link = fs::read_symlink("/proc/self/ns/pid", ec).string();
+  const std::size_t open = link.find('['), close = link.find(']');
+  if (ec || open == std::string::npos || close == std::string::npos || close < open + 2) return "0";
+  return link.substr(open + 1, close - open - 1);
+}
+
+// The work folder's name: attn-grade-<namespace>-<pid>-XXXXXX.
+std::string work_folder_pattern() {
+  return fmt::format("attn-grade-{}-{}-XXXXXX", pid_namespace(), getpid());
+}
+
+// Work folders of attn runs that are gone: this user's, in `base`, of a process of this id
+// namespace that no longer exists (ended by SIGKILL with its guard, or by a crash).
+void remove_stale_folders(const fs::path& base) {
+  static const std::regex owned(R"(attn-grade-([0-9]{1,20})-([0-9]{1,9})-[A-Za-z0-9]{6})");
+  const std::string space = pid_namespace();
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(base, ec)) {
+    std::smatch match;
+    const std::string name = entry.path().filename().string();
+    if (!std::regex_match(name, match, owned) || match[1] != space) continue;
+    const pid_t owner = static_cast<pid_t>(std::stol(match[2]));
+    struct stat st {};
+    if (owner == getpid() || lstat(entry.path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
+        st.st_uid != geteuid()) {
+      continue;
+    }
+    if (kill(owner, 0) == 0 || errno != ESRCH) continue;
+    fs::remove_all(entry.path(), ec);
+  }
+}
+
+// A folder for one lesson's grading, removed at the end (and by the guard, when attn is ended
+// first: process.hpp): build/ (the student's copy, objects and programs; the confined compiler
+// writes there), trusted/ (what the probes sent and what the checks reported; only this
+// process's user may enter it), and one run-N/ per test. Its name carries this process's id, so
+// that a later run removes it when this one could not.
 class WorkDir {
  public:
   WorkDir() {
-    const char* base = std::getenv("ATTN_GRADE_TMPDIR");
-    std::string pattern =
-        (base != nullptr && *base != '\0' ? std::string(base) : std::string("/tmp")) +
-        "/attn-grade-XXXXXX";
+    const char* base_variable = std::getenv("ATTN_GRADE_TMPDIR");
+    const fs::path base = base_variable != nullptr && *base_variable != '\0'
+                              ? fs::absolute(base_variable)
+                              : fs::path("/tmp");
+    remove_stale_folders(base);
+    std::string pattern = (base / work_folder_pattern()).string();
     if (mkdtemp(pattern.data()) == nullptr) {
       throw Error(ErrorKind::write_failed, "grade",
                   fmt::format("cannot make a folder for grading in {}: {}; set "
                               "ATTN_GRADE_TMPDIR to a writable folder",
-                              fs::path(pattern).parent_path().string(), std::strerror(errno)));
+                              base.string(), std::strerror(errno)));
     }
     root_ = pattern;
+    guard_folder(root_);
     chmod(root_.c_str(), 0711);  // a confined child, maybe nobody, passes through
     fs::create_directory(build());
     fs::create_directory(trusted());
@@ -82,6 +127,7 @@ class WorkDir {
   ~WorkDir() {
     std::error_code ec;
     fs::remove_all(root_, ec);
+    release_folder(root_);
   }
   WorkDir(const WorkDir&) = delete;
   WorkDir& operator=(const WorkDir&) = delete;
@@ -120,9 +166,15 @@ class WorkDir {
   fs::path root_;
 };
 
-std::string capped(std::string text, std::size_t limit) {
+// Text for the student's eyes: control characters escaped, then cut to `limit` bytes (escaping
+// can make a text four times as long) at a character's start.
+std::string shown(const std::string& raw, std::size_t limit) {
+  std::string text = escape_controls(raw);
   if (text.size() > limit) {
-    text.resize(limit);
+    std::size_t cut = limit;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80)
+      --cut;
+    text.resize(cut);
     text += "\n[... cut]\n";
   }
   return text;
@@ -206,14 +258,11 @@ std::string outside_dependency(const std::string& rule, const std::string& file)
   return "";
 }
 
-// Whether the compiled exercise holds inline assembly (GCC marks it #APP in its output): an
-// exercise needs none, and assembler directives can read files (.incbin, .include).
-bool has_inline_assembly(const fs::path& assembly) {
-  std::ifstream in(assembly);
-  for (std::string line; std::getline(in, line);) {
-    if (line == "#APP") return true;
-  }
-  return false;
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 std::vector<fs::path> system_reads() {
@@ -352,11 +401,11 @@ class LessonGrader {
     if (!lesson.built) {
       for (TestOutcome& test : lesson.tests) {
         test.status = TestStatus::error;
-        test.output = escape_controls(fmt::format("{} did not compile, so no test ran:\n{}",
-                                                  exercise_.source().filename().string(),
-                                                  capped(lesson.build_log, kMaxEvidence)));
+        test.output = shown(fmt::format("{} did not compile, so no test ran:\n{}",
+                                        exercise_.source().filename().string(), lesson.build_log),
+                            kMaxEvidence);
       }
-      lesson.build_log = escape_controls(lesson.build_log);
+      lesson.build_log = shown(lesson.build_log, kMaxLog);
       return lesson;
     }
     if (options_.progress) options_.progress(fmt::format("testing {}", exercise_.label()));
@@ -370,7 +419,7 @@ class LessonGrader {
           // linker reads from a copy (the grader's folder may be its owner's alone).
           std::string log;
           if (!link(tool_.hidden_probe(exercise_.stem), "hidden", log)) {
-            test.output = escape_controls("the hidden tests did not link:\n" + log);
+            test.output = shown("the hidden tests did not link:\n" + log, kMaxEvidence);
             continue;
           }
         }
@@ -402,6 +451,16 @@ class LessonGrader {
       text = read_student_source(exercise_);
     } catch (const Error& e) {
       log = e.detail();
+      return false;
+    }
+    // Anything that could name or probe another file is refused from the text alone, so that
+    // the answer is the same whether that file exists or not.
+    if (const std::string problem = source_problem(text); !problem.empty()) {
+      log = fmt::format(
+          "{}, {}, is not allowed in an exercise: include only the exercise's header, attn's "
+          "public headers (\"base/tensor.hpp\", \"softmax.hpp\", ...) and system headers "
+          "(<cmath>), by name",
+          file, escape_controls(problem));
       return false;
     }
     {
@@ -438,8 +497,14 @@ class LessonGrader {
       log = compiler_messages(assembled, work_.build(), options_.build_timeout_seconds);
       return false;
     }
-    if (has_inline_assembly(work_.build() / "student.s")) {
-      log = fmt::format("{}: inline assembly (asm) is not allowed in an exercise", file);
+    // Nothing but what the compiler writes for C++ reaches the assembler: directives can read
+    // files (.incbin, .include), and section names and asm labels carry text into the assembly.
+    if (const std::string problem = assembly_problem(read_text(work_.build() / "student.s"));
+        !problem.empty()) {
+      log = fmt::format(
+          "{}, {}, is not allowed in an exercise: write plain C++ (no asm, no "
+          "section or asm-label attributes)",
+          file, escape_controls(problem));
       return false;
     }
     const ProcessResult compiled = compiler({"-c", "student.s", "-o", "student.o"});
@@ -456,7 +521,7 @@ class LessonGrader {
     WorkDir::lock(work_.build());
     std::vector<std::string> allowed;
     {
-      const fs::path list = tool_.grader() / (exercise_.stem + ".core-calls");
+      const fs::path list = tool_.core_calls(exercise_.stem);
       std::ifstream in(list);
       if (!in) {
         log = fmt::format("attn's course files lack {}: rebuild or reinstall attn",
@@ -575,7 +640,7 @@ class LessonGrader {
     }
     if (entry.is_object() && entry.contains("notes")) {
       for (const auto& note : entry["notes"])
-        outcome.notes.push_back(escape_controls(capped(note.get<std::string>(), kMaxEvidence)));
+        outcome.notes.push_back(shown(note.get<std::string>(), kMaxEvidence));
     }
     const bool check_passed = entry.is_object() && entry.value("passed", false) &&
                               !entry.contains("fatal") && checked.ok();
@@ -614,7 +679,7 @@ class LessonGrader {
       if (printed.size() > 1000) printed = "..." + printed.substr(printed.size() - 1000);
       evidence += "your code printed:\n" + indent(printed, "  ");
     }
-    outcome.output = escape_controls(capped(evidence, kMaxEvidence));
+    outcome.output = shown(evidence, kMaxEvidence);
     outcome.score = outcome.status == TestStatus::passed ? info.points : 0.0;
     return outcome;
   }
@@ -641,6 +706,7 @@ std::vector<TestCaseInfo> instructor_tests(const Exercise& exercise) {
 }
 
 LessonOutcome grade_exercise(const Exercise& exercise, const GradeOptions& options) {
+  require_grader_out_of_reach(toolchain());
   LessonGrader grader(exercise, options);
   return grader.run();
 }

@@ -35,6 +35,7 @@ struct LessonOutcome {
   std::string build_log;  // the compiler's messages when it failed
   double build_seconds = 0.0;
   std::vector<TestOutcome> tests;
+  std::string submitted;  // which submitted file was graded (attn grade --submission), or ""
 
   double score() const;
   double max_score() const;

@@ -7,16 +7,20 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -222,6 +226,211 @@ std::vector<sock_filter> make_filter(bool processes) {
   return f;
 }
 
+// The guard: a process forked once, before the first folder or child it must look after, that
+// holds the other end of a socket from attn. attn tells it each process group it starts and each
+// work folder it makes, and when they are gone. When the socket reaches its end (attn ended in
+// any way, SIGKILL too) or attn asks on a signal, it kills the groups left and removes the
+// folders. It was forked from a process that may have threads, so it makes system calls only.
+constexpr char kAddGroup = 'g', kDropGroup = 'G', kAddFolder = 'f', kDropFolder = 'F',
+               kFinish = 'x';
+constexpr int kMaxGroups = 64, kMaxFolders = 16;
+constexpr std::size_t kMaxPath = 4096;
+
+int guard_socket = -1;  // attn's end; -1 before the guard starts, or when it could not
+
+struct GuardState {
+  pid_t groups[kMaxGroups];
+  char folders[kMaxFolders][kMaxPath];
+};
+GuardState guarded;  // in the guard's copy of memory only
+
+struct LinuxDirent64 {
+  std::uint64_t d_ino;
+  std::int64_t d_off;
+  unsigned short d_reclen;
+  unsigned char d_type;
+  char d_name[1];
+};
+
+// Removes `name` under the folder `parent` and everything in it, links not followed; 0 when it
+// is gone.
+int remove_tree(int parent, const char* name, int depth) {
+  if (unlinkat(parent, name, 0) == 0 || errno == ENOENT) return 0;
+  if (depth > 24) return -1;
+  const int dir = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir < 0) return errno == ENOENT ? 0 : -1;
+  alignas(8) char buffer[4096];
+  for (;;) {
+    const long n = syscall(SYS_getdents64, dir, buffer, sizeof buffer);
+    if (n <= 0) break;
+    for (long at = 0; at < n;) {
+      const auto* entry = reinterpret_cast<const LinuxDirent64*>(buffer + at);
+      at += entry->d_reclen;
+      const char* child = entry->d_name;
+      if (std::strcmp(child, ".") == 0 || std::strcmp(child, "..") == 0) continue;
+      remove_tree(dir, child, depth + 1);
+    }
+  }
+  close(dir);
+  return unlinkat(parent, name, AT_REMOVEDIR) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+void guard_cleans_up() {
+  for (pid_t& group : guarded.groups) {
+    if (group > 0) kill(-group, SIGKILL);
+    group = 0;
+  }
+  for (char* folder : guarded.folders) {
+    if (folder[0] == '\0') continue;
+    // A killed process may still be finishing a write there: try again for a while.
+    for (int attempt = 0; attempt < 250 && remove_tree(AT_FDCWD, folder, 0) != 0; ++attempt) {
+      const timespec pause{0, 20'000'000};
+      nanosleep(&pause, nullptr);
+    }
+    folder[0] = '\0';
+  }
+}
+
+[[noreturn]] void run_guard(int socket) {
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE})
+    signal(sig, SIG_IGN);
+  setpgid(0, 0);  // out of attn's group: a terminal's ^C or a group kill does not reach it
+  (void)!chdir("/");
+  // Nothing of attn's stays open here (a reader waiting for attn's output to end, above all):
+  // the socket moves to 3, standard streams to /dev/null, the rest is closed.
+  if (socket != 3) {
+    if (dup2(socket, 3) < 0) _exit(1);
+    close(socket);
+    socket = 3;
+  }
+  syscall(SYS_close_range, 4u, ~0u, 0u);
+  const int null = open("/dev/null", O_RDWR);
+  for (int fd = 0; fd < 3; ++fd) {
+    if (null >= 0 && null != fd) dup2(null, fd);
+  }
+  if (null > 3) close(null);
+  char message[1 + sizeof(pid_t) + kMaxPath];
+  for (;;) {
+    const ssize_t n = recv(socket, message, sizeof message - 1, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      guard_cleans_up();
+      _exit(0);
+    }
+    pid_t group = 0;
+    if (n >= static_cast<ssize_t>(1 + sizeof group)) std::memcpy(&group, message + 1, sizeof group);
+    message[n] = '\0';
+    const char* path = message + 1;
+    switch (message[0]) {
+      case kAddGroup:
+        for (pid_t& slot : guarded.groups) {
+          if (slot == 0) {
+            slot = group;
+            break;
+          }
+        }
+        break;
+      case kDropGroup:
+        for (pid_t& slot : guarded.groups) {
+          if (slot == group) slot = 0;
+        }
+        break;
+      case kAddFolder:
+        for (char* slot : guarded.folders) {
+          if (slot[0] == '\0') {
+            std::memcpy(slot, path, static_cast<std::size_t>(n));  // its '\0' included
+            break;
+          }
+        }
+        break;
+      case kDropFolder:
+        for (char* slot : guarded.folders) {
+          if (std::strcmp(slot, path) == 0) slot[0] = '\0';
+        }
+        break;
+      case kFinish:
+        guard_cleans_up();
+        (void)!send(socket, "k", 1, MSG_NOSIGNAL);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+// SIGTERM, SIGINT and SIGHUP: the guard ends what attn started and removes its folders, then
+// attn ends by the same signal (its exit status 128 + the signal's number).
+void end_by_signal(int sig) {
+  if (guard_socket >= 0 && send(guard_socket, &kFinish, 1, MSG_NOSIGNAL) == 1) {
+    char done = 0;
+    while (recv(guard_socket, &done, 1, 0) < 0 && errno == EINTR) {
+    }
+  }
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+constexpr int kEndingSignals[] = {SIGTERM, SIGINT, SIGHUP};
+
+bool start_guard() {
+  static const bool started = [] {
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) return false;
+    const pid_t pid = fork();
+    if (pid < 0) {
+      close(pair[0]), close(pair[1]);
+      return false;
+    }
+    if (pid == 0) {
+      close(pair[0]);
+      run_guard(pair[1]);
+    }
+    close(pair[1]);
+    guard_socket = pair[0];
+    struct sigaction action {};
+    action.sa_handler = end_by_signal;
+    sigemptyset(&action.sa_mask);
+    for (const int sig : kEndingSignals)
+      sigaddset(&action.sa_mask, sig);
+    for (const int sig : kEndingSignals) {
+      struct sigaction before {};
+      // A signal this process was started to ignore (nohup, a background job) stays ignored.
+      if (sigaction(sig, nullptr, &before) == 0 && before.sa_handler == SIG_IGN) continue;
+      sigaction(sig, &action, nullptr);
+    }
+    return true;
+  }();
+  return started;
+}
+
+void tell_guard(char what, pid_t group, const std::string& path = "") {
+  if (!start_guard()) return;
+  char message[1 + kMaxPath];
+  message[0] = what;
+  std::size_t size = 1;
+  if (what == kAddGroup || what == kDropGroup) {
+    std::memcpy(message + 1, &group, sizeof group);
+    size += sizeof group;
+  } else {
+    if (path.empty() || path.size() >= kMaxPath) return;  // never a cut path
+    std::memcpy(message + 1, path.data(), path.size());
+    size += path.size();
+  }
+  (void)!send(guard_socket, message, size, MSG_NOSIGNAL);
+}
+
+}  // namespace
+
+void guard_folder(const std::filesystem::path& folder) {
+  tell_guard(kAddFolder, 0, std::filesystem::absolute(folder).string());
+}
+
+void release_folder(const std::filesystem::path& folder) {
+  tell_guard(kDropFolder, 0, std::filesystem::absolute(folder).string());
+}
+
+namespace {
+
 void append_capped(std::string& to, const char* data, std::size_t n, std::size_t cap,
                    bool* cut = nullptr) {
   if (to.size() < cap) to.append(data, std::min(n, cap - to.size()));
@@ -324,13 +533,32 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
   }
   const bool as_root = geteuid() == 0;
 
+  // The guard knows the child's group before a signal can end attn: the ending signals wait
+  // until then.
+  start_guard();
+  sigset_t ending, before;
+  sigemptyset(&ending);
+  for (const int sig : kEndingSignals)
+    sigaddset(&ending, sig);
+  pthread_sigmask(SIG_BLOCK, &ending, &before);
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
+    pthread_sigmask(SIG_SETMASK, &before, nullptr);
     result.start_error = fmt::format("cannot start {}: {}", argv.front(), std::strerror(errno));
     return result;
   }
   if (pid == 0) {
     setpgid(0, 0);  // its own process group: the end of the run kills the group
+    for (const int sig : kEndingSignals)
+      signal(sig, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &before, nullptr);
+    // It dies with attn, however attn ends (the guard ends what it started in its group).
+    // Checked again after a change of user, which clears the setting.
+    const auto die_with_parent = [&] {
+      if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || getppid() != parent) _exit(127);
+    };
+    die_with_parent();
     int report = exec_pipe[1];
     if (report < 4) report = fcntl(report, F_DUPFD_CLOEXEC, 10);
     dup2(out_pipe[1], STDOUT_FILENO);
@@ -366,6 +594,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
         if (setgroups(0, nullptr) != 0 || setgid(kNobody) != 0 || setuid(kNobody) != 0) {
           child_fails(report, errno);
         }
+        die_with_parent();
         set_limit(RLIMIT_NPROC, confine->processes ? 256 : 64);
       }
       if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) child_fails(report, errno);
@@ -385,6 +614,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     child_fails(report, errno);
   }
   setpgid(pid, pid);
+  tell_guard(kAddGroup, pid);
+  pthread_sigmask(SIG_SETMASK, &before, nullptr);
   if (ruleset >= 0) close(ruleset);
   close(out_pipe[1]), close(err_pipe[1]), close(exec_pipe[1]);
   if (options.channel) close(channel_pipe[1]);
@@ -442,6 +673,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
   }
   // Whatever it started in its group ends with it.
   kill(-pid, SIGKILL);
+  tell_guard(kDropGroup, pid);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!result.start_error.empty()) return result;
   result.started = true;

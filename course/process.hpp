@@ -60,6 +60,13 @@ struct ProcessResult {
   std::string status(double timeout_seconds) const;
 };
 
+// Nothing attn starts outlives it. Each child dies with attn (PR_SET_PDEATHSIG), and a guard
+// process, started with the first child or folder, kills the process groups still running and
+// removes the folders given here when attn ends: at SIGTERM, SIGINT or SIGHUP before attn ends
+// by the same signal, and under SIGKILL or a crash just after.
+void guard_folder(const std::filesystem::path& folder);
+void release_folder(const std::filesystem::path& folder);  // removed by its owner: forget it
+
 // Runs argv[0] (searched on PATH) with argv; never throws for the child's failures.
 ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& options);
 

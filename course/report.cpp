@@ -58,6 +58,17 @@ std::string first_line(const std::string& text) {
   return text.substr(0, text.find('\n'));
 }
 
+// Which submitted file each lesson graded (attn grade --submission), one line each; "" when the
+// lessons were graded in a tree.
+std::string submission_notes(const std::vector<LessonOutcome>& outcomes) {
+  std::string lines;
+  for (const LessonOutcome& lesson : outcomes) {
+    if (!lesson.submitted.empty())
+      lines += fmt::format("  {}: {}\n", lesson.exercise.label(), lesson.submitted);
+  }
+  return lines.empty() ? lines : "Submitted files:\n" + lines + "\n";
+}
+
 }  // namespace
 
 std::string indent(const std::string& text, const std::string& prefix) {
@@ -107,7 +118,7 @@ std::string text_report(const std::vector<LessonOutcome>& outcomes, bool color) 
     }
     return cut + "…" + std::string(cells - taken - 1, ' ');
   };
-  std::string out;
+  std::string out = submission_notes(outcomes);
   double score = 0.0, max_score = 0.0;
   int passed_lessons = 0;
   for (const LessonOutcome& lesson : outcomes) {
@@ -177,8 +188,9 @@ std::string gradescope_report(const std::vector<LessonOutcome>& outcomes,
       tests.push_back(entry);
     }
   }
-  std::string output =
-      problem.empty() ? summary : "attn grade could not grade this submission: " + problem + "\n";
+  std::string output = problem.empty()
+                           ? submission_notes(outcomes) + summary
+                           : "attn grade could not grade this submission: " + problem + "\n";
   output += fmt::format("Student code ran confined ({}).\n", confinement_summary());
   const nlohmann::json results = {{"extra_data", {{"written_by", "attn"}}},
                                   {"score", problem.empty() ? score : 0.0},
@@ -233,6 +245,8 @@ std::string junit_report(const std::vector<LessonOutcome>& outcomes, const std::
         "      <property name=\"max_score\" value=\"{}\"/>\n    </properties>\n",
         number_string(lesson.score()), number_string(lesson.max_score()));
     suites += cases;
+    if (!lesson.submitted.empty())
+      suites += fmt::format("    <system-out>{}</system-out>\n", xml_escape(lesson.submitted));
     if (!lesson.built)
       suites += fmt::format("    <system-err>{}</system-err>\n", xml_escape(lesson.build_log));
     suites += "  </testsuite>\n";

@@ -1,4 +1,6 @@
-// The reports of `attn grade`: text for a terminal, Gradescope's results.json, JUnit XML.
+// The reports of `attn grade`: text for a terminal, Gradescope's results.json, JUnit XML. A
+// submission's notes (LessonOutcome::submitted) head the text and results.json's output, and are
+// each lesson's <system-out> in JUnit.
 #pragma once
 
 #include <string>

@@ -358,7 +358,8 @@ TEST_CASE("attn grade gives this checkout full marks in every format", "[assignm
   CHECK(junit.out.find("failures=\"0\" errors=\"0\"") != std::string::npos);
 
   // And as text: one line per test, then the score.
-  const auto text = run_attn({"grade", "--lesson", "03"}, {"NO_COLOR=1"});
+  const auto text =
+      run_attn({"grade", "--dir", kSource.string(), "--lesson", "03"}, {"NO_COLOR=1"});
   CHECK(text.exit_code == 0);
   CHECK(text.out.find("03 softmax") != std::string::npos);
   CHECK(text.out.find("✗") == std::string::npos);
@@ -445,9 +446,13 @@ TEST_CASE("the released student tree has stubs and no solutions, and grades to z
   // The grader bundle keeps the hidden tests, marked after_due_date, and holds no solution.
   const fs::path autograder = scratch.path / "autograder";
   REQUIRE(run_attn({"assignments", "release", "--grader", autograder.string()}).exit_code == 0);
-  const std::string tests = read_text(autograder / "share" / "attn" / "course" / "lessons" /
-                                      "03-softmax" / "softmax_exercise_test.cpp");
+  const std::string tests = read_text(autograder / "share" / "attn" / "grader" / "course" /
+                                      "lessons" / "03-softmax" / "softmax_exercise_test.cpp");
   CHECK(tests.find("[.hidden]") != std::string::npos);
+  // Its student course, as a student's install holds it, has none.
+  CHECK(read_text(autograder / "share" / "attn" / "course" / "lessons" / "03-softmax" /
+                  "softmax_exercise_test.cpp")
+            .find("[.hidden]\"") == std::string::npos);
   for (const auto& entry : fs::recursive_directory_iterator(autograder)) {
     if (!entry.is_regular_file() || entry.path().extension() != ".cpp") continue;
     INFO(entry.path().string());
@@ -464,7 +469,7 @@ TEST_CASE("the released student tree has stubs and no solutions, and grades to z
   CHECK(again.exit_code == 2);
   CHECK(line_count(again.err) == 1);
   CHECK(again.err.find("already exists") != std::string::npos);
-  CHECK(read_text(autograder / "share" / "attn" / "course" / "lessons" / "03-softmax" /
+  CHECK(read_text(autograder / "share" / "attn" / "grader" / "course" / "lessons" / "03-softmax" /
                   "softmax_exercise_test.cpp") == tests);
 }
 
@@ -771,9 +776,10 @@ TEST_CASE("every planted bug file has its test case above", "[assignments][bugs]
 TEST_CASE("the Gradescope run_autograder grades a submission and always writes results.json",
           "[assignments]") {
   ScratchDir scratch("autograder");
-  fs::create_directories(scratch.path / "submission" / "upload");
+  // Uploaded one by one: the file lands at the submission's top level.
+  fs::create_directories(scratch.path / "submission");
   fs::copy_file(kSource / "lessons" / "07-layer-norm" / "layer_norm_exercise.cpp",
-                scratch.path / "submission" / "upload" / "layer_norm_exercise.cpp");
+                scratch.path / "submission" / "layer_norm_exercise.cpp");
   REQUIRE(run_attn({"assignments", "release", "--grader", (scratch.path / "source").string()})
               .exit_code == 0);
   const std::string script = (scratch.path / "source" / "run_autograder").string();
@@ -795,6 +801,10 @@ TEST_CASE("the Gradescope run_autograder grades a submission and always writes r
   CHECK(layer_norm > 10);
   CHECK(report["score"].get<double>() == layer_norm);
   CHECK(hidden >= 9);  // the grader bundle keeps the hidden tests
+  // The student reads which file was graded, and that the others were not submitted.
+  const std::string output = report["output"].get<std::string>();
+  CHECK(output.find("07 layer-norm: graded layer_norm_exercise.cpp\n") != std::string::npos);
+  CHECK(output.find("03 softmax: no softmax_exercise.cpp was submitted") != std::string::npos);
 
   // attn missing: still a results.json, with score 0 and the reason.
   const std::string broken =

@@ -800,6 +800,11 @@ const std::map<std::string, Maker>& makers() {
          fs::create_symlink("a-file", path);
        }},
       {"a-folder", [](Scratch&, const fs::path& path) { fs::create_directory(path); }},
+      // A student's tree, as `attn assignments release` writes it.
+      {"course",
+       [](Scratch& s, const fs::path& path) {
+         s.attn({"assignments", "release", "--out", path.filename().string()});
+       }},
       {"a-project",
        [](Scratch&, const fs::path& path) {
          fs::create_directories(path / "src");

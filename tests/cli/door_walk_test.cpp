@@ -123,9 +123,9 @@ const std::map<std::string, std::string> kOutputs = {
     {"--export", "mine.png"},   {"--save-checkpoint", "thesis.safetensors"},
     {"--output", "notes.json"}, {"--out", "folder"},
     {"--grader", "folder"}};
-const std::set<std::string> kInputs = {"--input",       "--weights",  "--config",
-                                       "--checkpoint",  "--ids-file", "--vocab",
-                                       "--grad-output", "--dir",      "--pretrained"};
+const std::set<std::string> kInputs = {
+    "--input", "--weights",     "--config", "--checkpoint", "--ids-file",
+    "--vocab", "--grad-output", "--dir",    "--pretrained", "--submission"};
 
 bool names_a_path(const Option& o) {
   return o.placeholder.find("FILE") != std::string::npos ||

@@ -140,7 +140,7 @@ TEST_CASE("student code cannot rewrite another lesson's tests or their points (G
           "[assignments][attacks]") {
   ScratchDir scratch("attack-points");
   const fs::path instructor =
-      kShare / "course" / "lessons" / "02-scaling" / "scaling_exercise_test.cpp";
+      kShare / "grader" / "course" / "lessons" / "02-scaling" / "scaling_exercise_test.cpp";
   const std::string before = read_text(instructor);
   const fs::path student_tests =
       scratch.path / "student" / "lessons" / "02-scaling" / "scaling_exercise_test.cpp";
@@ -179,7 +179,7 @@ TEST_CASE("an #include of the solution, of any other file, or .incbin does not c
   const fs::path secret = scratch.path / "secret.txt";
   std::ofstream(secret) << "API_TOKEN=sk-live-0123456789 grader secret line\n";
   const std::string solution =
-      (kShare / "course" / "lessons" / "03-softmax" / "softmax_exercise.cpp").string();
+      (kShare / "grader" / "course" / "lessons" / "03-softmax" / "softmax_exercise.cpp").string();
   for (const std::string& attack : std::vector<std::string>{
            "#include \"../../../lessons/03-softmax/softmax_exercise.cpp\"\n",
            "#include \"" + solution + "\"\n", "#include \"" + secret.string() + "\"\n",
@@ -285,11 +285,14 @@ Tensor3 softmax(const Tensor3& scores) {{
 }}
 }}
 )",
-      (kShare / "course" / "lessons" / "03-softmax" / "softmax_exercise_test.cpp").string(),
-      (kShare / "course" / "lessons" / "04-attention" / "attention_exercise.cpp").string(),
+      (kShare / "grader" / "course" / "lessons" / "03-softmax" / "softmax_exercise_test.cpp")
+          .string(),
+      (kShare / "grader" / "course" / "lessons" / "04-attention" / "attention_exercise.cpp")
+          .string(),
       (kShare / "grader" / "expected" / "softmax" / "b2_t4_s6_softmax.npy").string(),
       (kShare / "inputs" / "softmax" / "b2_t4_s6_scores.npy").string(),
-      (kShare / "course" / "lessons" / "03-softmax" / "softmax_exercise_test.cpp").string(),
+      (kShare / "grader" / "course" / "lessons" / "03-softmax" / "softmax_exercise_test.cpp")
+          .string(),
       (kShare / "grader" / "expected" / "softmax" / "b2_t4_s6_softmax.npy").string(),
       (kShare / "inputs" / "softmax" / "b2_t4_s6_scores.npy").string(),
       (scratch.path / "student" / "lessons" / "03-softmax" / "softmax_exercise.cpp").string(),
@@ -353,7 +356,7 @@ TEST_CASE("a 3 GiB allocation fails that test only (S3)", "[assignments][attacks
   ScratchDir scratch("attack-memory");
   // The solution, except that softmax first takes and touches 3 GiB.
   std::string solution =
-      read_text(kShare / "course" / "lessons" / "03-softmax" / "softmax_exercise.cpp");
+      read_text(kShare / "grader" / "course" / "lessons" / "03-softmax" / "softmax_exercise.cpp");
   const std::string head = "Tensor3 softmax(const Tensor3& scores) {";
   REQUIRE(solution.find(head) != std::string::npos);
   solution.replace(solution.find(head), head.size(),
@@ -410,8 +413,8 @@ TEST_CASE(
   for (const json& test : g.report["tests"])
     softmax += test["tags"][0] == "softmax" ? 1 : 0;
   // Graded once though named twice, with the instructor's tests (hidden ones too).
-  const std::string tests =
-      read_text(kShare / "course" / "lessons" / "03-softmax" / "softmax_exercise_test.cpp");
+  const std::string tests = read_text(kShare / "grader" / "course" / "lessons" / "03-softmax" /
+                                      "softmax_exercise_test.cpp");
   int expected = 0;
   for (std::size_t at = tests.find("\nTEST_CASE("); at != std::string::npos;
        at = tests.find("\nTEST_CASE(", at + 1)) {
@@ -470,7 +473,7 @@ TEST_CASE(
   // The lesson folder as a link to the instructor's copy, which holds the solution.
   const fs::path folder = tree / "lessons" / "03-softmax";
   fs::remove_all(folder);
-  fs::create_directory_symlink(kShare / "course" / "lessons" / "03-softmax", folder);
+  fs::create_directory_symlink(kShare / "grader" / "course" / "lessons" / "03-softmax", folder);
   // .attn as a link to a folder elsewhere, with a file the grader must not touch.
   const fs::path elsewhere = scratch.path / "elsewhere";
   fs::create_directories(elsewhere);
@@ -528,4 +531,85 @@ __attribute__((constructor)) void resources() {
   CHECK(output.find("\\x9b") != std::string::npos);
   CHECK(output.find("\xc2\x9b") == std::string::npos);
   CHECK(!fs::exists(scratch.path / "student" / "deep"));
+}
+
+TEST_CASE(
+    "section names, asm labels and _Pragma carry no directive to the assembler, asm stays "
+    "refused (N6)",
+    "[assignments][attacks]") {
+  const std::string incbin = R"(.incbin \"/usr/include/stdio.h\")";
+  for (const std::string& attack : std::vector<std::string>{
+           // The probe's attack: newlines in a section name.
+           R"(__attribute__((used, section(".rodata\n.globl leak_stdio\nleak_stdio:\n)" + incbin +
+               R"(\n.byte 0\n.globl leak_exp\nleak_exp:\n#"))) const char marker1[] = "x";
+extern "C" const char leak_stdio[];
+)",
+           // ';' separates statements as a newline does.
+           R"(__attribute__((used, section(".rodata;)" + incbin +
+               R"(;#"))) const char marker2[] = "x";
+)",
+           R"([[gnu::used, gnu::section(".rodata\n)" + incbin +
+               R"(\n#")]] const char marker3[] = "x";
+)",
+           // An asm label is written into the assembly as it is.
+           R"(extern "C" int hidden_value asm("hidden_value\n)" + incbin + R"(\n");
+int read_hidden() { return hidden_value; }
+)",
+           R"(_Pragma("GCC dependency \"/usr/include/stdio.h\"")
+)",
+           "int quiet() { asm(\"nop\"); return 0; }\n"}) {
+    INFO(attack);
+    ScratchDir dir("attack-assembly");
+    const Graded g = grade(tree_with_attack(dir.path, attack));
+    CHECK(g.report["score"] == 0.0);
+    const std::string output = all_output(g.report);
+    CHECK(output.find("is not allowed in an exercise") != std::string::npos);
+    // The refusal names what is refused, not the file it would have read.
+    CHECK(output.find("stdio.h") == std::string::npos);
+  }
+}
+
+TEST_CASE("an #include or __has_include of a grader file answers the same whether it exists (N9)",
+          "[assignments][attacks]") {
+  ScratchDir scratch("attack-oracle");
+  const fs::path tree = tree_with_attack(scratch.path, "");
+  const fs::path source = tree / "lessons" / "03-softmax" / "softmax_exercise.cpp";
+  const fs::path expected = kShare / "grader" / "expected" / "softmax";
+  const fs::path exists = expected / "b2_t4_s6_softmax.npy";
+  const fs::path missing = expected / "guess_b9_softmax.npy";
+  REQUIRE(fs::exists(exists));
+  for (const char* form : {"#include \"{}\"\n", "#if __has_include(\"{}\")\n#error found\n#endif\n",
+                           "#include <{}>\n"}) {
+    std::vector<std::string> seen;
+    for (const fs::path& probe : {exists, missing}) {
+      std::ofstream(source, std::ios::binary) << fmt::format(fmt::runtime(form), probe.string());
+      const auto run = run_attn({"grade", "--dir", tree.string(), "--lesson", "softmax",
+                                 "--timeout", "10", "--color", "never"});
+      CHECK(run.exit_code == 1);
+      seen.push_back(run.out);
+    }
+    INFO(seen[0]);
+    CHECK(seen[0] == seen[1]);
+    CHECK(seen[0].find("is not allowed") != std::string::npos);
+  }
+}
+
+TEST_CASE("a compiler message of megabytes of odd bytes is capped after escaping (N11)",
+          "[assignments][attacks]") {
+  ScratchDir scratch("attack-long-log");
+  // About 900 KB of #error lines of bytes that are not UTF-8: the compiler says each one twice
+  // (the message and the line), and each byte is shown as four ("\xff").
+  std::string bomb;
+  for (int i = 0; i < 2200; ++i)
+    bomb += "#error " + std::string(400, '\xff') + "\n";
+  const Graded g = grade(tree_with_attack(scratch.path, bomb, false));
+  CHECK(g.report["score"] == 0.0);
+  // Bounds: 64 KiB per output, 256 KiB for the whole results file.
+  CHECK(g.report["output"].get<std::string>().size() < 64 * 1024);
+  for (const json& test : g.report["tests"])
+    CHECK(test["output"].get<std::string>().size() < 64 * 1024);
+  CHECK(g.report.dump().size() < 256 * 1024);
+  // GCC quotes the bytes as they are (escaped by attn), clang as "<FF>".
+  const std::string output = all_output(g.report);
+  CHECK((output.find("\\xff") != std::string::npos || output.find("<FF>") != std::string::npos));
 }
