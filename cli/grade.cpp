@@ -363,10 +363,13 @@ void setup(CLI::App& app, Context& context) {
     std::string out;
     if (!out_dir->empty()) {
       const ReleaseSummary summary = release_tree(tree, *out_dir, false);
+      // A student's attn carries its course with stubs already: nothing is replaced.
+      const std::string stubs = summary.stubs > 0
+                                    ? fmt::format("{} solutions replaced by stubs", summary.stubs)
+                                    : std::string("each with stubs to fill in");
       out += fmt::format(
-          "wrote {}: {} exercises, {} solutions replaced by stubs, {} tests worth {} points "
-          "(hidden tests left out)\n",
-          *out_dir, summary.exercises, summary.stubs, summary.visible_tests,
+          "wrote {}: {} exercises, {}, {} tests worth {} points (hidden tests left out)\n",
+          *out_dir, summary.exercises, stubs, summary.visible_tests,
           number_string(summary.visible_points));
       out += fmt::format("Students start with `cd {} && attn check`.\n", *out_dir);
     }

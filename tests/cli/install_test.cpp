@@ -237,6 +237,10 @@ TEST_CASE("an installed attn teaches, releases and grades from any folder", "[in
     CHECK(shell(in_work + " assignments release --out course >release.txt 2>&1") == 0);
     INFO(read_bytes(work / "release.txt"));
     REQUIRE(fs::exists(work / "course" / "lessons" / "03-softmax" / "softmax_exercise.cpp"));
+    // The instructor's course has solutions to replace; a student's has its stubs already.
+    CHECK(read_bytes(work / "release.txt")
+              .find(grader ? "solutions replaced by stubs" : "each with stubs to fill in") !=
+          std::string::npos);
 
     // A fresh release grades to zero; with the solution copied in, the lesson to full marks: the
     // visible tests' alone in a student's install, and no hidden test named.
