@@ -104,31 +104,14 @@ void remove_stale_folders(const fs::path& base) {
 class WorkDir {
  public:
   WorkDir() {
-    const char* base_variable = std::getenv("ATTN_GRADE_TMPDIR");
-    const fs::path base = base_variable != nullptr && *base_variable != '\0'
-                              ? fs::absolute(base_variable)
-                              : fs::path("/tmp");
-    remove_stale_folders(base);
-    std::string pattern = (base / work_folder_pattern()).string();
-    if (mkdtemp(pattern.data()) == nullptr) {
-      throw Error(ErrorKind::write_failed, "grade",
-                  fmt::format("cannot make a folder for grading in {}: {}; set "
-                              "ATTN_GRADE_TMPDIR to a writable folder",
-                              base.string(), std::strerror(errno)));
-    }
-    root_ = pattern;
-    guard_folder(root_);
+    root_ = make_work_folder();
     chmod(root_.c_str(), 0711);  // a confined child, maybe nobody, passes through
     fs::create_directory(build());
     fs::create_directory(trusted());
     chmod(trusted().c_str(), 0700);
     for_child(build());
   }
-  ~WorkDir() {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-    release_folder(root_);
-  }
+  ~WorkDir() { remove_work_folder(root_); }
   WorkDir(const WorkDir&) = delete;
   WorkDir& operator=(const WorkDir&) = delete;
 
@@ -692,6 +675,29 @@ class LessonGrader {
 };
 
 }  // namespace
+
+fs::path make_work_folder() {
+  const char* base_variable = std::getenv("ATTN_GRADE_TMPDIR");
+  const fs::path base = base_variable != nullptr && *base_variable != '\0'
+                            ? fs::absolute(base_variable)
+                            : fs::path("/tmp");
+  remove_stale_folders(base);
+  std::string pattern = (base / work_folder_pattern()).string();
+  if (mkdtemp(pattern.data()) == nullptr) {
+    throw Error(ErrorKind::write_failed, "grade",
+                fmt::format("cannot make a folder for grading in {}: {}; set "
+                            "ATTN_GRADE_TMPDIR to a writable folder",
+                            base.string(), std::strerror(errno)));
+  }
+  guard_folder(pattern);
+  return pattern;
+}
+
+void remove_work_folder(const fs::path& folder) {
+  std::error_code ec;
+  fs::remove_all(folder, ec);
+  release_folder(folder);
+}
 
 std::vector<TestCaseInfo> instructor_tests(const Exercise& exercise) {
   const fs::path tests = instructor_folder(exercise) / exercise.tests().filename();

@@ -53,6 +53,14 @@ struct GradeOptions {
 // Grades `exercise` of a student's tree by the instructor's tests of the same exercise.
 LessonOutcome grade_exercise(const Exercise& exercise, const GradeOptions& options);
 
+// A new folder of this user's alone for grading work, under $ATTN_GRADE_TMPDIR or /tmp, named
+// for this process (attn-grade-<pid namespace>-<pid>-*) and guarded: the guard removes it when
+// attn ends first (process.hpp), and a later run removes it when both were killed. Stale
+// folders of ended runs are removed first. attn::Error when it cannot be made.
+std::filesystem::path make_work_folder();
+// Removes a folder make_work_folder made, and tells the guard.
+void remove_work_folder(const std::filesystem::path& folder);
+
 // The tests of the instructor's copy of `exercise`: its names, points and hidden tags.
 std::vector<TestCaseInfo> instructor_tests(const Exercise& exercise);
 

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "grader.hpp"
 #include "report.hpp"
 
 namespace attn::course {
@@ -157,20 +158,13 @@ Submission::Submission(const fs::path& dir) {
                             std::strerror(errno)))
         .about("submission");
   }
-  // The student tree, in a folder only this user may enter (the same base as the grader's own).
-  const char* base = std::getenv("ATTN_GRADE_TMPDIR");
-  std::string pattern =
-      (base != nullptr && *base != '\0' ? std::string(base) : std::string("/tmp")) +
-      "/attn-submission-XXXXXX";
-  if (mkdtemp(pattern.data()) == nullptr) {
-    const int error = errno;
+  // The student tree, in a grading folder of this user's alone (removed by the guard too).
+  try {
+    folder_ = make_work_folder();
+  } catch (...) {
     close(top);
-    throw Error(ErrorKind::write_failed, "grade",
-                fmt::format("cannot make a folder for the submission in {}: {}; set "
-                            "ATTN_GRADE_TMPDIR to a writable folder",
-                            fs::path(pattern).parent_path().string(), std::strerror(error)));
+    throw;
   }
-  folder_ = pattern;
   tree_ = folder_ / "course";
   try {
     release_tree(course_tree(), tree_, false);
@@ -221,15 +215,14 @@ Submission::Submission(const fs::path& dir) {
     }
   } catch (...) {
     close(top);
-    fs::remove_all(folder_, ec);
+    remove_work_folder(folder_);
     throw;
   }
   close(top);
 }
 
 Submission::~Submission() {
-  std::error_code ec;
-  fs::remove_all(folder_, ec);
+  remove_work_folder(folder_);
 }
 
 std::string Submission::note(const Exercise& exercise) const {
