@@ -24,6 +24,9 @@ from torch import nn
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "data"))
 from generator.encoder import TransformerEncoder  # noqa: E402
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import gpt_torch  # noqa: E402
+
 
 class TokenClassifier(nn.Module):  # attn's core/train/classifier.hpp: "encoder.*" and "head.*"
     def __init__(self, config, classes):
@@ -67,6 +70,26 @@ def time_steps(name, config, batch, tokens, warmup, repeat):
             "steps_per_second": 1000.0 / ms}
 
 
+def time_gpt_steps(name, warmup, repeat, vocab=80, batch=12, block=64):
+    """nanoGPT's CPU configuration (4 layers, 4 heads, 128 wide, 12 windows of 64 tokens) on random
+    tokens of the shipped corpus's 80 characters: a step as attn's GptTraining takes it (the batch,
+    forward, cross-entropy, backward, clipping, AdamW)."""
+    torch.manual_seed(0)
+    model = gpt_torch.GPT(vocab, block=block)
+    opt = gpt_torch.optimizer(model)
+    times = []
+    for i in range(warmup + repeat):
+        ids = torch.randint(0, vocab, (batch, block + 1))
+        start = time.perf_counter()
+        gpt_torch.train_step(model, opt, ids[:, :-1], ids[:, 1:], 1e-3)
+        if i >= warmup:
+            times.append((time.perf_counter() - start) * 1000.0)
+    ms = statistics.median(times)
+    return {"name": name, "layers": 4, "d_model": 128, "heads": 4, "d_ff": 512, "batch": batch, "tokens": block,
+            "vocab": vocab, "ms_median": ms, "ms_min": min(times), "ms_max": max(times),
+            "steps_per_second": 1000.0 / ms}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--threads", type=int, default=1)
@@ -80,6 +103,7 @@ def main():
         time_steps("attn train's default", model_config(2, 32, 2, 64, 8, 8), 32, 8, args.warmup, args.repeat),
         time_steps("a BERT-base layer", model_config(1, 768, 12, 3072, 8, args.seq), args.batch, args.seq,
                    args.warmup, args.repeat),
+        time_gpt_steps("nanoGPT's CPU GPT", args.warmup, args.repeat),
     ]
     print(json.dumps({"torch": torch.__version__, "threads": args.threads, "runs": args.repeat,
                       "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"), "models": models}, indent=2))

@@ -55,7 +55,13 @@ int run_pretrained(GenerateCliOptions& o, const CLI::App& app, Context& context)
                 "--no-cache is lesson 14's comparison on a trained checkpoint; GPT-2 generates "
                 "with its key/value cache: drop --no-cache")
         .about("no_cache");
-  refuse_beside_pretrained(app, {"--checkpoint", "--ablate", "--part"}, "generate");
+  const std::optional<std::string> shipped = shipped_checkpoint_folder(o.checkpoint);
+  const bool from_checkpoint = shipped && *shipped == o.pretrained;
+  refuse_beside_pretrained(app,
+                           from_checkpoint
+                               ? std::vector<std::string>{"--ablate", "--part"}
+                               : std::vector<std::string>{"--checkpoint", "--ablate", "--part"},
+                           "generate");
   PretrainedFolder folder = open_folder(o.pretrained);
   if (!is_gpt2(folder))
     throw Error(ErrorKind::bad_value, "generate",
@@ -85,7 +91,7 @@ int run_pretrained(GenerateCliOptions& o, const CLI::App& app, Context& context)
         .about(source);
   }
   lessons::Gpt2GenerateOptions l;
-  l.name = o.pretrained;
+  l.name = from_checkpoint ? o.checkpoint + " (shipped)" : o.pretrained;
   l.tokenizer = &gpt2.tokenizer;
   l.prompt.assign(text.input.ids.begin(), text.input.ids.end());
   l.max_new_tokens = o.max_new_tokens;
@@ -121,6 +127,11 @@ int run_pretrained(GenerateCliOptions& o, const CLI::App& app, Context& context)
 
 int run_generate(GenerateCliOptions& o, const CLI::App& app, Context& context) {
   if (!o.pretrained.empty()) return run_pretrained(o, app, context);
+  // A shipped checkpoint that is a GPT-2 folder (gpt-char) generates as --pretrained does.
+  if (const std::optional<std::string> folder = shipped_checkpoint_folder(o.checkpoint)) {
+    o.pretrained = *folder;
+    return run_pretrained(o, app, context);
+  }
   for (const char* name : {"--ids", "--max-new-tokens"})
     if (app.count(name) > 0)
       throw Error(

@@ -183,6 +183,37 @@ std::filesystem::path executable_folder() {
 }
 }  // namespace
 
+std::optional<std::string> shipped_checkpoint_folder(const std::string& name) {
+  namespace fs = std::filesystem;
+  if (!is_shipped_checkpoint_name(name)) return std::nullopt;
+  const fs::path dir = executable_folder();
+  std::error_code ec;
+  for (const fs::path& folder : {dir / "share" / "attn" / "checkpoints",
+                                 dir.parent_path() / "share" / "attn" / "checkpoints"}) {
+    if (!fs::is_directory(folder, ec)) continue;
+    const fs::path candidate = folder / name;
+    if (fs::is_directory(candidate, ec) && fs::is_regular_file(candidate / "config.json", ec))
+      return candidate.string();
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::string shipped_corpus() {
+  namespace fs = std::filesystem;
+  const fs::path dir = executable_folder();
+  std::error_code ec;
+  for (const fs::path& folder :
+       {dir / "share" / "attn" / "corpus", dir.parent_path() / "share" / "attn" / "corpus"}) {
+    if (fs::is_regular_file(folder / "moby-dick.txt", ec))
+      return (folder / "moby-dick.txt").string();
+  }
+  throw Error(ErrorKind::bad_file, "corpus",
+              "attn's shipped corpus (share/attn/corpus/moby-dick.txt) is not installed beside "
+              "attn: give --corpus FILE, or reinstall attn")
+      .about("corpus");
+}
+
 std::string resolve_checkpoint(const std::string& name) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -206,7 +237,10 @@ std::string resolve_checkpoint(const std::string& name) {
     const fs::path candidate = folder / (name + ".safetensors");
     if (fs::is_regular_file(candidate, ec)) return candidate.string();
     for (const auto& entry : fs::directory_iterator(folder, ec))
-      if (entry.path().extension() == ".safetensors") shipped.push_back(entry.path().stem());
+      if (entry.path().extension() == ".safetensors")
+        shipped.push_back(entry.path().stem());
+      else if (entry.is_directory(ec))
+        shipped.push_back(entry.path().filename());
     break;
   }
   std::sort(shipped.begin(), shipped.end());

@@ -43,6 +43,12 @@ EncoderConfig resolve_config(const std::string& path);
 // data/checkpoints), never a file; anything else is a path. Errors are about "checkpoint": a bare
 // name not shipped lists the shipped names and says ./NAME reads a file.
 std::string resolve_checkpoint(const std::string& name);
+// A shipped checkpoint that is a Hugging Face folder (gpt-char), by its bare name; nullopt when
+// there is none of that name.
+std::optional<std::string> shipped_checkpoint_folder(const std::string& name);
+// The shipped corpus of attn train --model gpt (share/attn/corpus/moby-dick.txt beside the
+// executable, from data/corpus).
+std::string shipped_corpus();
 
 // Refuses text that is not UTF-8, naming the first bad byte; the error is about `subject` ("text").
 void check_utf8(const std::string& text, const std::string& subject, std::string_view command);

@@ -4,6 +4,7 @@
 // the checkpoint as .safetensors with the task and the config in its metadata.
 #include <unistd.h>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -13,17 +14,20 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "11-train/gpt_train_lesson.hpp"
 #include "11-train/train_lesson.hpp"
 #include "ablate.hpp"
 #include "base/budget.hpp"
 #include "command.hpp"
 #include "door.hpp"
 #include "image_file.hpp"
+#include "io/file_io.hpp"
 #include "io/weights.hpp"
 #include "lesson_io.hpp"
 #include "options.hpp"
 #include "output.hpp"
 #include "plot_image.hpp"
+#include "pretrained.hpp"
 #include "save.hpp"
 #include "state_dict.hpp"
 #include "train/trainer.hpp"
@@ -40,6 +44,10 @@ struct TrainCliOptions {
   std::string checkpoint;
   std::string export_path;  // --export: the curves as a picture
   bool vocab_given = false;
+  // --model gpt
+  GptTrainConfig gpt;
+  std::string corpus, tokenizer, resume;
+  std::size_t stop_after = 0;
   AblateCliOptions ablate;
   render::OutputOptions output;
 };
@@ -189,7 +197,202 @@ TrainTask train_task(const TrainCliOptions& o, const CLI::App& app) {
   return *task;
 }
 
+// The options one model family takes and another does not, refused in one line each.
+void refuse_options(const CLI::App& app, const std::vector<std::string>& options,
+                    std::string_view why) {
+  for (const std::string& option : options)
+    if (app.count(option) > 0)
+      throw Error(ErrorKind::bad_value, "train", fmt::format("{} {}: drop {}", option, why, option))
+          .about(option.substr(2));
+}
+
+// --corpus FILE, or the shipped text.
+std::pair<std::string, std::string> read_corpus(const std::string& path) {
+  if (path.empty()) {
+    const std::string shipped = shipped_corpus();
+    const std::vector<unsigned char> bytes = read_file(shipped, "attn's shipped corpus");
+    return {std::string(bytes.begin(), bytes.end()), "moby-dick.txt (shipped)"};
+  }
+  try {
+    const std::vector<unsigned char> bytes =
+        read_file(path, "a text file to train on (UTF-8, or any bytes with --tokenizer DIR)");
+    return {std::string(bytes.begin(), bytes.end()), path};
+  } catch (const Error& e) {
+    throw Error(e.kind(), e.function(), e.detail()).about("corpus");
+  }
+}
+
+// A loss with four decimals, and "-" when not a number.
+std::string loss_text(double loss) {
+  return std::isfinite(loss) ? fmt::format("{:.4f}", loss) : "-";
+}
+
+int run_gpt(TrainCliOptions& o, const CLI::App& app, const Context& context) {
+  refuse_options(app,
+                 {"--task", "--vocab", "--tokens", "--norm", "--dropout", "--ablate", "--part"},
+                 "is for --model encoder and transformer; a GPT learns its text (--corpus FILE) "
+                 "without dropout, its length is --block");
+  GptTrainConfig& c = o.gpt;
+  const auto given = [&](const char* option) { return app.count(option) > 0; };
+  lessons::GptTrainLessonOptions lesson;
+  if (given("--layers")) c.layers = o.config.layers;
+  if (given("--d-model")) c.d_model = o.config.d_model;
+  if (given("--heads")) c.heads = o.config.heads;
+  if (given("--d-ff")) c.d_ff = o.config.d_ff;
+  if (given("--steps")) c.steps = o.config.steps;
+  if (given("--batch")) c.batch = o.config.batch;
+  if (given("--lr")) c.lr = o.config.lr;
+  if (given("--seed")) c.seed = o.config.seed;
+  if (!o.resume.empty()) {
+    refuse_options(app,
+                   {"--layers", "--d-model", "--heads", "--d-ff", "--block", "--batch", "--lr",
+                    "--seed", "--tokenizer", "--eval-interval"},
+                   "is the resumed run's own (its folder's training_state.safetensors)");
+    try {
+      PretrainedGpt2 folder = open_gpt2(open_folder(o.resume));
+      const std::string state_path = folder.folder.path + "/training_state.safetensors";
+      Metadata metadata;
+      const StateDict state = read_weights(state_path, &metadata);
+      GptResumed resumed = read_gpt_training_state(
+          folder.config,
+          check_gpt2_weights(folder.config, read_pretrained_weights(folder.folder, gpt2_reads),
+                             folder.folder.shown),
+          state, metadata, folder.folder.shown);
+      const std::size_t steps = c.steps;
+      c = resumed.config;
+      if (given("--steps")) c.steps = steps;
+      if (resumed.steps_done >= c.steps)
+        throw Error(
+            ErrorKind::bad_value, "train",
+            fmt::format("'{}' has already trained {} steps of {}: give --steps above {} "
+                        "to train on",
+                        printable(o.resume), resumed.steps_done, c.steps, resumed.steps_done))
+            .about("steps");
+      lesson.tokenizer = saved_tokenizer(folder.folder.path, resumed.characters);
+      lesson.tokenizer_name = o.resume;
+      lesson.resumed = std::move(resumed);
+      lesson.resumed_name = o.resume;
+    } catch (const Error& e) {
+      if (!e.subject().empty() && e.subject() != "pretrained") throw;
+      throw Error(e.kind(), e.function(), e.detail()).about("resume");
+    }
+  } else {
+    if (!given("--d-ff")) c.d_ff = 4 * c.d_model;
+    check_gpt_train_config(c);
+    if (!o.tokenizer.empty()) {
+      try {
+        lesson.tokenizer = folder_tokenizer(o.tokenizer);
+      } catch (const Error& e) {
+        throw Error(e.kind(), e.function(), e.detail()).about("tokenizer");
+      }
+      lesson.tokenizer_name = o.tokenizer;
+    }
+  }
+  auto [text, name] = read_corpus(o.corpus);
+  lesson.text = std::move(text);
+  lesson.corpus_name = std::move(name);
+  lesson.config = c;
+  lesson.stop_after = o.stop_after;
+  // The vocabulary decides the model's size: a BPE's is known, characters are counted.
+  const std::size_t vocab =
+      lesson.tokenizer
+          ? lesson.tokenizer->bpe.size()
+          : character_tokenizer(lesson.text, "the corpus " + lesson.corpus_name).bpe.size();
+  MemoryPlan plan = plan_gpt_run(c, vocab);
+  plan.push_back({"the corpus as token ids", {lesson.text.size()}, "", 4});
+  check_budget("train", plan);
+  keep_freed_memory();
+
+  const bool shown =
+      o.output.format == render::Format::text && !o.output.quiet && isatty(STDERR_FILENO) != 0;
+  const auto start = std::chrono::steady_clock::now();
+  auto shown_at = start;
+  const std::size_t first = lesson.resumed ? lesson.resumed->steps_done : 0;
+  const std::size_t last = o.stop_after > 0 ? std::min(o.stop_after, c.steps) : c.steps;
+  if (last <= first)
+    throw Error(ErrorKind::bad_value, "train",
+                fmt::format("--stop-after {} is not after the {} steps '{}' has trained: give a "
+                            "later step",
+                            o.stop_after, first, printable(o.resume)))
+        .about("stop_after");
+  lesson.on_step = [&](std::size_t step, float loss) {
+    if (!shown) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (step != c.steps && now - shown_at < std::chrono::milliseconds(100)) return;
+    shown_at = now;
+    const double seconds = std::chrono::duration<double>(now - start).count();
+    const double rate = static_cast<double>(step - first) / std::max(seconds, 1e-9);
+    std::fputs(fmt::format("\r  step {:>{}}/{}  loss {:.4f}  {:.1f} steps/s  {:.1f} s ", step,
+                           std::to_string(c.steps).size(), c.steps, loss, rate, seconds)
+                   .c_str(),
+               stderr);
+    std::fflush(stderr);
+  };
+  lesson.on_evaluation = [&](const GptEvaluation& e, const std::string& sample) {
+    if (!shown) return;
+    std::string indented = "    ";
+    for (char ch : sample)
+      indented += ch == '\n' ? std::string("\n    ") : std::string(1, ch);
+    std::fputs(
+        fmt::format("\r\x1b[K  step {}: train loss {}, val loss {} ({:.1f} s)\n{}\n", e.step,
+                    loss_text(e.train_loss), loss_text(e.validation_loss), e.seconds, indented)
+            .c_str(),
+        stderr);
+    std::fflush(stderr);
+  };
+  lessons::GptTrainLessonResult result = lessons::run_gpt_train(std::move(lesson));
+  if (shown) {
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fputs(fmt::format("  trained {} steps in {:.1f} s ({:.1f} steps/s)\n", last - first,
+                           seconds, static_cast<double>(last - first) / std::max(seconds, 1e-9))
+                   .c_str(),
+               stderr);
+  }
+  std::vector<render::FileOutput> files;
+  if (!o.checkpoint.empty()) {
+    render::FileOutput folder{o.checkpoint, "save_checkpoint", {}};
+    for (NamedFile& f : gpt_checkpoint_files(*result.training, result.tokenizer))
+      folder.folder.emplace_back(std::move(f.name), std::move(f.bytes));
+    files.push_back(std::move(folder));
+  }
+  if (!o.export_path.empty()) {
+    render::CurvePicture picture;
+    picture.title = "attn train --model gpt: the loss while training";
+    picture.subtitle = {
+        fmt::format("a GPT of {} blocks, D {}, {} heads, block {}, on {}", c.layers, c.d_model,
+                    c.heads, c.block, printable(result.run.settings()[1].second)),
+        fmt::format("{} steps of {} windows, AdamW at lr {:g}, seed {}", c.steps, c.batch, c.lr,
+                    c.seed)};
+    // The validation loss held from each evaluation to the next, one value a step.
+    std::vector<double> validation(result.losses.size(), std::nan(""));
+    const std::vector<GptEvaluation>& history = result.training->history();
+    for (std::size_t i = 0; i < validation.size(); ++i) {
+      const std::size_t step = first + i + 1;
+      for (const GptEvaluation& e : history)
+        if (e.step <= step) validation[i] = e.validation_loss;
+    }
+    picture.panels.push_back({"loss on each step's batch", result.losses, false, {}});
+    picture.panels.push_back({fmt::format("validation loss (every {} steps)", c.eval_interval),
+                              std::move(validation),
+                              false,
+                              {}});
+    files.push_back(curves_file(picture, o.export_path));
+  }
+  const int code = publish(result.run, o.output, context, files);
+  if (shown)
+    for (const render::FileOutput& f : files)
+      std::fputs(fmt::format("  wrote {}\n", printable(f.path)).c_str(), stderr);
+  return code;
+}
+
 int run_train(TrainCliOptions& o, const CLI::App& app, const Context& context) {
+  if (o.model == "gpt") return run_gpt(o, app, context);
+  refuse_options(
+      app, {"--corpus", "--tokenizer", "--resume", "--block", "--eval-interval", "--stop-after"},
+      "is for --model gpt, which learns a text");
+  if (o.checkpoint.ends_with('/') || std::filesystem::is_directory(o.checkpoint))
+    render::check_checkpoint_file(o.checkpoint);
   TrainConfig& c = o.config;
   c.task = train_task(o, app);
   if (std::holds_alternative<Task>(c.task) && std::get<Task>(c.task) == Task::masked)
@@ -245,10 +448,10 @@ void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<TrainCliOptions>();
   CLI::App* sub = add_lesson_command(app, "train");
   sub->add_option("--model", o->model,
-                  "encoder (default: the book's encoder with a head on every token) or "
-                  "transformer (seed 001's encoder-decoder)")
-      ->check(choice_validator("a model", {"encoder", "transformer"}))
-      ->option_text("encoder|transformer");
+                  "encoder (default: the book's encoder with a head on every token), "
+                  "transformer (seed 001's encoder-decoder) or gpt (a GPT learning a text)")
+      ->check(choice_validator("a model", {"encoder", "transformer", "gpt"}))
+      ->option_text("encoder|transformer|gpt");
   sub->add_option("--task", o->task,
                   fmt::format("{} (default reverse); with --model transformer: {}", task_words(),
                               seq2seq_task_words()))
@@ -282,8 +485,39 @@ void setup(CLI::App& app, Context& context) {
   sub->add_option("--seed", o->config.seed, "the seed of the weights and batches (default 0)")
       ->check(seed_validator())
       ->option_text("N");
-  add_output(*sub, "--save-checkpoint", o->checkpoint, OutputKind::checkpoint,
-             "write the trained model as FILE.safetensors, its task and sizes in the metadata");
+  sub->add_option("--save-checkpoint", o->checkpoint,
+                  "write the trained model as FILE.safetensors, its task and sizes in the "
+                  "metadata; with --model gpt, as a Hugging Face GPT-2 folder DIR")
+      ->check(not_empty_validator("--save-checkpoint", "model.safetensors"))
+      ->option_text("FILE|DIR");
+  declare_output(*sub, "--save-checkpoint", [o] {
+    if (o->model == "gpt")
+      render::check_checkpoint_folder(o->checkpoint, gpt_checkpoint_names());
+    else
+      render::check_checkpoint_file(o->checkpoint);
+  });
+  sub->add_option("--corpus", o->corpus,
+                  "--model gpt: the text to learn (default: the shipped moby-dick.txt, 1 MB)")
+      ->check(not_empty_validator("--corpus", "book.txt"))
+      ->option_text("FILE");
+  sub->add_option("--tokenizer", o->tokenizer,
+                  "--model gpt: a BPE's folder (vocab.json and merges.txt, e.g. from attn "
+                  "tokenizer train) instead of one token per character")
+      ->check(not_empty_validator("--tokenizer", "my-bpe"))
+      ->option_text("DIR");
+  sub->add_option("--resume", o->resume,
+                  "--model gpt: go on training from a folder --save-checkpoint wrote")
+      ->check(not_empty_validator("--resume", "my-gpt"))
+      ->option_text("DIR");
+  size("--block", o->gpt.block, "--model gpt: T, the tokens each window trains on (default 64)", 1,
+       4096, "T");
+  size("--stop-after", o->stop_after,
+       "--model gpt: stop after step N of the --steps schedule (save a checkpoint to --resume "
+       "later)",
+       1, 10'000'000, "N");
+  size("--eval-interval", o->gpt.eval_interval,
+       "--model gpt: steps between evaluations of the training and validation loss (default 100)",
+       1, 10'000'000, "N");
   add_output(*sub, "--export", o->export_path, OutputKind::picture,
              "also draw the loss and accuracy curves, with the held-out accuracy, to FILE.svg or "
              "FILE.png");

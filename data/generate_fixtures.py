@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from generator import (ablation, attention, bert, encoder, exercises, feed_forward, gpt2, gradients,  # noqa: E402
+from generator import (ablation, attention, bert, encoder, exercises, feed_forward, gpt2, gpt_training, gradients,  # noqa: E402
                        layer_norm, lessons, npy_files, positional_encoding, printing, sampling, tokens, training,
                        transformer, weights_files)
 
@@ -49,6 +49,7 @@ def main() -> None:
             "sampling": sampling.generate(FIXTURES),
             "bert": bert.generate(FIXTURES),
             "gpt2": gpt2.generate(FIXTURES),
+            "gpt-training": gpt_training.generate(FIXTURES),
         },
     }
     (FIXTURES / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")

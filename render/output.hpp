@@ -35,6 +35,9 @@ struct FileOutput {
   std::string path;
   std::string subject;
   std::vector<unsigned char> bytes;
+  // Not empty: `path` is a folder of these files (name, bytes), written and replaced whole (a
+  // checkpoint folder: check_checkpoint_folder).
+  std::vector<std::pair<std::string, std::vector<unsigned char>>> folder = {};
 };
 inline constexpr std::size_t kMostFiles = 4;
 

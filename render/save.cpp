@@ -494,6 +494,32 @@ void stage_file(const std::string& target, const std::vector<unsigned char>& byt
   }
 }
 
+// Stages a folder of files beside `target`; errors are about `subject`.
+void stage_folder(const std::string& target,
+                  const std::vector<std::pair<std::string, std::vector<unsigned char>>>& files,
+                  std::string_view subject, Swap& s) {
+  {
+    SignalsHeld blocked;
+    s.target = save_target(target).string();
+    s.directory = true;
+    s.temporary = make_temporary(fs::path(s.target), true, subject);
+    s.staged = true;
+  }
+  for (const auto& [name, bytes] : files) {
+    {
+      SignalsHeld blocked;  // the handler reads s.files
+      s.files.push_back(name);
+    }
+    try {
+      write_bytes((fs::path(s.temporary) / name).string(), bytes);
+    } catch (const std::system_error& e) {
+      throw write_error(subject,
+                        fmt::format("cannot write '{}': {}; free space or choose another folder",
+                                    printable(target), e.code().message()));
+    }
+  }
+}
+
 void stage_weights(const lessons::LessonRun& run, const OutputOptions& o, Swap& s) {
   std::vector<unsigned char> bytes;
   try {
@@ -608,6 +634,34 @@ void check_checkpoint_file(const std::string& path) {
   check_weights_file(path, "save_checkpoint", "model.safetensors", false);
 }
 
+void check_checkpoint_folder(const std::string& path, const std::vector<std::string>& names) {
+  if (path.empty())
+    throw checkpoint_error("the folder name is empty: give a path, e.g. <save_checkpoint> my-gpt");
+  const fs::path dir = save_target(path);
+  check_folder(parent_of(dir), path, checkpoint_error);
+  std::error_code ec;
+  const fs::file_status status = fs::symlink_status(dir, ec);
+  if (!fs::exists(status)) return;
+  if (fs::is_symlink(status) || !fs::is_directory(status))
+    throw checkpoint_error(fmt::format(
+        "'{}' exists and is not a folder: a GPT's checkpoint is a folder; choose a new name",
+        printable(path)));
+  std::vector<std::string> others;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (std::find(names.begin(), names.end(), name) == names.end() || !entry.is_regular_file(ec) ||
+        entry.is_symlink(ec))
+      others.push_back(printable(name));
+  }
+  if (!others.empty() || !attn_wrote((dir / "model.safetensors").string()))
+    throw checkpoint_error(fmt::format(
+        "'{}' holds {} attn did not write: choose a new folder; attn replaces only its own "
+        "checkpoints",
+        printable(path),
+        others.empty() ? std::string("a model.safetensors")
+                       : fmt::format("{}", fmt::join(others, ", "))));
+}
+
 void write_outputs(const lessons::LessonRun& run, const OutputOptions& o, std::FILE* out,
                    const std::vector<FileOutput>& files) {
   if (files.size() > kMostFiles)
@@ -619,8 +673,16 @@ void write_outputs(const lessons::LessonRun& run, const OutputOptions& o, std::F
   const Identity weights_before = separate_weights ? identity_of(o.save_weights) : Identity{};
   std::vector<Identity> files_before;
   for (const FileOutput& f : files) {
-    refuse_foreign_file(f.path, f.subject);
-    files_before.push_back(identity_of(f.path));
+    if (f.folder.empty()) {
+      refuse_foreign_file(f.path, f.subject);
+      files_before.push_back(identity_of(f.path));
+    } else {
+      std::vector<std::string> names;
+      for (const auto& [name, bytes] : f.folder)
+        names.push_back(name);
+      check_checkpoint_folder(f.path, names);
+      files_before.push_back(identity_of(save_target(f.path)));
+    }
   }
   const std::string text =
       o.format == Format::json ? render_json(run) : render_text(run, o, use_color(o.color));
@@ -632,8 +694,12 @@ void write_outputs(const lessons::LessonRun& run, const OutputOptions& o, std::F
   try {
     if (!o.save_dir.empty()) stage_save(run, o, t.save);
     if (separate_weights) stage_weights(run, o, t.weights);
-    for (std::size_t i = 0; i < files.size(); ++i)
-      stage_file(files[i].path, files[i].bytes, files[i].subject, t.files[i]);
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      if (files[i].folder.empty())
+        stage_file(files[i].path, files[i].bytes, files[i].subject, t.files[i]);
+      else
+        stage_folder(files[i].path, files[i].folder, files[i].subject, t.files[i]);
+    }
     if (!o.save_dir.empty()) {
       const fs::path target = save_target(o.save_dir);
       FolderLock lock(parent_of(target));
@@ -651,8 +717,14 @@ void write_outputs(const lessons::LessonRun& run, const OutputOptions& o, std::F
       commit(t.save, save_before.exists, "save", o.save_dir);
     }
     if (separate_weights) commit_file(t.weights, weights_before, "save_weights", o.save_weights);
-    for (std::size_t i = 0; i < files.size(); ++i)
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      if (!files[i].folder.empty() && files_before[i].exists) {
+        std::error_code ec;
+        for (const auto& entry : fs::directory_iterator(t.files[i].target, ec))
+          t.files[i].old_files.push_back(entry.path().filename().string());
+      }
       commit_file(t.files[i], files_before[i], files[i].subject, files[i].path);
+    }
     write_stdout(text, out, broken_pipe);
   } catch (...) {
     {

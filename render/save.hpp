@@ -23,6 +23,10 @@ void check_outputs(const OutputOptions& options);
 // folder, in a writable folder, and nothing there that attn did not write (file_mark.hpp).
 // Errors are about "save_checkpoint".
 void check_checkpoint_file(const std::string& path);
+// The checks for a checkpoint folder (attn train --model gpt --save-checkpoint DIR): a folder that
+// does not exist yet in a writable folder, or one attn wrote (its model.safetensors marked as
+// attn's) holding nothing but `names`. Errors are about "save_checkpoint".
+void check_checkpoint_folder(const std::string& path, const std::vector<std::string>& names);
 
 // Writes the run's outputs: the save directory and the weights file are written beside their
 // targets under temporary names, moved into place together, and only then is the text (or JSON)

@@ -1,4 +1,5 @@
 #include "fast/bench.hpp"
+#include "train/gpt_run.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -386,8 +387,32 @@ TrainBench bench_train(const BenchRequest& r) {
   bert.d_ff = 3072;
   bert.sizes.tokens = r.tokens;
   bert.batch = r.batch;
-  TrainBench b{{{"attn train's default", TrainConfig{}, {}}, {"a BERT-base layer", bert, {}}}};
+  TrainConfig gpt;  // shown as nanoGPT's CPU configuration; trained by GptTraining below
+  gpt.layers = 4;
+  gpt.d_model = 128;
+  gpt.heads = 4;
+  gpt.d_ff = 512;
+  gpt.batch = 12;
+  gpt.sizes.tokens = 64;
+  TrainBench b{{{"attn train's default", TrainConfig{}, {}},
+                {"a BERT-base layer", bert, {}},
+                {"nanoGPT's CPU GPT", gpt, {}}}};
   for (TrainBench::Run& run : b.runs) {
+    if (run.name == "nanoGPT's CPU GPT") {
+      GptTrainConfig c;  // its defaults are nanoGPT's CPU configuration
+      c.steps = r.warmup + r.repeat;
+      // Random text over the shipped corpus's 80 characters: the time does not depend on it.
+      Rng rng(0);
+      std::vector<std::int32_t> ids(200'000);
+      for (std::int32_t& id : ids)
+        id = static_cast<std::int32_t>(rng.next_u64() % 80);
+      GptTraining training(c, split_corpus(std::move(ids), c.block), 80);
+      for (std::size_t i = 0; i < r.warmup; ++i)
+        training.step();
+      for (std::size_t i = 0; i < r.repeat; ++i)
+        run.ms.push_back(time_ms([&] { training.step(); }));
+      continue;
+    }
     run.config.steps = r.warmup + r.repeat;  // the schedule's length; it only sets the lr
     Trainer trainer(run.config);
     for (std::size_t i = 0; i < r.warmup; ++i)

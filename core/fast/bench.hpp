@@ -104,8 +104,10 @@ struct GenerateBench {
 MemoryPlan plan_generate_bench(const BenchRequest& request);
 GenerateBench bench_generate(const BenchRequest& request);
 
-// Training steps (Trainer: a batch, forward, the loss, backward and AdamW's update) of two models:
-// attn train's default and one BERT-base-size layer of `request.batch` sequences of T tokens.
+// Training steps (a batch, forward, the loss, backward and AdamW's update) of three models: attn
+// train's default and one BERT-base-size layer of `request.batch` sequences of T tokens (Trainer),
+// and a GPT at nanoGPT's CPU configuration, 4 x 128 wide, 12 windows of 64 tokens of a vocabulary
+// of 80 (train/gpt_run.hpp).
 struct TrainBench {
   struct Run {
     std::string name;
