@@ -491,9 +491,16 @@ void setup(CLI::App& app, Context& context) {
       ->check(not_empty_validator("--save-checkpoint", "model.safetensors"))
       ->option_text("FILE|DIR");
   declare_output(*sub, "--save-checkpoint", [o] {
-    if (o->model == "gpt")
+    if (o->model == "gpt") {
+      if (std::filesystem::path(o->checkpoint).extension() == ".safetensors")
+        throw Error(ErrorKind::bad_file, "train",
+                    fmt::format("'{}': a GPT's checkpoint is a folder (config.json, "
+                                "model.safetensors and the tokenizer's files, as Hugging Face "
+                                "writes them): give a folder name, e.g. my-gpt",
+                                printable(o->checkpoint)))
+            .about("save_checkpoint");
       render::check_checkpoint_folder(o->checkpoint, gpt_checkpoint_names());
-    else
+    } else
       render::check_checkpoint_file(o->checkpoint);
   });
   sub->add_option("--corpus", o->corpus,
