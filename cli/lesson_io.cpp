@@ -229,6 +229,13 @@ std::string resolve_checkpoint(const std::string& name) {
                 : std::string()))
         .about("checkpoint");
   }
+  if (const std::optional<std::string> folder = shipped_checkpoint_folder(name))
+    throw Error(ErrorKind::bad_file, "checkpoint",
+                fmt::format("'{}' is a GPT-2 folder, not a checkpoint of attn train's encoders: "
+                            "sample from it with `attn generate --checkpoint {}`, or open it as "
+                            "--pretrained {}",
+                            name, name, printable(*folder)))
+        .about("checkpoint");
   const fs::path dir = executable_folder();
   std::vector<std::string> shipped;
   for (const fs::path& folder : {dir / "share" / "attn" / "checkpoints",

@@ -340,7 +340,14 @@ int run_gpt(TrainCliOptions& o, const CLI::App& app, const Context& context) {
         stderr);
     std::fflush(stderr);
   };
-  lessons::GptTrainLessonResult result = lessons::run_gpt_train(std::move(lesson));
+  lessons::GptTrainLessonResult result = [&] {
+    try {
+      return lessons::run_gpt_train(std::move(lesson));
+    } catch (const Error& e) {
+      if (e.function() != "split_corpus" && e.function() != "character_tokenizer") throw;
+      throw Error(e.kind(), e.function(), e.detail()).about("corpus");
+    }
+  }();
   if (shown) {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

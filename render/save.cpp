@@ -653,6 +653,8 @@ void check_checkpoint_folder(const std::string& path, const std::vector<std::str
         entry.is_symlink(ec))
       others.push_back(printable(name));
   }
+  std::sort(others.begin(), others.end());
+  if (others.size() > 3) others.resize(3), others.back() = "...";
   if (!others.empty() || !attn_wrote((dir / "model.safetensors").string()))
     throw checkpoint_error(fmt::format(
         "'{}' holds {} attn did not write: choose a new folder; attn replaces only its own "

@@ -124,8 +124,9 @@ const std::map<std::string, std::string> kOutputs = {
     {"--output", "notes.json"}, {"--out", "folder"},
     {"--grader", "folder"}};
 const std::set<std::string> kInputs = {
-    "--input", "--weights",     "--config", "--checkpoint", "--ids-file",
-    "--vocab", "--grad-output", "--dir",    "--pretrained", "--submission"};
+    "--input",  "--weights",     "--config", "--checkpoint", "--ids-file",
+    "--vocab",  "--grad-output", "--dir",    "--pretrained", "--submission",
+    "--corpus", "--tokenizer",   "--resume"};
 
 bool names_a_path(const Option& o) {
   return o.placeholder.find("FILE") != std::string::npos ||
@@ -260,6 +261,9 @@ TEST_CASE("every input option refuses what it cannot read", "[cli][door][bad-inp
       // The options an input needs beside it to be read at all.
       const std::string key = joined(c.path) + " " + o.name;
       if (key == "attn backward --config") args.insert(args.end(), {"--model", "encoder"});
+      if (key == "attn train --corpus" || key == "attn train --tokenizer" ||
+          key == "attn train --resume")
+        args.insert(args.end(), {"--model", "gpt"});
       if (key == "attn assignments release --dir")
         args.insert(args.end(), {"--out", (dir.path / "new-tree").string()});
       args.insert(args.end(), {o.name, (reads_a_folder ? a_file : a_folder).string()});
