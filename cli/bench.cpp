@@ -143,8 +143,10 @@ void setup(CLI::App& app, Context& context) {
   sub->add_option("--norm", o->norm, "pre (default, the book) or post (the paper, BERT)")
       ->check(choice_validator("a placement", {"pre", "post"}))
       ->option_text("pre|post");
-  sub->add_flag("--train", o->train,
-                "time training steps instead: attn train's default model and a BERT-base layer")
+  sub->add_flag(
+         "--train", o->train,
+         "time training steps instead: attn train's default model, a BERT-base layer and a GPT "
+         "at nanoGPT's CPU configuration")
       ->default_str("");
   sub->add_option(
          "--batch", o->batch,
@@ -196,10 +198,10 @@ void setup(CLI::App& app, Context& context) {
           .about("norm");
     if (o->train && (sub->count("--config") > 0 || sub->count("--norm") > 0))
       throw Error(ErrorKind::bad_value, "bench",
-                  "--train times its own two models: drop --config and --norm")
+                  "--train times its own three models: drop --config and --norm")
           .about(sub->count("--config") > 0 ? "config" : "norm");
     if (o->train && sub->count("--model") > 0)
-      throw Error(ErrorKind::bad_value, "bench", "--train times its own two models: drop --model")
+      throw Error(ErrorKind::bad_value, "bench", "--train times its own three models: drop --model")
           .about("model");
     if (model && sub->count("--repeat") == 0) o->repeat = 5;  // a whole model is slow to repeat
     if (model && sub->count("--warmup") == 0) o->warmup = 1;

@@ -350,6 +350,15 @@ std::string train_report(const TrainBench& b, const BenchRequest& r, BenchFormat
                         {"ms_min", min_of(run.ms)},
                         {"ms_max", max_of(run.ms)},
                         {"steps_per_second", 1000.0 / ms}});
+      if (run.bounds) {
+        nlohmann::ordered_json bound;
+        for (GemmLibrary library : bench_libraries())
+          bound[std::string(library_name(library))] =
+              run.bounds->ms[static_cast<std::size_t>(library)];
+        models.back()["gemm_ms"] = bound;
+        models.back()["gemm_bound_steps_per_second"] = 1000.0 / run.bounds->fastest_ms();
+        models.back()["gemm_gflops"] = run.gemm_flops / 1e9;
+      }
     }
     doc["models"] = models;
     return json_document(doc);
@@ -365,6 +374,16 @@ std::string train_report(const TrainBench& b, const BenchRequest& r, BenchFormat
                         c.d_model, c.heads, c.d_ff, c.batch, c.sizes.tokens);
     text += fmt::format("  {:<22} {:>9.3f} ms/step  {:>8.1f} steps/s  (min {:.3f}, max {:.3f})\n",
                         "", ms, 1000.0 / ms, min_of(run.ms), max_of(run.ms));
+    if (run.bounds) {
+      std::string each;
+      for (GemmLibrary library : bench_libraries())
+        each += fmt::format("{}{} {:.3f} ms", each.empty() ? "" : ", ", library_name(library),
+                            run.bounds->ms[static_cast<std::size_t>(library)]);
+      text += fmt::format(
+          "  {:<22} the step's {:.2f} GFLOP of matrix products alone: {}; no step beats {:.1f} "
+          "steps/s\n",
+          "", run.gemm_flops / 1e9, each, 1000.0 / run.bounds->fastest_ms());
+    }
   }
   text += "\nPyTorch on the same models: bench/train_torch.py (docs/benchmark.md, \"Training\").\n";
   return text;

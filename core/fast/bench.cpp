@@ -407,10 +407,28 @@ TrainBench bench_train(const BenchRequest& r) {
       for (std::int32_t& id : ids)
         id = static_cast<std::int32_t>(rng.next_u64() % 80);
       GptTraining training(c, split_corpus(std::move(ids), c.block), 80);
-      for (std::size_t i = 0; i < r.warmup; ++i)
-        training.step();
-      for (std::size_t i = 0; i < r.repeat; ++i)
-        run.ms.push_back(time_ms([&] { training.step(); }));
+      // The step's products: per block the four projections (x Wᵀ), each again in backward as
+      // dW = dYᵀ X and dX = dY W; the LM head (x wteᵀ) and its two.
+      const std::size_t n = c.batch * c.block, d = c.d_model, f = c.d_ff, v = 80;
+      std::vector<GemmBuffers> gemms;
+      Rng fill(1);
+      auto add = [&](const char* name, std::size_t out, std::size_t in, std::size_t count) {
+        gemms.push_back(
+            make_buffers({name, false, true, n, out, in, in, in, out, 1.0f, 0.0f, count}, 0, fill));
+        gemms.push_back(
+            make_buffers({name, true, false, out, in, n, out, in, in, 1.0f, 1.0f, count}, 0, fill));
+        gemms.push_back(make_buffers(
+            {name, false, false, n, in, out, out, in, in, 1.0f, 0.0f, count}, 0, fill));
+      };
+      add("qkv", 3 * d, d, c.layers);
+      add("output", d, d, c.layers);
+      add("ff_1", f, d, c.layers);
+      add("ff_2", d, f, c.layers);
+      add("lm_head", v, d, 1);
+      run.ms = time_rounds([&] { training.step(); }, gemms, r.warmup, r.repeat);
+      run.bounds = bounds_of(gemms);
+      for (const GemmBuffers& g : gemms)
+        run.gemm_flops += g.timed.call.flops();
       continue;
     }
     run.config.steps = r.warmup + r.repeat;  // the schedule's length; it only sets the lr

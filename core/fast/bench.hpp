@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -113,6 +114,10 @@ struct TrainBench {
     std::string name;
     TrainConfig config;
     std::vector<double> ms;
+    // The GPT's: the matrix products of one step (forward and backward) timed alone on each
+    // library, interleaved with the steps: no step can be faster than the fastest's sum.
+    std::optional<Bounds> bounds;
+    double gemm_flops = 0.0;  // theirs, 2 m n k each
   };
   std::vector<Run> runs;
 };

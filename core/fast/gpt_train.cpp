@@ -58,6 +58,11 @@ Sizes sizes_of(const Gpt2Config& config) {
   return z;
 }
 
+// The engine's own loops, compiled twice: for AVX2's 8 lanes and for the baseline's 4, the copy
+// for this CPU chosen when attn loads. Both give the same bits: no sum depends on the width (the
+// sums below keep 8 partial sums in a fixed order, whatever the vector).
+#define ATTN_WIDE __attribute__((target_clones("avx2", "default")))
+
 // a · b over n numbers, in 8 partial sums that the compiler keeps in one vector register (a
 // single running sum would be a chain of n dependent additions).
 inline float dot(const float* a, const float* b, std::size_t n) {
@@ -74,6 +79,22 @@ inline float dot(const float* a, const float* b, std::size_t n) {
   return sum;
 }
 
+// Σ f(j) for j < n, in 8 partial sums in a fixed order (see dot).
+template <class F>
+inline float sum8(std::size_t n, F f) {
+  float part[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+  std::size_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (std::size_t k = 0; k < 8; ++k)
+      part[k] += f(j + k);
+  float sum = 0.0f;
+  for (; j < n; ++j)
+    sum += f(j);
+  for (float p : part)
+    sum += p;
+  return sum;
+}
+
 // out (n, oc) = in (n, c) Wᵀ, W (oc, c)
 void project(const float* in, const float* w, float* out, std::size_t n, std::size_t c,
              std::size_t oc) {
@@ -81,7 +102,7 @@ void project(const float* in, const float* w, float* out, std::size_t n, std::si
 }
 
 // Column sums of dout (n, c) added into db (c), shared out by columns.
-void add_column_sums(const float* dout, std::size_t n, std::size_t c, float* db) {
+ATTN_WIDE void add_column_sums(const float* dout, std::size_t n, std::size_t c, float* db) {
   constexpr std::size_t kChunk = 64;
   const std::size_t chunks = (c + kChunk - 1) / kChunk;
   const int threads = loop_threads(n * c);
@@ -105,20 +126,15 @@ void project_backward(const float* dout, const float* in, const float* w, float*
 }
 
 // LayerNorm of each row of x (n, c), keeping each row's mean and 1/σ for backward.
-void layer_norm(const float* x, const float* w, const float* b, float eps, float* out, float* mean,
-                float* rstd, std::size_t n, std::size_t c) {
+ATTN_WIDE void layer_norm(const float* x, const float* w, const float* b, float eps, float* out,
+                          float* mean, float* rstd, std::size_t n, std::size_t c) {
   const int threads = loop_threads(n * c);
   ATTN_PARALLEL_FOR
   for (std::size_t r = 0; r < n; ++r) {
     const float* row = x + r * c;
-    float m = 0.0f;
-    for (std::size_t j = 0; j < c; ++j)
-      m += row[j];
-    m /= static_cast<float>(c);
-    float var = 0.0f;
-    for (std::size_t j = 0; j < c; ++j)
-      var += (row[j] - m) * (row[j] - m);
-    var /= static_cast<float>(c);
+    const float m = sum8(c, [&](std::size_t j) { return row[j]; }) / static_cast<float>(c);
+    const float var =
+        sum8(c, [&](std::size_t j) { return (row[j] - m) * (row[j] - m); }) / static_cast<float>(c);
     const float s = 1.0f / std::sqrt(var + eps);
     float* o = out + r * c;
     for (std::size_t j = 0; j < c; ++j)
@@ -130,9 +146,10 @@ void layer_norm(const float* x, const float* w, const float* b, float eps, float
 
 // The backward of layer_norm: dx (added into), and dw, db (added into, through per-thread sums
 // that are added in the threads' order, so that the bits do not depend on the scheduling).
-void layer_norm_backward(const float* dout, const float* x, const float* w, const float* mean,
-                         const float* rstd, float* dx, float* dw, float* db, std::size_t n,
-                         std::size_t c, std::vector<float>& partial) {
+ATTN_WIDE void layer_norm_backward(const float* dout, const float* x, const float* w,
+                                   const float* mean, const float* rstd, float* dx, float* dw,
+                                   float* db, std::size_t n, std::size_t c,
+                                   std::vector<float>& partial) {
   const int threads = loop_threads(n * c);
   partial.assign(static_cast<std::size_t>(std::max(threads, 1)) * 2 * c, 0.0f);
   ATTN_PARALLEL_FOR
@@ -142,15 +159,11 @@ void layer_norm_backward(const float* dout, const float* x, const float* w, cons
     const float* d = dout + r * c;
     const float* row = x + r * c;
     const float m = mean[r], s = rstd[r];
-    float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
-    for (std::size_t j = 0; j < c; ++j) {
-      const float norm = (row[j] - m) * s;
-      const float dnorm = w[j] * d[j];
-      dnorm_mean += dnorm;
-      dnorm_norm_mean += dnorm * norm;
-    }
-    dnorm_mean /= static_cast<float>(c);
-    dnorm_norm_mean /= static_cast<float>(c);
+    const float dnorm_mean =
+        sum8(c, [&](std::size_t j) { return w[j] * d[j]; }) / static_cast<float>(c);
+    const float dnorm_norm_mean =
+        sum8(c, [&](std::size_t j) { return w[j] * d[j] * ((row[j] - m) * s); }) /
+        static_cast<float>(c);
     float* dxr = dx + r * c;
     for (std::size_t j = 0; j < c; ++j) {
       const float norm = (row[j] - m) * s;
@@ -166,6 +179,168 @@ void layer_norm_backward(const float* dout, const float* x, const float* w, cons
       dw[j] += pw[j];
       db[j] += pw[c + j];
     }
+  }
+}
+
+// x_0 = wte[ids] + wpe[t] for the B·T rows.
+ATTN_WIDE void embed(const float* wte, const float* wpe, const std::int32_t* ids, float* out,
+                     std::size_t rows, std::size_t tokens, std::size_t d) {
+  const int threads = loop_threads(rows * d);
+  ATTN_PARALLEL_FOR
+  for (std::size_t i = 0; i < rows; ++i) {
+    const float* te = wte + static_cast<std::size_t>(ids[i]) * d;
+    const float* pe = wpe + (i % tokens) * d;
+    float* o = out + i * d;
+    for (std::size_t j = 0; j < d; ++j)
+      o[j] = te[j] + pe[j];
+  }
+}
+
+// Its backward, by columns, so that no two threads add into one number.
+ATTN_WIDE void embed_backward(const float* dout, const std::int32_t* ids, float* dwte, float* dwpe,
+                              std::size_t rows, std::size_t tokens, std::size_t d) {
+  constexpr std::size_t kChunk = 16;
+  const std::size_t chunks = (d + kChunk - 1) / kChunk;
+  const int threads = loop_threads(rows * d);
+  ATTN_PARALLEL_FOR
+  for (std::size_t chunk = 0; chunk < chunks; ++chunk) {
+    const std::size_t from = chunk * kChunk, to = std::min(d, from + kChunk);
+    for (std::size_t i = 0; i < rows; ++i) {
+      const float* g = dout + i * d;
+      float* te = dwte + static_cast<std::size_t>(ids[i]) * d;
+      float* pe = dwpe + (i % tokens) * d;
+      for (std::size_t j = from; j < to; ++j) {
+        te[j] += g[j];
+        pe[j] += g[j];
+      }
+    }
+  }
+}
+
+// x (rows, c) += bias; with `copy`, also copy = x.
+ATTN_WIDE void add_bias(float* x, const float* bias, std::size_t rows, std::size_t c,
+                        float* copy = nullptr) {
+  const int threads = loop_threads(rows * c);
+  ATTN_PARALLEL_FOR
+  for (std::size_t i = 0; i < rows; ++i) {
+    float* row = x + i * c;
+    for (std::size_t j = 0; j < c; ++j)
+      row[j] += bias[j];
+    if (copy != nullptr) std::copy(row, row + c, copy + i * c);
+  }
+}
+
+// out = residual + sublayer + bias, (rows, c).
+ATTN_WIDE void add_residual(const float* residual, const float* sublayer, const float* bias,
+                            float* out, std::size_t rows, std::size_t c) {
+  const int threads = loop_threads(rows * c);
+  ATTN_PARALLEL_FOR
+  for (std::size_t i = 0; i < rows; ++i)
+    for (std::size_t j = 0; j < c; ++j)
+      out[i * c + j] = residual[i * c + j] + sublayer[i * c + j] + bias[j];
+}
+
+// Causal self-attention on qkv (B·T, 3D) = [q | k | v], head h in columns h·hs of each third:
+// att (B, H, T, T) the weights (zero above the diagonal), y (B·T, D) the heads' outputs side by
+// side. One (b, h) at a time on the pool.
+ATTN_WIDE void causal_attention(const float* qkv, float* att, float* y, std::size_t B,
+                                std::size_t T, std::size_t D, std::size_t H) {
+  const std::size_t hs = D / H;
+  const float root = std::sqrt(static_cast<float>(hs));
+  const int threads = loop_threads(B * H * T * T * hs);
+  ATTN_PARALLEL_FOR
+  for (std::size_t bh = 0; bh < B * H; ++bh) {
+    const std::size_t b = bh / H, h = bh % H;
+    for (std::size_t t = 0; t < T; ++t) {
+      const float* q = qkv + (b * T + t) * 3 * D + h * hs;
+      float* row = att + (bh * T + t) * T;
+      for (std::size_t t2 = 0; t2 <= t; ++t2)
+        row[t2] = dot(q, qkv + (b * T + t2) * 3 * D + D + h * hs, hs);
+      softmax_rows(row, 1, t + 1, root);  // softmax(scores / √hs) over keys 0..t, 8 lanes
+      for (std::size_t t2 = t + 1; t2 < T; ++t2)
+        row[t2] = 0.0f;
+      float* out = y + (b * T + t) * D + h * hs;
+      std::fill(out, out + hs, 0.0f);
+      for (std::size_t t2 = 0; t2 <= t; ++t2) {
+        const float* v = qkv + (b * T + t2) * 3 * D + 2 * D + h * hs;
+        const float p = row[t2];
+        for (std::size_t i = 0; i < hs; ++i)
+          out[i] += p * v[i];
+      }
+    }
+  }
+}
+
+// Its backward: from dy (B·T, D) into dqkv (B·T, 3D), which it overwrites. Each (b, h) writes
+// only its own head's columns, so the pool's threads never add into one number.
+ATTN_WIDE void causal_attention_backward(const float* qkv, const float* att, const float* dy,
+                                         float* dqkv, std::size_t B, std::size_t T, std::size_t D,
+                                         std::size_t H) {
+  const std::size_t hs = D / H;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  std::fill(dqkv, dqkv + B * T * 3 * D, 0.0f);
+  const int threads = loop_threads(B * H * T * T * hs);
+  ATTN_PARALLEL_FOR
+  for (std::size_t bh = 0; bh < B * H; ++bh) {
+    const std::size_t b = bh / H, h = bh % H;
+    std::vector<float> dp(T);
+    for (std::size_t t = 0; t < T; ++t) {
+      const float* row = att + (bh * T + t) * T;
+      const float* g = dy + (b * T + t) * D + h * hs;
+      // y = Σ p v: dp = dy·v, dv += p dy
+      float weighted = 0.0f;  // Σ p dp
+      for (std::size_t t2 = 0; t2 <= t; ++t2) {
+        const float* v = qkv + (b * T + t2) * 3 * D + 2 * D + h * hs;
+        float* dv = dqkv + (b * T + t2) * 3 * D + 2 * D + h * hs;
+        dp[t2] = dot(g, v, hs);
+        for (std::size_t i = 0; i < hs; ++i)
+          dv[i] += row[t2] * g[i];
+        weighted += dp[t2] * row[t2];
+      }
+      // softmax: ds = p (dp - Σ p dp); scores = q·k / √hs
+      const float* q = qkv + (b * T + t) * 3 * D + h * hs;
+      float* dq = dqkv + (b * T + t) * 3 * D + h * hs;
+      for (std::size_t t2 = 0; t2 <= t; ++t2) {
+        const float ds = row[t2] * (dp[t2] - weighted) * scale;
+        const float* k = qkv + (b * T + t2) * 3 * D + D + h * hs;
+        float* dk = dqkv + (b * T + t2) * 3 * D + D + h * hs;
+        for (std::size_t i = 0; i < hs; ++i) {
+          dq[i] += ds * k[i];
+          dk[i] += ds * q[i];
+        }
+      }
+    }
+  }
+}
+
+// d *= GELU'(x) of the tanh form, with g = GELU(x) from the forward.
+ATTN_WIDE void gelu_backward(const float* x, const float* g, float* d, std::size_t n) {
+  const int threads = loop_threads(n);
+  ATTN_PARALLEL_FOR
+  for (std::size_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    // tanh(√(2/π)(x + 0.044715x³)) back from g = x(1 + tanh)/2, which holds it to float32's
+    // round-off but where x is near 0: there it is computed again.
+    const float th = std::abs(v) >= 1e-3f ? 2.0f * g[i] / v - 1.0f
+                                          : std::tanh(kGeluScale * (v + 0.044715f * v * v * v));
+    const float slope = 0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * kGeluScale *
+                                                 (1.0f + 3.0f * 0.044715f * v * v);
+    d[i] *= slope;
+  }
+}
+
+// AdamW on one tensor: p ← p·decay − lr/c1 · m / (√v / √c2 + eps), the gradient scaled by clip.
+ATTN_WIDE void adamw_tensor(float* p, const float* grad, float* m, float* v, std::size_t n,
+                            float clip, float decay, float beta1, float beta2, float lr_c1,
+                            float root_c2, float eps) {
+  const int threads = loop_threads(n);
+  ATTN_PARALLEL_FOR
+  for (std::size_t i = 0; i < n; ++i) {
+    const float g = grad[i] * clip;
+    p[i] *= decay;
+    m[i] = beta1 * m[i] + (1.0f - beta1) * g;
+    v[i] = beta2 * v[i] + (1.0f - beta2) * g * g;
+    p[i] -= lr_c1 * m[i] / (std::sqrt(v[i]) / root_c2 + eps);
   }
 }
 
@@ -283,7 +458,7 @@ struct Acts {
       *ln2_rstd, *fch, *fch_gelu, *residual3, *lnf, *lnf_mean, *lnf_rstd, *logits, *scratch;
 };
 struct GradActs {  // one layer's at a time, reused down the stack
-  float *dresidual, *dnorm, *dqkv, *datty, *datt, *dfch, *dlogits, *dlnf;
+  float *dresidual, *dnorm, *dqkv, *datty, *dfch, *dlogits, *dlnf;
 };
 
 struct ActSizes {
@@ -339,14 +514,13 @@ GradActs grad_views(float* base, const ActSizes& s) {
   g.dnorm = take(s.BT * s.D);
   g.dqkv = take(s.BT * 3 * s.D);
   g.datty = take(s.BT * s.D);
-  g.datt = take(s.BHTT);
   g.dfch = take(s.BT * s.F);
   g.dlogits = take(s.BT * s.V);
   g.dlnf = take(s.BT * s.D);
   return g;
 }
 std::size_t grad_acts_count(const ActSizes& s) {
-  return s.BT * (s.D * 4 + 3 * s.D + s.F + s.V) + s.BHTT;
+  return s.BT * (s.D * 4 + 3 * s.D + s.F + s.V);
 }
 
 ActSizes act_sizes(const Sizes& z, std::size_t batch, std::size_t tokens) {
@@ -392,7 +566,7 @@ float GptEngine::forward(const GptModel& model, const std::int32_t* ids,
   batch_ = batch;
   tokens_ = tokens;
   vocab_ = z.V;
-  const std::size_t B = batch, T = tokens, D = z.D, H = z.H, hs = D / H, F = z.F, V = z.V;
+  const std::size_t B = batch, T = tokens, D = z.D, H = z.H, F = z.F, V = z.V;
   const std::size_t BT = B * T;
   for (std::size_t i = 0; i < BT; ++i) {
     if (ids[i] < 0 || static_cast<std::size_t>(ids[i]) >= V)
@@ -409,18 +583,7 @@ float GptEngine::forward(const GptModel& model, const std::int32_t* ids,
   // x_0 = wte[ids] + wpe[t]
   const float* wte = model.at(0);
   const float* wpe = model.at(1);
-  {
-    const int threads = loop_threads(BT * D);
-    ATTN_PARALLEL_FOR
-    for (std::size_t i = 0; i < BT; ++i) {
-      const float* te = wte + static_cast<std::size_t>(ids[i]) * D;
-      const float* pe = wpe + (i % T) * D;
-      float* o = a.encoded + i * D;
-      for (std::size_t j = 0; j < D; ++j)
-        o[j] = te[j] + pe[j];
-    }
-  }
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  embed(wte, wpe, ids, a.encoded, BT, T, D);
   for (std::size_t l = 0; l < z.L; ++l) {
     const float* residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * s.BT * D;
     float* ln1 = a.ln1 + l * s.BT * D;
@@ -437,75 +600,17 @@ float GptEngine::forward(const GptModel& model, const std::int32_t* ids,
     layer_norm(residual, w(kLn1W), w(kLn1B), z.eps, ln1, a.ln1_mean + l * s.BT,
                a.ln1_rstd + l * s.BT, BT, D);
     project(ln1, w(kQkvW), qkv, BT, D, 3 * D);
-    {
-      const float* bias = w(kQkvB);
-      const int threads = loop_threads(BT * 3 * D);
-      ATTN_PARALLEL_FOR
-      for (std::size_t i = 0; i < BT; ++i)
-        for (std::size_t j = 0; j < 3 * D; ++j)
-          qkv[i * 3 * D + j] += bias[j];
-    }
-    // Causal attention, one (b, h) at a time: scores of query t against keys 0..t.
-    {
-      const int threads = loop_threads(B * H * T * T * hs);
-      ATTN_PARALLEL_FOR
-      for (std::size_t bh = 0; bh < B * H; ++bh) {
-        const std::size_t b = bh / H, h = bh % H;
-        for (std::size_t t = 0; t < T; ++t) {
-          const float* q = qkv + (b * T + t) * 3 * D + h * hs;
-          float* row = att + (bh * T + t) * T;
-          for (std::size_t t2 = 0; t2 <= t; ++t2) {
-            const float* k = qkv + (b * T + t2) * 3 * D + D + h * hs;
-            row[t2] = dot(q, k, hs);
-          }
-          // softmax(scores / √hs) over keys 0..t, in 8 lanes (kernels/rows.hpp)
-          softmax_rows(row, 1, t + 1, 1.0f / scale);
-          for (std::size_t t2 = t + 1; t2 < T; ++t2)
-            row[t2] = 0.0f;
-          float* y = atty + (b * T + t) * D + h * hs;
-          std::fill(y, y + hs, 0.0f);
-          for (std::size_t t2 = 0; t2 <= t; ++t2) {
-            const float* v = qkv + (b * T + t2) * 3 * D + 2 * D + h * hs;
-            const float p = row[t2];
-            for (std::size_t i = 0; i < hs; ++i)
-              y[i] += p * v[i];
-          }
-        }
-      }
-    }
+    add_bias(qkv, w(kQkvB), BT, 3 * D);
+    causal_attention(qkv, att, atty, B, T, D, H);
     project(atty, w(kProjW), a.scratch, BT, D, D);
-    {
-      const float* bias = w(kProjB);
-      const int threads = loop_threads(BT * D);
-      ATTN_PARALLEL_FOR
-      for (std::size_t i = 0; i < BT; ++i)
-        for (std::size_t j = 0; j < D; ++j)
-          residual2[i * D + j] = residual[i * D + j] + a.scratch[i * D + j] + bias[j];
-    }
+    add_residual(residual, a.scratch, w(kProjB), residual2, BT, D);
     layer_norm(residual2, w(kLn2W), w(kLn2B), z.eps, ln2, a.ln2_mean + l * s.BT,
                a.ln2_rstd + l * s.BT, BT, D);
     project(ln2, w(kFcW), fch, BT, D, F);
-    {
-      const float* bias = w(kFcB);
-      const int threads = loop_threads(BT * F);
-      ATTN_PARALLEL_FOR
-      for (std::size_t i = 0; i < BT; ++i)
-        for (std::size_t j = 0; j < F; ++j) {
-          fch[i * F + j] += bias[j];
-          fch_gelu[i * F + j] = fch[i * F + j];
-        }
-      // GELU's tanh form in 8 lanes (kernels/rows.hpp), as torch computes it.
-      gelu_in_place(fch_gelu, BT * F, GeluApproximation::tanh);
-    }
+    add_bias(fch, w(kFcB), BT, F, fch_gelu);
+    gelu_in_place(fch_gelu, BT * F, GeluApproximation::tanh);  // torch's tanh form, 8 lanes
     project(fch_gelu, w(kFcProjW), a.scratch, BT, F, D);
-    {
-      const float* bias = w(kFcProjB);
-      const int threads = loop_threads(BT * D);
-      ATTN_PARALLEL_FOR
-      for (std::size_t i = 0; i < BT; ++i)
-        for (std::size_t j = 0; j < D; ++j)
-          residual3[i * D + j] = residual2[i * D + j] + a.scratch[i * D + j] + bias[j];
-    }
+    add_residual(residual2, a.scratch, w(kFcProjB), residual3, BT, D);
   }
   const std::size_t last = model.tensors.size() - 2;
   layer_norm(a.residual3 + (z.L - 1) * s.BT * D, model.at(last), model.at(last + 1), z.eps, a.lnf,
@@ -537,7 +642,7 @@ float GptEngine::forward(const GptModel& model, const std::int32_t* ids,
 void GptEngine::backward(const GptModel& model, const std::int32_t* ids,
                          const std::int32_t* targets) {
   const Sizes z = sizes_of(model.config);
-  const std::size_t B = batch_, T = tokens_, D = z.D, H = z.H, hs = D / H, F = z.F, V = z.V;
+  const std::size_t B = batch_, T = tokens_, D = z.D, H = z.H, F = z.F, V = z.V;
   const std::size_t BT = B * T;
   const ActSizes s = act_sizes(z, max_batch_, max_tokens_);
   Acts a = views(acts_.data(), s, scratch_width(z));
@@ -575,7 +680,6 @@ void GptEngine::backward(const GptModel& model, const std::int32_t* ids,
   layer_norm_backward(g.dlnf, a.residual3 + (z.L - 1) * s.BT * D, model.at(last), a.lnf_mean,
                       a.lnf_rstd, g.dresidual, grad(last), grad(last + 1), BT, D, partial);
 
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   for (std::size_t l = z.L; l-- > 0;) {
     const float* residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * s.BT * D;
     const float* ln1 = a.ln1 + l * s.BT * D;
@@ -592,88 +696,18 @@ void GptEngine::backward(const GptModel& model, const std::int32_t* ids,
     // residual3 = residual2 + mlp: the MLP's output gradient is dresidual.
     project_backward(g.dresidual, fch_gelu, w(kFcProjW), dw(kFcProjW), dw(kFcProjB), g.dfch, BT, F,
                      D);
-    {
-      const int threads = loop_threads(BT * F);
-      ATTN_PARALLEL_FOR
-      for (std::size_t i = 0; i < BT * F; ++i) {
-        const float x = fch[i];
-        // tanh(√(2/π)(x + 0.044715x³)) back from the forward's gelu = x(1 + tanh)/2, which holds
-        // it to float32's round-off but where x is near 0: there it is computed again.
-        const float th = std::abs(x) >= 1e-3f ? 2.0f * fch_gelu[i] / x - 1.0f
-                                              : std::tanh(kGeluScale * (x + 0.044715f * x * x * x));
-        const float sech2 = 1.0f - th * th;
-        const float slope =
-            0.5f * (1.0f + th) + 0.5f * x * sech2 * kGeluScale * (1.0f + 3.0f * 0.044715f * x * x);
-        g.dfch[i] *= slope;
-      }
-    }
+    gelu_backward(fch, fch_gelu, g.dfch, BT * F);
     project_backward(g.dfch, ln2, w(kFcW), dw(kFcW), dw(kFcB), g.dnorm, BT, D, F);
     layer_norm_backward(g.dnorm, residual2, w(kLn2W), a.ln2_mean + l * s.BT, a.ln2_rstd + l * s.BT,
                         g.dresidual, dw(kLn2W), dw(kLn2B), BT, D, partial);
     // residual2 = residual + attention: the attention's output gradient is dresidual.
     project_backward(g.dresidual, atty, w(kProjW), dw(kProjW), dw(kProjB), g.datty, BT, D, D);
-    {
-      std::fill(g.dqkv, g.dqkv + BT * 3 * D, 0.0f);
-      const int threads = loop_threads(B * H * T * T * hs);
-      ATTN_PARALLEL_FOR
-      for (std::size_t bh = 0; bh < B * H; ++bh) {
-        const std::size_t b = bh / H, h = bh % H;
-        float* datt = g.datt + bh * T * T;
-        for (std::size_t t = 0; t < T; ++t) {
-          const float* row = att + (bh * T + t) * T;
-          const float* dy = g.datty + (b * T + t) * D + h * hs;
-          float* drow = datt + t * T;
-          // y = Σ p v: dp = dy·v, dv += p dy
-          float dot_sum = 0.0f;
-          for (std::size_t t2 = 0; t2 <= t; ++t2) {
-            const float* v = qkv + (b * T + t2) * 3 * D + 2 * D + h * hs;
-            float* dv = g.dqkv + (b * T + t2) * 3 * D + 2 * D + h * hs;
-            const float dp = dot(dy, v, hs);
-            for (std::size_t i = 0; i < hs; ++i)
-              dv[i] += row[t2] * dy[i];
-            drow[t2] = dp;
-            dot_sum += dp * row[t2];
-          }
-          // softmax: ds = p (dp - Σ p dp); scores = q·k · scale
-          const float* q = qkv + (b * T + t) * 3 * D + h * hs;
-          float* dq = g.dqkv + (b * T + t) * 3 * D + h * hs;
-          for (std::size_t t2 = 0; t2 <= t; ++t2) {
-            const float ds = row[t2] * (drow[t2] - dot_sum) * scale;
-            const float* k = qkv + (b * T + t2) * 3 * D + D + h * hs;
-            float* dk = g.dqkv + (b * T + t2) * 3 * D + D + h * hs;
-            for (std::size_t i = 0; i < hs; ++i) {
-              dq[i] += ds * k[i];
-              dk[i] += ds * q[i];
-            }
-          }
-        }
-      }
-    }
+    causal_attention_backward(qkv, att, g.datty, g.dqkv, B, T, D, H);
     project_backward(g.dqkv, ln1, w(kQkvW), dw(kQkvW), dw(kQkvB), g.dnorm, BT, D, 3 * D);
     layer_norm_backward(g.dnorm, residual, w(kLn1W), a.ln1_mean + l * s.BT, a.ln1_rstd + l * s.BT,
                         g.dresidual, dw(kLn1W), dw(kLn1B), BT, D, partial);
   }
-  // x_0 = wte[ids] + wpe[t]: by columns, so that no two threads add into one number.
-  {
-    float* dwte = grad(0);
-    float* dwpe = grad(1);
-    constexpr std::size_t kChunk = 16;
-    const std::size_t chunks = (D + kChunk - 1) / kChunk;
-    const int threads = loop_threads(BT * D);
-    ATTN_PARALLEL_FOR
-    for (std::size_t chunk = 0; chunk < chunks; ++chunk) {
-      const std::size_t from = chunk * kChunk, to = std::min(D, from + kChunk);
-      for (std::size_t i = 0; i < BT; ++i) {
-        const float* d = g.dresidual + i * D;
-        float* te = dwte + static_cast<std::size_t>(ids[i]) * D;
-        float* pe = dwpe + (i % T) * D;
-        for (std::size_t j = from; j < to; ++j) {
-          te[j] += d[j];
-          pe[j] += d[j];
-        }
-      }
-    }
-  }
+  embed_backward(g.dresidual, ids, grad(0), grad(1), BT, T, D);
 }
 
 float GptEngine::update(GptModel& model, GptOptimizer& o, float lr) {
@@ -705,22 +739,10 @@ float GptEngine::update(GptModel& model, GptOptimizer& o, float lr) {
   const float correction1 = 1.0f - std::pow(o.beta1, static_cast<float>(o.steps));
   const float correction2 = 1.0f - std::pow(o.beta2, static_cast<float>(o.steps));
   for (const GptTensor& t : model.tensors) {
-    float* p = model.params.data() + t.offset;
-    const float* gr = grads_.data() + t.offset;
-    float* m = o.m.data() + t.offset;
-    float* v = o.v.data() + t.offset;
     const float decay = t.decayed ? 1.0f - lr * o.weight_decay : 1.0f;
-    const std::size_t count = t.count();
-    const int threads = loop_threads(count);
-    ATTN_PARALLEL_FOR
-    for (std::size_t i = 0; i < count; ++i) {
-      const float g = gr[i] * clip;
-      p[i] *= decay;
-      m[i] = o.beta1 * m[i] + (1.0f - o.beta1) * g;
-      v[i] = o.beta2 * v[i] + (1.0f - o.beta2) * g * g;
-      const float denom = std::sqrt(v[i]) / std::sqrt(correction2) + o.eps;
-      p[i] -= lr / correction1 * m[i] / denom;
-    }
+    adamw_tensor(model.params.data() + t.offset, grads_.data() + t.offset, o.m.data() + t.offset,
+                 o.v.data() + t.offset, t.count(), clip, decay, o.beta1, o.beta2, lr / correction1,
+                 std::sqrt(correction2), o.eps);
   }
   return norm;
 }

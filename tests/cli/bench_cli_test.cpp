@@ -177,7 +177,8 @@ TEST_CASE("attn bench --model gpt2 at a tiny size: the JSON's keys, the cache, t
   }
 }
 
-TEST_CASE("attn bench --train --format json: both models' steps per second", "[cli][bench]") {
+TEST_CASE("attn bench --train --format json: each model's steps per second, the GPT's bound",
+          "[cli][bench]") {
   const auto result = run_attn({"bench", "--train", "--seq", "16", "--repeat", "2", "--warmup", "1",
                                 "--threads", "1", "--format", "json"});
   INFO(result.err);
@@ -185,11 +186,19 @@ TEST_CASE("attn bench --train --format json: both models' steps per second", "[c
   const auto doc = nlohmann::json::parse(result.out);
   CHECK(doc["threads"] == 1);
   CHECK(doc["runs"] == 2);
-  REQUIRE(doc["models"].size() == 2);
+  REQUIRE(doc["models"].size() == 3);
   CHECK(doc["models"][0]["d_model"] == 32);
   CHECK(doc["models"][0]["batch"] == 32);
   CHECK(doc["models"][1]["d_model"] == 768);
   CHECK(doc["models"][1]["tokens"] == 16);
+  // nanoGPT's CPU configuration, and the sum of its step's products timed alone.
+  const auto& gpt = doc["models"][2];
+  CHECK(gpt["name"] == "nanoGPT's CPU GPT");
+  CHECK(gpt["d_model"] == 128);
+  CHECK(gpt["tokens"] == 64);
+  CHECK(gpt["batch"] == 12);
+  CHECK(gpt["gemm_gflops"].get<double>() == Approx(3.67).epsilon(0.01));
+  CHECK(gpt["gemm_bound_steps_per_second"].get<double>() > 0.0);
   for (const auto& m : doc["models"]) {
     CHECK(m["ms_median"].get<double>() > 0.0);
     CHECK(m["ms_min"].get<double>() <= m["ms_median"].get<double>());
@@ -227,11 +236,11 @@ TEST_CASE("bad input to bench: one line, exit 2", "[cli][bench][bad-input]") {
       {{"bench", "--model", "gpt2", "--batch", "2"}, "--batch"},
       {{"bench", "--model", "gpt2", "--seq", "1000", "--new-tokens", "25"},
        "--seq 1000 and --new-tokens 25 pass gpt2's 1024 positions"},
-      {{"bench", "--train", "--model", "encoder"}, "--model: --train times its own two models"},
+      {{"bench", "--train", "--model", "encoder"}, "--model: --train times its own three models"},
       {{"bench", "--model", "encoder", "--seq", "513"}, "max_position_embeddings 512"},
       {{"bench", "--model", "encoder", "--batch", "4096", "--seq", "512", "--max-memory", "1G"},
        "lower --seq or --batch"},
-      {{"bench", "--train", "--norm", "post"}, "--norm: --train times its own two models"},
+      {{"bench", "--train", "--norm", "post"}, "--norm: --train times its own three models"},
       {{"bench", "--train", "--batch", "0"}, "--batch"},
       {{"bench", "--config", broken}, "not divisible"},
       {{"bench", "--config", (dir / "missing.json").string()}, "missing.json"},
