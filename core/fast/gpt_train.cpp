@@ -1,6 +1,7 @@
 #include "fast/gpt_train.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -62,24 +63,12 @@ Sizes sizes_of(const Gpt2Config& config) {
 // for this CPU chosen when attn loads. Both give the same bits: no sum depends on the width (the
 // sums below keep 8 partial sums in a fixed order, whatever the vector).
 #define ATTN_WIDE __attribute__((target_clones("avx2", "default")))
+// The elementwise loops go to the pool's threads in chunks of this many numbers, each chunk one
+// loop the compiler keeps in vectors.
+constexpr std::size_t kElementChunk = 4096;
 
-// a · b over n numbers, in 8 partial sums that the compiler keeps in one vector register (a
-// single running sum would be a chain of n dependent additions).
-inline float dot(const float* a, const float* b, std::size_t n) {
-  float part[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (std::size_t j = 0; j < 8; ++j)
-      part[j] += a[i + j] * b[i + j];
-  float sum = 0.0f;
-  for (; i < n; ++i)
-    sum += a[i] * b[i];
-  for (float p : part)
-    sum += p;
-  return sum;
-}
-
-// Σ f(j) for j < n, in 8 partial sums in a fixed order (see dot).
+// Σ f(j) for j < n, in 8 partial sums in a fixed order, which the compiler keeps in one vector
+// register (a single running sum would be a chain of n dependent additions).
 template <class F>
 inline float sum8(std::size_t n, F f) {
   float part[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
@@ -93,6 +82,11 @@ inline float sum8(std::size_t n, F f) {
   for (float p : part)
     sum += p;
   return sum;
+}
+
+// a · b over n numbers.
+inline float dot(const float* a, const float* b, std::size_t n) {
+  return sum8(n, [&](std::size_t i) { return a[i] * b[i]; });
 }
 
 // out (n, oc) = in (n, c) Wᵀ, W (oc, c)
@@ -217,17 +211,13 @@ ATTN_WIDE void embed_backward(const float* dout, const std::int32_t* ids, float*
   }
 }
 
-// x (rows, c) += bias; with `copy`, also copy = x.
-ATTN_WIDE void add_bias(float* x, const float* bias, std::size_t rows, std::size_t c,
-                        float* copy = nullptr) {
+// x (rows, c) += bias.
+ATTN_WIDE void add_bias(float* x, const float* bias, std::size_t rows, std::size_t c) {
   const int threads = loop_threads(rows * c);
   ATTN_PARALLEL_FOR
-  for (std::size_t i = 0; i < rows; ++i) {
-    float* row = x + i * c;
+  for (std::size_t i = 0; i < rows; ++i)
     for (std::size_t j = 0; j < c; ++j)
-      row[j] += bias[j];
-    if (copy != nullptr) std::copy(row, row + c, copy + i * c);
-  }
+      x[i * c + j] += bias[j];
 }
 
 // out = residual + sublayer + bias, (rows, c).
@@ -313,19 +303,62 @@ ATTN_WIDE void causal_attention_backward(const float* qkv, const float* att, con
   }
 }
 
-// d *= GELU'(x) of the tanh form, with g = GELU(x) from the forward.
-ATTN_WIDE void gelu_backward(const float* x, const float* g, float* d, std::size_t n) {
+// e^y for 0 <= y <= 40 in float32's precision (within a few ulp), in operations that compile to
+// vector instructions: y = n ln 2 + r with |r| <= ln 2 / 2, e^r by its Taylor series to r^7 (the
+// error below 2^-24 relative), times 2^n built in the exponent's bits.
+inline float exp_nonnegative(float y) {
+  constexpr float kLog2e = 1.44269504088896341f;
+  constexpr float kLn2High = 0.693145751953125f, kLn2Low = 1.42860682030941723e-6f;
+  const int n = static_cast<int>(y * kLog2e + 0.5f);
+  const float nf = static_cast<float>(n);
+  const float r = (y - nf * kLn2High) - nf * kLn2Low;
+  float p = 1.0f / 5040.0f;
+  p = p * r + 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  return p * std::bit_cast<float>(static_cast<std::int32_t>((n + 127) << 23));
+}
+
+// g = GELU(x) of the tanh form, x·(1 + tanh(√(2/π)(x + 0.044715x³)))/2, for n numbers, with
+// tanh(u) = sign(u)·(1 − 2/(e^{2|u|} + 1)) (|u| held below 20, past which tanh is ±1 in float32).
+ATTN_WIDE void gelu_forward(const float* x, float* g, std::size_t n) {
+  const std::size_t chunks = (n + kElementChunk - 1) / kElementChunk;
   const int threads = loop_threads(n);
   ATTN_PARALLEL_FOR
-  for (std::size_t i = 0; i < n; ++i) {
-    const float v = x[i];
-    // tanh(√(2/π)(x + 0.044715x³)) back from g = x(1 + tanh)/2, which holds it to float32's
-    // round-off but where x is near 0: there it is computed again.
-    const float th = std::abs(v) >= 1e-3f ? 2.0f * g[i] / v - 1.0f
-                                          : std::tanh(kGeluScale * (v + 0.044715f * v * v * v));
-    const float slope = 0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * kGeluScale *
-                                                 (1.0f + 3.0f * 0.044715f * v * v);
-    d[i] *= slope;
+  for (std::size_t chunk = 0; chunk < chunks; ++chunk) {
+    const std::size_t end = std::min(n, (chunk + 1) * kElementChunk);
+    for (std::size_t i = chunk * kElementChunk; i < end; ++i) {
+      const float v = x[i];
+      const float u = kGeluScale * (v + 0.044715f * v * v * v);
+      float a = std::fabs(u);
+      a = a < 20.0f ? a : 20.0f;  // selects, not calls or branches: the loop stays in vectors
+      const float t = 1.0f - 2.0f / (exp_nonnegative(2.0f * a) + 1.0f);
+      g[i] = 0.5f * v * (1.0f + (u < 0.0f ? -t : t));
+    }
+  }
+}
+
+// d *= GELU'(x) of the tanh form, with g = GELU(x) from the forward.
+ATTN_WIDE void gelu_backward(const float* x, const float* g, float* d, std::size_t n) {
+  const std::size_t chunks = (n + kElementChunk - 1) / kElementChunk;
+  const int threads = loop_threads(n);
+  ATTN_PARALLEL_FOR
+  for (std::size_t chunk = 0; chunk < chunks; ++chunk) {
+    const std::size_t end = std::min(n, (chunk + 1) * kElementChunk);
+    for (std::size_t i = chunk * kElementChunk; i < end; ++i) {
+      const float v = x[i];
+      const float u = kGeluScale * (v + 0.044715f * v * v * v);
+      // tanh(u) back from the forward's g = x(1 + tanh u)/2, which holds it to float32's
+      // round-off but where x is near 0; there tanh u = u - u³/3 to far below round-off.
+      const float th = std::fabs(v) >= 1e-3f ? 2.0f * g[i] / v - 1.0f : u - u * u * u / 3.0f;
+      const float slope = 0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * kGeluScale *
+                                                   (1.0f + 3.0f * 0.044715f * v * v);
+      d[i] *= slope;
+    }
   }
 }
 
@@ -333,14 +366,18 @@ ATTN_WIDE void gelu_backward(const float* x, const float* g, float* d, std::size
 ATTN_WIDE void adamw_tensor(float* p, const float* grad, float* m, float* v, std::size_t n,
                             float clip, float decay, float beta1, float beta2, float lr_c1,
                             float root_c2, float eps) {
+  const std::size_t chunks = (n + kElementChunk - 1) / kElementChunk;
   const int threads = loop_threads(n);
   ATTN_PARALLEL_FOR
-  for (std::size_t i = 0; i < n; ++i) {
-    const float g = grad[i] * clip;
-    p[i] *= decay;
-    m[i] = beta1 * m[i] + (1.0f - beta1) * g;
-    v[i] = beta2 * v[i] + (1.0f - beta2) * g * g;
-    p[i] -= lr_c1 * m[i] / (std::sqrt(v[i]) / root_c2 + eps);
+  for (std::size_t chunk = 0; chunk < chunks; ++chunk) {
+    const std::size_t end = std::min(n, (chunk + 1) * kElementChunk);
+    for (std::size_t i = chunk * kElementChunk; i < end; ++i) {
+      const float g = grad[i] * clip;
+      p[i] *= decay;
+      m[i] = beta1 * m[i] + (1.0f - beta1) * g;
+      v[i] = beta2 * v[i] + (1.0f - beta2) * g * g;
+      p[i] -= lr_c1 * m[i] / (std::sqrt(v[i]) / root_c2 + eps);
+    }
   }
 }
 
@@ -607,8 +644,8 @@ float GptEngine::forward(const GptModel& model, const std::int32_t* ids,
     layer_norm(residual2, w(kLn2W), w(kLn2B), z.eps, ln2, a.ln2_mean + l * s.BT,
                a.ln2_rstd + l * s.BT, BT, D);
     project(ln2, w(kFcW), fch, BT, D, F);
-    add_bias(fch, w(kFcB), BT, F, fch_gelu);
-    gelu_in_place(fch_gelu, BT * F, GeluApproximation::tanh);  // torch's tanh form, 8 lanes
+    add_bias(fch, w(kFcB), BT, F);
+    gelu_forward(fch, fch_gelu, BT * F);
     project(fch_gelu, w(kFcProjW), a.scratch, BT, F, D);
     add_residual(residual2, a.scratch, w(kFcProjB), residual3, BT, D);
   }
