@@ -2,8 +2,10 @@
 
 For 1 and 2 threads, under the environment as it is and with OPENBLAS_CORETYPE unset (OpenBLAS's
 own kernel choice), it runs `attn bench --train --format json` and bench/train_torch.py on the same
-models (attn train's default; a BERT-base-size layer, batch 1 of 128 tokens), alternating the two,
-and prints steps per second and attn's speed as a multiple of PyTorch's.
+models (attn train's default; a BERT-base-size layer, batch 1 of 128 tokens; a GPT at nanoGPT's CPU
+configuration, 4 x 128, 12 windows of 64 characters), alternating the two, and prints steps per
+second and attn's speed as a multiple of PyTorch's. For the GPT it also prints the bound attn
+measured in the same run: the sum of its step's matrix products timed alone, which no step beats.
 
     /usr/bin/python3 bench/compare_train.py [--attn build/attn] [--repeat 20]
 """
@@ -47,6 +49,10 @@ def main():
                 shown = f"{label} ({coretype})" if coretype else label
                 print(f"{shown:<18} {threads:>7}  {name:<22} {a['steps_per_second']:>13.1f} "
                       f"{t['steps_per_second']:>14.1f} {a['steps_per_second'] / t['steps_per_second']:>12.2f}x")
+                if "gemm_bound_steps_per_second" in a:
+                    bound = a["gemm_bound_steps_per_second"]
+                    print(f"{'':<18} {'':>7}  {'(its products alone)':<22} {bound:>13.1f} {'':>14} "
+                          f"{bound / t['steps_per_second']:>12.2f}x")
 
 
 def cpu_name():
