@@ -164,6 +164,11 @@ const std::vector<LessonInfo>& catalog() {
         {"--text", "cabbage", "--temperature", "1.5", "--top-k", "3", "--seed", "4"},
         {"--text", "dad", "--top-p", "0.5", "--no-cache"}},
        {}},
+      {15,
+       "gpt",
+       "the decoder-only GPT: causal blocks, a tied LM head, T predictions from one pass",
+       {{"--seed", "3", "--text", "the cat sat on the mat."}, {"--layer", "1", "--text", "abc"}},
+       {}},
   };
   return lessons;
 }
