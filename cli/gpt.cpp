@@ -1,6 +1,8 @@
-// attn gpt: lesson 15. GPT-2's decoder-only model step by step on --text: the lesson's own
-// character-level GPT drawn from --seed, or a Hugging Face GPT-2 folder (--pretrained).
+// attn gpt: lesson 15. GPT-2's decoder-only model step by step on --text: the shipped character
+// GPT (gpt-char, trained on Moby-Dick), an untrained one drawn from --seed, or a Hugging Face GPT-2
+// folder (--pretrained).
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -58,7 +60,15 @@ std::vector<std::int64_t> character_ids(const BpeTokenizer& tokenizer, const std
 
 LessonModel lesson_model(const GptCliOptions& o, const CLI::App& app) {
   const std::string text = o.text.empty() ? kDefaultText : o.text;
-  if (o.pretrained.empty()) {
+  // By default the shipped character GPT, trained on Moby-Dick; --seed draws an untrained one.
+  std::string path = o.pretrained, name = o.pretrained;
+  if (path.empty() && app.count("--seed") == 0) {
+    if (const std::optional<std::string> shipped = shipped_checkpoint_folder("gpt-char")) {
+      path = *shipped;
+      name = "gpt-char (shipped)";
+    }
+  }
+  if (path.empty()) {
     lessons::CharacterGpt gpt = lessons::seeded_character_gpt(o.seed);
     LessonModel out{std::move(gpt.model),
                     std::move(gpt.tokenizer),
@@ -69,7 +79,7 @@ LessonModel lesson_model(const GptCliOptions& o, const CLI::App& app) {
     return out;
   }
   refuse_beside_pretrained(app, {"--seed"}, "gpt");
-  PretrainedFolder folder = open_folder(o.pretrained);
+  PretrainedFolder folder = open_folder(path);
   if (!is_gpt2(folder))
     throw Error(ErrorKind::bad_value, "gpt",
                 fmt::format("'{}' is a BERT folder, an encoder: lesson 09 shows it (attn encoder "
@@ -81,7 +91,7 @@ LessonModel lesson_model(const GptCliOptions& o, const CLI::App& app) {
   MemoryPlan plan = plan_gpt2_reading(gpt2);
   append(plan, lessons::plan_gpt_lesson(gpt2.config, tokens.tokens.size()));
   check_budget("gpt", plan);
-  LessonModel out{read_gpt2(gpt2), std::move(gpt2.tokenizer), o.pretrained, {}};
+  LessonModel out{read_gpt2(gpt2), std::move(gpt2.tokenizer), name, {}};
   out.ids.assign(tokens.input.ids.begin(), tokens.input.ids.end());
   return out;
 }
@@ -113,7 +123,9 @@ void setup(CLI::App& app, Context& context) {
                               kDefaultText))
       ->check(not_empty_validator("--text", kDefaultText))
       ->option_text("TEXT");
-  sub->add_option("--seed", o->seed, "the seed of the lesson's model's weights (default 0)")
+  sub->add_option("--seed", o->seed,
+                  "run an untrained character GPT drawn from this seed instead of the shipped "
+                  "gpt-char")
       ->check(seed_validator())
       ->option_text("N");
   sub->add_option("--layer", o->layer, "the block shown step by step (default 0)")

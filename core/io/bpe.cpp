@@ -223,12 +223,23 @@ std::vector<std::string> pieces_of(std::string_view text, std::string_view speci
 
 std::int64_t id_of(const BpeTokenizer& t, const std::string& symbol) {
   const auto it = t.ids.find(symbol);
-  if (it == t.ids.end())
+  if (it == t.ids.end()) {
+    // A vocabulary without every byte's symbol (a character vocabulary, as attn train --model gpt
+    // saves one) cannot spell every text: the text is at fault, not the files.
+    const bool every_byte = std::all_of(byte_symbols().begin(), byte_symbols().end(),
+                                        [&](const std::string& b) { return t.ids.contains(b); });
+    if (!every_byte)
+      throw Error(ErrorKind::bad_value, "encode",
+                  fmt::format("the text has a character the vocabulary's {} tokens cannot spell "
+                              "(no token '{}'): this vocabulary knows only the characters of the "
+                              "text it was made from; use those",
+                              t.size(), printable(symbol, 40)));
     throw Error(ErrorKind::bad_file, "encode",
                 fmt::format("the token '{}' is not in the vocabulary: a byte-level BPE "
                             "vocabulary has all 256 byte characters (GPT-2's vocab.json ids "
                             "0 to 255)",
                             printable(symbol, 40)));
+  }
   return it->second;
 }
 

@@ -144,9 +144,16 @@ TEST_CASE("attn gpt refuses what its model cannot read", "[cli][gpt][bad-input]"
     CHECK(r.out.empty());
     CHECK(r.err.find(part) != std::string::npos);
   };
-  check({"gpt", "--text", "To be"}, "--text: 'T' is not one of the model's 34 characters");
-  check({"gpt", "--text", std::string(33, 'a')}, "33 characters, more than the model's 32");
-  check({"gpt", "--layer", "2"}, "--layer: block 2 does not exist: the model has 2 blocks, 0 to 1");
+  check({"gpt", "--seed", "0", "--text", "To be"},
+        "--text: 'T' is not one of the model's 34 characters");
+  check({"gpt", "--seed", "0", "--text", std::string(33, 'a')},
+        "33 characters, more than the model's 32");
+  check({"gpt", "--seed", "0", "--layer", "2"},
+        "--layer: block 2 does not exist: the model has 2 blocks, 0 to 1");
+  // The shipped gpt-char: 80 characters of Moby-Dick, 128 positions, 4 blocks.
+  check({"gpt", "--text", "naïve"}, "--text: the text has a character the vocabulary's 80 tokens");
+  check({"gpt", "--text", std::string(129, 'a')}, "129 tokens, more than the model's 128");
+  check({"gpt", "--layer", "4"}, "--layer: block 4 does not exist: the model has 4 blocks, 0 to 3");
   check({"gpt", "--pretrained", folder("d21_lm"), "--seed", "3"}, "--seed");
   check({"gpt", "--pretrained", fixture_path("bert/d12_model")}, "is a BERT folder");
 }
