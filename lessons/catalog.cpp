@@ -164,6 +164,12 @@ const std::vector<LessonInfo>& catalog() {
         {"--text", "cabbage", "--temperature", "1.5", "--top-k", "3", "--seed", "4"},
         {"--text", "dad", "--top-p", "0.5", "--no-cache"}},
        {}},
+      {16,
+       "bpe",
+       "training a byte-level BPE as minbpe does: pair counts, merges, GPT-2's chunks, round trips",
+       {{"--text", "low lower lowest newer newest wider widest", "--vocab-size", "270"},
+        {"--text", "naïve café 🙂🙂 👍🏽 naïve café", "--vocab-size", "264"}},
+       {}},
   };
   return lessons;
 }
