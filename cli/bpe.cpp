@@ -20,12 +20,14 @@ namespace attn::cli {
 
 namespace {
 
-// The lesson prints every merge; attn tokenizer train takes sizes up to GPT-4's order.
+// The lesson prints every merge, so it stops at 200 of them; attn tokenizer train at a million
+// tokens (GPT-4's vocabulary has about 100,000).
 constexpr long long kLessonMostVocabulary = 256 + 200;
 constexpr long long kMostVocabulary = 1'000'000;
 
-// What training holds for a text of `bytes` bytes: the text, each chunk's ids (int32 a byte), the
-// distinct chunks and their pairs' counts (a hash entry and a set node each, at most a pair a byte).
+// What training holds for a text of `bytes` bytes at worst: the text, each chunk's ids (int32 a
+// byte), the distinct chunks and their pairs' counts (a hash entry and a set node each, at most a
+// pair a byte; English text has far fewer: 1 MB of it peaks at 40 MB).
 MemoryPlan training_plan(std::size_t bytes) {
   return {{"the text", {bytes}, "T", 1, Held::kept},
           {"the chunks' ids", {bytes}, "T", 4, Held::computing, bytes / 4},

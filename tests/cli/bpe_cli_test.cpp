@@ -69,6 +69,21 @@ TEST_CASE("attn bpe --format json: the merges, the checks passed", "[cli][json]"
     CHECK(check["passed"] == true);
 }
 
+TEST_CASE("attn tokenizer train --format json: the merges and the tokens after each",
+          "[cli][json]") {
+  const auto run = run_attn({"tokenizer", "train", "--corpus",
+                             attn::testing::fixture_path("bpe_train/corpus.txt"), "--vocab-size",
+                             "270", "--format", "json"});
+  REQUIRE(run.exit_code == 0);
+  const auto doc = nlohmann::json::parse(run.out);
+  CHECK(doc["lesson"] == "tokenizer train");
+  REQUIRE(doc["steps"].size() == 2);
+  CHECK(doc["steps"][0]["name"] == "merges");
+  CHECK(doc["steps"][0]["shape"] == nlohmann::json::array({14, 2}));
+  CHECK(doc["steps"][1]["name"] == "tokens");
+  CHECK(doc["tables"][0]["rows"].size() == 14);
+}
+
 TEST_CASE("attn bpe --save holds the steps and the trained GPT-2 files, listed in its manifest",
           "[cli]") {
   ScratchDir dir("bpe-save");
