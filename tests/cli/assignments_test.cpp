@@ -783,7 +783,7 @@ TEST_CASE("every planted bug file has its test case above", "[assignments][bugs]
     CHECK(self.find("check_bug_is_caught(\"" + entry.path().stem().string() + "\")") !=
           std::string::npos);
   }
-  CHECK(files == 21);
+  CHECK(files == 25);
 }
 
 TEST_CASE("the Gradescope run_autograder grades a submission and always writes results.json",
