@@ -158,8 +158,10 @@ TEST_CASE("decode gives back bytes that are not UTF-8 when the ids cut a charact
 TEST_CASE("bad training inputs are refused in one line") {
   CHECK_THAT(refusal([] { attn::train_bpe("some text", 255); }),
              Catch::Contains("<vocab_size> 255 is below 256"));
-  CHECK_THAT(refusal([] { attn::train_bpe("ab ab", 300); }),
-             Catch::Contains("no pair left to merge after 2 merges: give more text or a <vocab_size> of at most 258"));
+  CHECK_THAT(
+      refusal([] { attn::train_bpe("ab ab", 300); }),
+      Catch::Contains(
+          "no pair left to merge after 2 merges: give more text or a <vocab_size> of at most 258"));
   CHECK_THAT(refusal([] { attn::train_bpe("ok \xff bytes", 260); }),
              Catch::Contains("not valid UTF-8"));
   // Two merges that make the same bytes: minbpe keeps both ids, a vocab.json cannot.
