@@ -213,7 +213,11 @@ std::string size_advice(const Error& e, const CLI::App* sub) {
 }  // namespace
 
 std::string command_label(const CLI::App* sub) {
-  return sub == nullptr ? "attn" : "attn " + sub->get_name();
+  std::string words;
+  for (const CLI::App* app = sub; app != nullptr && app->get_parent() != nullptr;
+       app = app->get_parent())
+    words = " " + app->get_name() + words;
+  return "attn" + words;
 }
 
 std::string option_for(const CLI::App* sub, const std::string& subject) {

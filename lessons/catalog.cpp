@@ -169,6 +169,12 @@ const std::vector<LessonInfo>& catalog() {
        "the decoder-only GPT: causal blocks, a tied LM head, T predictions from one pass",
        {{"--seed", "3", "--text", "the cat sat on the mat."}, {"--layer", "1", "--text", "abc"}},
        {}},
+      {16,
+       "bpe",
+       "training a byte-level BPE as minbpe does: pair counts, merges, GPT-2's chunks, round trips",
+       {{"--text", "low lower lowest newer newest wider widest", "--vocab-size", "270"},
+        {"--text", "naïve café 🙂🙂 👍🏽 naïve café", "--vocab-size", "264"}},
+       {}},
   };
   return lessons;
 }

@@ -85,6 +85,20 @@ void LessonRun::listing(std::string name, Listing values) {
   listings_.emplace_back(std::move(name), std::move(values));
 }
 
+std::string highlighted(std::string_view text) {
+  return kHighlightStart + std::string(text) + kHighlightEnd;
+}
+
+std::string without_highlights(std::string text) {
+  std::erase(text, kHighlightStart);
+  std::erase(text, kHighlightEnd);
+  return text;
+}
+
+void LessonRun::save_file(std::string name, std::string bytes) {
+  save_files_.emplace_back(std::move(name), std::move(bytes));
+}
+
 std::vector<const Step*> LessonRun::steps() const {
   std::vector<const Step*> out;
   for (const Item& item : items_)

@@ -37,6 +37,13 @@ struct Check {
   std::string detail;  // the measured evidence: "max |sum - 1| = 5.96e-08"
 };
 
+// A table cell may mark spans to stand out (lesson 16's merged pair): the text between these two
+// control characters, which printable() never lets through, is coloured on a terminal; plain
+// text and JSON drop the marks.
+inline constexpr char kHighlightStart = '\x1e', kHighlightEnd = '\x1f';
+std::string highlighted(std::string_view text);
+std::string without_highlights(std::string text);
+
 struct Table {
   std::string title;
   std::vector<std::string> header;
@@ -102,11 +109,15 @@ class LessonRun {
   // The settings the run used (seed, sizes), in order, for headers and JSON.
   void setting(std::string name, std::string value);
   void listing(std::string name, Listing values);
+  // A file the --save folder holds beside the steps (a trained tokenizer's vocab.json), listed in
+  // its manifest.json.
+  void save_file(std::string name, std::string bytes);
 
   const std::string& lesson() const { return lesson_; }
   const std::vector<Item>& items() const { return items_; }
   const std::vector<std::pair<std::string, std::string>>& settings() const { return settings_; }
   const std::vector<std::pair<std::string, Listing>>& listings() const { return listings_; }
+  const std::vector<std::pair<std::string, std::string>>& save_files() const { return save_files_; }
   std::vector<const Step*> steps() const;
   bool all_checks_passed() const;
 
@@ -119,6 +130,7 @@ class LessonRun {
   std::vector<Item> items_;
   std::vector<std::pair<std::string, std::string>> settings_;
   std::vector<std::pair<std::string, Listing>> listings_;
+  std::vector<std::pair<std::string, std::string>> save_files_;
 };
 
 // The evidence of a check held to float32 round-off: "max |sum - 1| = 5.96e-08 (round-off allows

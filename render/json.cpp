@@ -77,8 +77,11 @@ std::string render_json(const LessonRun& run) {
       doc["checks"].push_back(
           {{"name", check->name}, {"passed", check->passed}, {"detail", check->detail}});
     } else if (const auto* table = std::get_if<Table>(&item)) {
-      doc["tables"].push_back(
-          {{"title", table->title}, {"header", table->header}, {"rows", table->rows}});
+      std::vector<std::vector<std::string>> rows = table->rows;
+      for (auto& row : rows)
+        for (std::string& cell : row)
+          cell = lessons::without_highlights(std::move(cell));
+      doc["tables"].push_back({{"title", table->title}, {"header", table->header}, {"rows", rows}});
     } else if (const auto* curve = std::get_if<lessons::Curve>(&item)) {
       if (!doc.contains("curves")) doc["curves"] = nlohmann::ordered_json::array();
       doc["curves"].push_back({{"title", curve->title}, {"values", curve->values}});

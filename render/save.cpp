@@ -137,6 +137,8 @@ std::set<std::string> files_of_save(const fs::path& dir, const std::string& show
     for (const auto& step : doc["steps"])
       allowed.insert(step.at("file").get<std::string>());
     if (doc.contains("weights")) allowed.insert(doc["weights"].get<std::string>());
+    for (const auto& file : doc.value("files", nlohmann::json::array()))
+      allowed.insert(file.get<std::string>());
   } catch (const std::exception&) {
     throw save_error(fmt::format(
         "'{}' exists and its manifest.json is not one attn wrote: choose a new or empty "
@@ -461,6 +463,11 @@ void stage_save(const lessons::LessonRun& run, const OutputOptions& o, Swap& s) 
                                  {"file", file},
                                  {"shape", step->value.shape},
                                  {"dtype", std::string(dtype_name(step->value.dtype))}});
+  }
+  if (!run.save_files().empty()) manifest["files"] = nlohmann::ordered_json::array();
+  for (const auto& [name, bytes] : run.save_files()) {
+    write(name, std::vector<unsigned char>(bytes.begin(), bytes.end()));
+    manifest["files"].push_back(name);
   }
   manifest["parameters"] = run.parameters;
   if (weights_into_save(o)) {

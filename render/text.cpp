@@ -54,12 +54,6 @@ PrintOptions print_options(const OutputOptions& o) {
   return p;
 }
 
-std::string pad(std::string_view s, std::size_t width, bool right) {
-  const std::size_t w = column_width(s);
-  const std::string fill(w < width ? width - w : 0, ' ');
-  return right ? fill + std::string(s) : std::string(s) + fill;
-}
-
 // `text` broken at spaces into lines of at most `width` columns, every line after the first
 // starting with `indent`; a word longer than the width stays whole.
 std::string wrapped(std::string_view text, std::size_t width, std::string_view indent) {
@@ -111,6 +105,17 @@ bool is_number(std::string s) {
   return !s.empty() && *end == '\0';
 }
 
+// A cell's highlighted spans in yellow, or the marks dropped without colour.
+std::string cell_text(const std::string& cell, const Style& style) {
+  if (!style.color) return lessons::without_highlights(cell);
+  std::string out;
+  for (const char c : cell)
+    out += c == lessons::kHighlightStart ? "\x1b[1;33m"
+           : c == lessons::kHighlightEnd ? "\x1b[0m"
+                                         : std::string(1, c);
+  return out;
+}
+
 // Columns of numbers are right-aligned, others left-aligned.
 std::string render_table(const Table& table, const Style& style) {
   std::vector<bool> numeric(table.header.size(), true);
@@ -122,12 +127,15 @@ std::string render_table(const Table& table, const Style& style) {
     widths[c] = column_width(table.header[c]);
   for (const auto& row : table.rows)
     for (std::size_t c = 0; c < row.size() && c < widths.size(); ++c)
-      widths[c] = std::max(widths[c], column_width(row[c]));
+      widths[c] = std::max(widths[c], column_width(lessons::without_highlights(row[c])));
   auto line = [&](const std::vector<std::string>& cells) {
     std::string s = "  ";
     for (std::size_t c = 0; c < cells.size() && c < widths.size(); ++c) {
       if (c > 0) s += "  ";
-      s += pad(cells[c], widths[c], numeric[c]);
+      const std::size_t width = column_width(lessons::without_highlights(cells[c]));
+      const std::string fill(width < widths[c] ? widths[c] - width : 0, ' ');
+      const std::string text = cell_text(cells[c], style);
+      s += numeric[c] ? fill + text : text + fill;
     }
     while (!s.empty() && s.back() == ' ')
       s.pop_back();

@@ -391,6 +391,10 @@ std::vector<std::string> pre_tokenize(std::string_view text) {
   return pieces_of(text, "<|endoftext|>");
 }
 
+std::vector<std::string> split_by_pattern(std::string_view text) {
+  return pieces_of(text, "");
+}
+
 std::vector<BpePiece> encode_steps(const BpeTokenizer& tokenizer, std::string_view text) {
   const std::string_view special =
       tokenizer.find(tokenizer.end_of_text) ? std::string_view(tokenizer.end_of_text) : "";

@@ -54,6 +54,9 @@ const std::vector<std::string>& byte_symbols();
 // The text cut by GPT-2's pattern, <|endoftext|> kept whole. Throws attn::Error when `text` is
 // not valid UTF-8, naming the byte.
 std::vector<std::string> pre_tokenize(std::string_view text);
+// The text cut by GPT-2's pattern alone, <|endoftext|> cut like any text (as minbpe's
+// RegexTokenizer.train and encode_ordinary cut it). Throws attn::Error for invalid UTF-8.
+std::vector<std::string> split_by_pattern(std::string_view text);
 
 // One piece's merges, for showing them: the symbols before any merge (one per byte), then after
 // each merge the pair joined and the symbols.

@@ -789,6 +789,10 @@ const std::map<std::string, Maker>& makers() {
       {"vocab_duplicate.txt", bytes("[PAD]\n[UNK]\ntime\nflies\ntime\n")},
       {"vocab_no_unk.txt", bytes("[PAD]\ntime\nflies\n")},
       {"vocab_folder", [](Scratch&, const fs::path& path) { fs::create_directory(path); }},
+      // --- corpora (attn tokenizer train)
+      {"corpus.txt", bytes("the cat sat on the mat; the cat ate the hat.\n")},
+      {"corpus_empty.txt", bytes("")},
+      {"corpus_binary.bin", bytes(std::string("\x7f" "ELF\x02\x01\x01\x00\x00", 9))},
       // --- output targets
       {"a-file", bytes("keep me\n")},
       {"thesis.safetensors", bytes("thesis draft, do not lose\n")},
