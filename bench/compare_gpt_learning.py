@@ -97,7 +97,7 @@ def run_torch(threads, seconds, corpus, steps=2000, interval=100, batch=12, bloc
         if step == steps:
             break
         starts = torch.randint(0, split - block, (batch,))
-        gpt_torch.train_step(model, opt, *windows(starts), gpt_torch.warmup_cosine(1e-3, steps, step + 1))
+        gpt_torch.train_step(model, opt, *windows(starts), gpt_torch.warmup_cosine(2e-3, steps, step + 1))
     return evaluations
 
 
@@ -114,15 +114,17 @@ def summary(name, evaluations, seconds):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--attn", default=str(ROOT / "build" / "attn"))
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=2, help="attn's threads")
+    parser.add_argument("--torch-threads", type=int, default=1,
+                        help="PyTorch's (on 2 cores its eager training is fastest on 1: bench/compare_train.py)")
     parser.add_argument("--attn-seconds", type=float, default=60.0)
     parser.add_argument("--torch-seconds", type=float, default=180.0)
     args = parser.parse_args()
     print(f"attn train --model gpt (defaults), {args.threads} threads, up to {args.attn_seconds:.0f} s:")
     a = run_attn(args.attn, args.threads, args.attn_seconds)
-    print(f"PyTorch {torch.__version__} eager, nanoGPT's model, the same configuration, {args.threads} threads, "
-          f"up to {args.torch_seconds:.0f} s:")
-    t = run_torch(args.threads, args.torch_seconds, ROOT / "data" / "corpus" / "moby-dick.txt")
+    print(f"PyTorch {torch.__version__} eager, nanoGPT's model, the same configuration, {args.torch_threads} "
+          f"threads, up to {args.torch_seconds:.0f} s:")
+    t = run_torch(args.torch_threads, args.torch_seconds, ROOT / "data" / "corpus" / "moby-dick.txt")
     best_a = summary("attn", a, args.attn_seconds)
     best_t = summary("PyTorch", t, args.torch_seconds)
     if best_a and best_t:

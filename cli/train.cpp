@@ -472,17 +472,23 @@ void setup(CLI::App& app, Context& context) {
   size("--tokens", o->config.sizes.tokens, "T, tokens per sequence (default 8)", 2, 64, "T");
   size("--vocab", o->config.sizes.vocab,
        "V, the letters a.. the task uses (default 8; masked: fixed)", 2, 26, "V");
-  size("--layers", o->config.layers, "encoder layers (default 2)", 1, 64, "L");
-  size("--d-model", o->config.d_model, "D, the model width (default 32)", 1, 4096, "D");
-  size("--heads", o->config.heads, "H, heads per layer (default 2)", 1, 256, "H");
-  size("--d-ff", o->config.d_ff, "F, the feed-forward width (default 64)", 1, 16384, "F");
+  size("--layers", o->config.layers, "encoder layers (default 2; --model gpt: 4 blocks)", 1, 64,
+       "L");
+  size("--d-model", o->config.d_model, "D, the model width (default 32; --model gpt: 128)", 1, 4096,
+       "D");
+  size("--heads", o->config.heads, "H, heads per layer (default 2; --model gpt: 4)", 1, 256, "H");
+  size("--d-ff", o->config.d_ff, "F, the feed-forward width (default 64; --model gpt: 4D)", 1,
+       16384, "F");
   sub->add_option("--norm", o->norm, "pre (default, the book) or post (the paper, BERT)")
       ->check(choice_validator("a norm placement", {"pre", "post"}))
       ->option_text("pre|post");
-  size("--steps", o->config.steps, "training steps (default 1000; 4000 with --model transformer)",
-       1, 10'000'000, "N");
-  size("--batch", o->config.batch, "B, sequences per step (default 32)", 1, 65536, "B");
-  sub->add_option("--lr", o->config.lr, "AdamW's peak learning rate (default 0.003)")
+  size("--steps", o->config.steps,
+       "training steps (default 1000; --model transformer: 4000; --model gpt: 2000)", 1, 10'000'000,
+       "N");
+  size("--batch", o->config.batch, "B, sequences per step (default 32; --model gpt: 12 windows)", 1,
+       65536, "B");
+  sub->add_option("--lr", o->config.lr,
+                  "AdamW's peak learning rate (default 0.003; --model gpt: 0.002)")
       ->check(real_validator("a learning rate", 1e-8, 10.0, "0.003"))
       ->option_text("LR");
   sub->add_option("--dropout", o->config.dropout,

@@ -71,7 +71,7 @@ GptWindowCheck training_windows(const GptTrainConfig& config, const Corpus& corp
 struct GptTrainConfig {
   std::size_t layers = 4, heads = 4, d_model = 128, d_ff = 512;  // nanoGPT's CPU configuration
   std::size_t block = 64, batch = 12, steps = 2000;
-  float lr = 1e-3f;  // peak; decayed to a tenth
+  float lr = 2e-3f;  // peak, decayed to a tenth (nanoGPT: 1e-3; 2e-3 learns faster in a minute)
   float weight_decay = 0.1f, beta2 = 0.99f, clip = 1.0f;
   std::size_t eval_interval = 100, eval_batches = 20;
   std::uint64_t seed = 0;
