@@ -26,6 +26,8 @@ namespace attn::cli {
 namespace {
 
 constexpr const char* kDefaultCheckpoint = kShippedSeq2Seq;
+// The shipped character GPT's prompt without --text: the opening of its corpus, Moby-Dick.
+constexpr const char* kGptCharPrompt = "Call me Ishmael. Some years ago";
 
 struct GenerateCliOptions {
   std::string checkpoint = kDefaultCheckpoint;
@@ -34,6 +36,7 @@ struct GenerateCliOptions {
   std::string text;
   DecodeOptions decode;
   bool no_cache = false;
+  bool show_sampling = false;
   AblateCliOptions ablate;
   render::OutputOptions output;
 };
@@ -78,6 +81,7 @@ int run_pretrained(GenerateCliOptions& o, const CLI::App& app, Context& context)
                             "positions: give at most {}",
                             o.max_new_tokens, positions, positions - 1))
         .about("max_new_tokens");
+  if (from_checkpoint && o.text.empty() && o.ids.empty()) o.text = kGptCharPrompt;
   const Gpt2Text text = gpt2_text(gpt2, o.text, o.ids);
   if (text.tokens.size() + o.max_new_tokens > positions) {
     const std::string source = o.ids.empty() ? "text" : "ids";
@@ -99,6 +103,8 @@ int run_pretrained(GenerateCliOptions& o, const CLI::App& app, Context& context)
   l.decode.sample = sampling(app, "generate");
   check_decode_options(l.decode);
   l.forward = !o.output.save_dir.empty() || o.output.format == render::Format::json;
+  // On the shipped character GPT always; a real GPT-2 is slower, so there only when asked.
+  l.sampling = from_checkpoint || o.show_sampling;
   MemoryPlan plan = plan_gpt2_reading(gpt2);
   append(plan,
          lessons::plan_gpt2_generate(gpt2.config, l.prompt.size(), l.max_new_tokens, l.forward));
@@ -132,7 +138,7 @@ int run_generate(GenerateCliOptions& o, const CLI::App& app, Context& context) {
     o.pretrained = *folder;
     return run_pretrained(o, app, context);
   }
-  for (const char* name : {"--ids", "--max-new-tokens"})
+  for (const char* name : {"--ids", "--max-new-tokens", "--show-sampling"})
     if (app.count(name) > 0)
       throw Error(
           ErrorKind::bad_value, "generate",
@@ -178,7 +184,8 @@ void setup(CLI::App& app, Context& context) {
   add_pretrained_option(*sub, o->pretrained)->check(not_empty_validator("--pretrained", "gpt2"));
   sub->add_option("--text", o->text,
                   "the source, in the task's tokens: letters a to h (reverse, sort) or a number "
-                  "(number-words); default: the task's example. With --pretrained, the prompt")
+                  "(number-words); default: the task's example. With --pretrained, the prompt "
+                  "(gpt-char's default: the opening of Moby-Dick)")
       ->check(not_empty_validator("--text", "hgfedcba"))
       ->option_text("TEXT");
   sub->add_option("--ids", o->ids, "with --pretrained: the prompt as token ids, e.g. 464,3290")
@@ -204,6 +211,9 @@ void setup(CLI::App& app, Context& context) {
       ->option_text("N");
   sub->add_flag("--no-cache", o->no_cache,
                 "recompute the whole prefix at every step instead of keeping keys and values");
+  sub->add_flag("--show-sampling", o->show_sampling,
+                "with --pretrained: measure temperature, top-k, top-p, seeds and greedy "
+                "repetition on the prompt (always on with --checkpoint gpt-char)");
   add_ablate_option(*sub, o->ablate, "in --part's attention");
   add_ablate_part_option(*sub, o->ablate, ViewPart::cross);
   add_output_options(*sub, o->output);

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "14-generate/gpt2_sampling_lesson.hpp"
 #include "base/error.hpp"
 #include "fast/gpt2_decode.hpp"
 
@@ -134,7 +135,7 @@ void finish(Gpt2GenerateRun& out, const Gpt2Config& config, const PackedGpt2& pa
   all.insert(all.end(), d.tokens.begin(), d.tokens.end());
   run.prose(fmt::format("The text, prompt and {} new tokens{}:\n\n    {}\n", d.tokens.size(),
                         d.ended ? " (the last is the end of text)" : "",
-                        printable(decode(tokenizer, all), 4000)));
+                        one_line(decode(tokenizer, all))));
 
   run.section("gpt2_cache");
   const std::size_t positions = o.prompt.size() + o.max_new_tokens;
@@ -147,6 +148,19 @@ void finish(Gpt2GenerateRun& out, const Gpt2Config& config, const PackedGpt2& pa
                     format_bytes(static_cast<double>(d.cache_bytes))}}});
   run.check("the cache holds 2 · L · T · D floats, no more", d.cache_bytes == expected,
             fmt::format("{} bytes allocated, {} from the formula", d.cache_bytes, expected));
+  if (!o.sampling) return;
+  SamplingDemoOptions demo;
+  demo.tokenizer = &tokenizer;
+  demo.prompt = o.prompt;
+  demo.end_of_text = config.eos_token_id;
+  // The run's own sampling settings when it samples, else temperature 0.8.
+  demo.sample = o.decode;
+  if (!o.decode.sample) {
+    demo.sample = DecodeOptions{};
+    demo.sample.sample = true;
+    demo.sample.temperature = 0.8f;
+  }
+  show_sampling(run, packed, demo);
 }
 
 }  // namespace

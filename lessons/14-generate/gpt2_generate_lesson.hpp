@@ -16,8 +16,9 @@ struct Gpt2GenerateOptions {
   const BpeTokenizer* tokenizer = nullptr;
   std::vector<std::int64_t> prompt;
   std::size_t max_new_tokens = 20;
-  DecodeOptions decode;  // sample, temperature, top_k, top_p, seed
-  bool forward = false;  // the prompt's forward steps too (hidden states, attentions, logits)
+  DecodeOptions decode;   // sample, temperature, top_k, top_p, seed
+  bool forward = false;   // the prompt's forward steps too (hidden states, attentions, logits)
+  bool sampling = false;  // the sampling demonstration after it (show_sampling)
 };
 
 struct Gpt2GenerateRun {

@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "14-generate/gpt2_sampling_lesson.hpp"
 #include "golden.hpp"
 #include "io/weights.hpp"
 #include "run_attn.hpp"
@@ -256,4 +257,132 @@ TEST_CASE("attn summary describes seed 001's decoder block, decoder and Transfor
   CHECK(total({"summary", "transformer", "--d-model", "512", "--heads", "8", "--d-ff", "2048",
                "--layers", "6", "--vocab-size", "10000", "--max-positions", "512"}) ==
         "59,440,976");  // buildingTranformers(10000, 10000, 512, 512)
+}
+
+namespace {
+std::vector<double> flat(const nlohmann::json& doc, const std::string& name) {
+  std::vector<double> out;
+  for (const auto& v : step(doc, name)["values"])
+    if (v.is_array())
+      for (const auto& x : v)
+        out.push_back(x.get<double>());
+    else
+      out.push_back(v.get<double>());
+  return out;
+}
+}  // namespace
+
+TEST_CASE("attn generate --checkpoint gpt-char measures sampling on the shipped character GPT",
+          "[cli][generate][gpt-char]") {
+  const std::vector<std::string> args{"generate", "--checkpoint", "gpt-char", "--format", "json"};
+  const auto a = run_attn(args);
+  INFO(a.err);
+  REQUIRE(a.exit_code == 0);
+  CHECK(run_attn(args).out == a.out);  // seeded: the same run twice, the same output
+  const auto doc = nlohmann::json::parse(a.out);
+  for (const auto& check : doc["checks"]) {
+    INFO(check["name"] << ": " << check["detail"]);
+    CHECK(check["passed"] == true);
+  }
+  CHECK(doc["checks"].size() >= 7);
+  // temperature, most likely, entropy, tokens holding 90%: 0.5, 1 and 1.5.
+  const std::vector<double> sweep = flat(doc, "temperature_sweep");
+  REQUIRE(sweep.size() == 12);
+  CHECK(sweep[1] > sweep[5]);
+  CHECK(sweep[5] > sweep[9]);
+  CHECK(sweep[2] < sweep[6]);
+  CHECK(sweep[6] < sweep[10]);
+  CHECK(sweep[3] <= sweep[7]);
+  CHECK(sweep[7] <= sweep[11]);
+  const std::vector<double> probabilities = flat(doc, "next_token_probabilities");
+  REQUIRE(probabilities.size() == 80);
+  double sum = 0.0;
+  for (double p : probabilities)
+    sum += p;
+  CHECK(std::abs(sum - 1.0) < 1e-5);
+  CHECK(std::abs(*std::max_element(probabilities.begin(), probabilities.end()) - sweep[5]) < 1e-6);
+  const std::vector<double> kept = flat(doc, "filters_kept");
+  CHECK(kept[0] == 5);
+  CHECK(kept[3] >= 0.9);
+  const std::vector<double> diversity = flat(doc, "sample_diversity");
+  CHECK(diversity[0] == 5);
+  CHECK(diversity[1] == 5);
+  CHECK(diversity[2] < 0.5);
+  // Greedy's repeated 8-byte windows against each seed's.
+  const std::vector<double> repetition = flat(doc, "repetition");
+  REQUIRE(repetition.size() == 12);
+  for (std::size_t seed = 1; seed < 6; ++seed)
+    CHECK(repetition[0] > repetition[2 * seed]);
+
+  const auto text = run_attn({"generate", "--checkpoint", "gpt-char"});
+  REQUIRE(text.exit_code == 0);
+  CHECK(text.out.find("Call me Ishmael. Some years ago") != std::string::npos);
+  CHECK(text.out.find("What temperature does to it") != std::string::npos);
+  CHECK(text.out.find("The greedy continuation") != std::string::npos);
+  CHECK(text.out.find("\\x0a") == std::string::npos);  // a newline shows as ↵
+  CHECK(text.out.find("↵") != std::string::npos);
+}
+
+TEST_CASE(
+    "the sampling demonstration takes the run's own settings, and a long prompt skips the "
+    "samples",
+    "[cli][generate][gpt-char]") {
+  const auto hot = run_attn({"generate", "--checkpoint", "gpt-char", "--temperature", "1.2",
+                             "--top-p", "0.95", "--max-new-tokens", "5", "--color", "never"});
+  INFO(hot.err);
+  REQUIRE(hot.exit_code == 0);
+  CHECK(hot.out.find("temperature 1.2, top-p 0.95 (↵ is a newline)") != std::string::npos);
+  const auto full = run_attn({"generate", "--checkpoint", "gpt-char", "--text",
+                              std::string(125, 'a'), "--max-new-tokens", "2", "--color", "never"});
+  REQUIRE(full.exit_code == 0);
+  CHECK(full.out.find("too few for continuations") != std::string::npos);
+  CHECK(full.out.find("What temperature does to it") != std::string::npos);
+}
+
+TEST_CASE("golden stdout: attn generate --checkpoint gpt-char", "[cli][generate][golden]") {
+  attn::testing::check_golden("generate_gpt-char", {"generate", "--checkpoint", "gpt-char"});
+}
+
+TEST_CASE("the sampling demonstration is refused without a GPT-2 folder",
+          "[cli][generate][errors]") {
+  const auto r = run_attn({"generate", "--show-sampling"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err.find("--show-sampling is for a GPT-2 folder: add --pretrained DIR") !=
+        std::string::npos);
+}
+
+TEST_CASE("the sampling demonstration's measures on texts worked by hand", "[generate][sampling]") {
+  using namespace attn::lessons;
+  // "abcdabcdab": windows of 4 are abcd bcda cdab dabc abcd bcda cdab; the last 3 seen before.
+  CHECK(repeated_window_fraction("abcdabcdab", 4) == Approx(3.0 / 7.0));
+  CHECK(repeated_window_fraction("abcdefgh", 4) == 0.0);
+  CHECK(repeated_window_fraction("abc", 4) == 0.0);
+  CHECK(longest_repeat("abcdabcdab") == 6);  // abcdab at 0 and 4
+  CHECK(longest_repeat("abcdefg") == 0);
+  CHECK(longest_repeat("aaaa") == 3);
+  // {abcd, bcde} and {bcde, cdef}: 1 shared of 3.
+  CHECK(shared_ngram_fraction({"abcde", "bcdef"}, 4) == Approx(1.0 / 3.0));
+  CHECK(shared_ngram_fraction({"abcde"}, 4) == 0.0);
+  CHECK(entropy({0.5f, 0.5f, 0.0f}) == Approx(std::log(2.0)));
+  CHECK(tokens_holding({0.1f, 0.6f, 0.3f}, 0.9) == 2);
+  CHECK(tokens_holding({0.1f, 0.6f, 0.3f}, 0.95) == 3);
+  CHECK(one_line("a\nb\x01") == "a↵b\\x01");
+}
+
+TEST_CASE("a GPT-2 folder shows the sampling demonstration only when asked",
+          "[cli][generate][gpt2]") {
+  const std::string folder = attn::testing::fixture_path("gpt2/d21_lm");
+  const std::vector<std::string> args{"generate", "--pretrained", folder, "--max-new-tokens",
+                                      "3",        "--color",      "never"};
+  const auto plain = run_attn(args);
+  REQUIRE(plain.exit_code == 0);
+  CHECK(plain.out.find("What temperature does to it") == std::string::npos);
+  std::vector<std::string> asked = args;
+  asked.push_back("--show-sampling");
+  const auto shown = run_attn(asked);
+  INFO(shown.err);
+  REQUIRE(shown.exit_code == 0);
+  CHECK(shown.out.find("What temperature does to it") != std::string::npos);
+  CHECK(shown.out.find("5 distinct of 5") != std::string::npos);
 }
