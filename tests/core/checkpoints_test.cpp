@@ -9,6 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "fixtures.hpp"
+#include "gpt2.hpp"
+#include "io/pretrained.hpp"
+#include "train/gpt_run.hpp"
 #include "train/seq2seq.hpp"
 #include "train/trainer.hpp"
 
@@ -39,7 +42,7 @@ TEST_CASE("every shipped checkpoint gets at least 99% of its held-out tokens rig
           "[checkpoints]") {
   const auto manifest =
       nlohmann::json::parse(attn::testing::read_text(checkpoint_path("manifest.json")));
-  REQUIRE(manifest["checkpoints"].size() == 6);
+  REQUIRE(manifest["checkpoints"].size() == 7);
   for (const auto& entry : manifest["checkpoints"]) {
     if (entry.contains("kind")) continue;  // the encoder-decoder, below
     const std::string name = entry["name"];
@@ -121,4 +124,41 @@ TEST_CASE(
     INFO("row " << i << ": largest at " << best);
     CHECK(std::abs(best - static_cast<long>(cols - 1 - i)) <= 1);
   }
+}
+
+TEST_CASE("gpt-char measures the validation loss its manifest records, under 2 MB",
+          "[checkpoints][gpt_train]") {
+  const auto manifest =
+      nlohmann::json::parse(attn::testing::read_text(checkpoint_path("manifest.json")));
+  const auto entry = *std::find_if(manifest["checkpoints"].begin(), manifest["checkpoints"].end(),
+                                   [](const auto& e) { return e["name"] == "gpt-char"; });
+  std::uintmax_t bytes = 0;
+  for (const auto& file : std::filesystem::directory_iterator(checkpoint_path("gpt-char")))
+    bytes += file.file_size();
+  CHECK(bytes < 2'000'000);
+  const attn::PretrainedFolder folder = attn::open_pretrained(checkpoint_path("gpt-char"));
+  const attn::Gpt2Config config = attn::gpt2_config(folder);
+  attn::GptModel model = attn::gpt_from_weights(
+      config,
+      attn::check_gpt2_weights(config, attn::read_pretrained_weights(folder, attn::gpt2_reads),
+                               "gpt-char"),
+      "gpt-char");
+  // The run of make.sh's command: its held-out windows, from the shipped corpus and seed 0.
+  const std::string text =
+      attn::testing::read_text(std::string(ATTN_SOURCE_DIR) + "/data/corpus/moby-dick.txt");
+  const attn::TextTokenizer tokenizer = attn::character_tokenizer(text, "moby-dick.txt");
+  REQUIRE(tokenizer.bpe.size() == config.sizes.vocab_size);
+  attn::GptTrainConfig c;
+  c.layers = 4;
+  c.heads = 4;
+  c.d_model = 96;
+  c.d_ff = 384;
+  c.block = 128;
+  c.steps = 4000;
+  attn::GptTraining run(c, attn::split_corpus(attn::encode_text(tokenizer, text), c.block),
+                        std::move(model), attn::GptOptimizer{}, 4000, {});
+  const attn::GptEvaluation e = run.evaluate();
+  CHECK(e.validation_loss < 2.2);
+  CHECK(e.validation_loss == Approx(entry["validation_loss"].get<double>()).margin(1e-3));
+  CHECK(entry["validation_loss_at_start"].get<double>() > e.validation_loss + 2.0);
 }
