@@ -29,8 +29,8 @@ std::vector<std::string> lesson_names(bool only_common_options) {
   std::vector<std::string> names;
   for (const attn::lessons::LessonInfo& lesson : attn::lessons::catalog()) {
     const bool common = lesson.name != "tokens" && lesson.name != "encoder" &&
-                        lesson.name != "train" && lesson.name != "generate" && lesson.name != "gpt" &&
-                        lesson.name != "bpe";
+                        lesson.name != "train" && lesson.name != "generate" &&
+                        lesson.name != "gpt" && lesson.name != "bpe";
     if (!only_common_options || common) names.emplace_back(lesson.name);
   }
   return names;
