@@ -293,11 +293,15 @@ int run_gpt(TrainCliOptions& o, const CLI::App& app, const Context& context) {
   lesson.corpus_name = std::move(name);
   lesson.config = c;
   lesson.stop_after = o.stop_after;
-  // The vocabulary decides the model's size: a BPE's is known, characters are counted.
-  const std::size_t vocab =
-      lesson.tokenizer
-          ? lesson.tokenizer->bpe.size()
-          : character_tokenizer(lesson.text, "the corpus " + lesson.corpus_name).bpe.size();
+  // The vocabulary decides the model's size: a BPE's is known, characters are counted once here.
+  if (!lesson.tokenizer) {
+    try {
+      lesson.tokenizer = character_tokenizer(lesson.text, "the corpus " + lesson.corpus_name);
+    } catch (const Error& e) {
+      throw Error(e.kind(), e.function(), e.detail()).about("corpus");
+    }
+  }
+  const std::size_t vocab = lesson.tokenizer->bpe.size();
   MemoryPlan plan = plan_gpt_run(c, vocab);
   plan.push_back({"the corpus as token ids", {lesson.text.size()}, "", 4});
   check_budget("train", plan);
