@@ -39,12 +39,36 @@ SequenceTargets first_targets(std::size_t tokens, bool causal) {
   return one_target_each(tokens, causal, [](std::ptrdiff_t) { return std::ptrdiff_t{0}; });
 }
 
+SequenceTargets diagonal_targets(std::size_t tokens, bool causal) {
+  return one_target_each(tokens, causal, [](std::ptrdiff_t t) { return t; });
+}
+
 SequenceTargets same_token_targets(const std::vector<std::int64_t>& ids, bool causal) {
   SequenceTargets out(ids.size());
   for (std::size_t t = 0; t < ids.size(); ++t) {
     out[t].visible = causal ? t + 1 : ids.size();
     for (std::size_t j = 0; j < out[t].visible; ++j)
       if (ids[j] == ids[t]) out[t].keys.push_back(j);
+  }
+  return out;
+}
+
+SequenceTargets duplicate_targets(const std::vector<std::int64_t>& ids, bool causal) {
+  SequenceTargets out(ids.size());
+  for (std::size_t t = 0; t < ids.size(); ++t) {
+    out[t].visible = causal ? t + 1 : ids.size();
+    for (std::size_t j = 0; j < t; ++j)
+      if (ids[j] == ids[t]) out[t].keys.push_back(j);
+  }
+  return out;
+}
+
+SequenceTargets induction_targets(const std::vector<std::int64_t>& ids, bool causal) {
+  SequenceTargets out(ids.size());
+  for (std::size_t t = 0; t < ids.size(); ++t) {
+    out[t].visible = causal ? t + 1 : ids.size();
+    for (std::size_t j = 0; j < t; ++j)
+      if (ids[j] == ids[t]) out[t].keys.push_back(j + 1);
   }
   return out;
 }

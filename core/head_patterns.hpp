@@ -35,8 +35,15 @@ using SequenceTargets = std::vector<QueryTargets>;
 SequenceTargets mirror_targets(std::size_t tokens, bool causal = false);    // key T-1-t
 SequenceTargets previous_targets(std::size_t tokens, bool causal = false);  // key t-1
 SequenceTargets first_targets(std::size_t tokens, bool causal = false);     // key 0
+SequenceTargets diagonal_targets(std::size_t tokens, bool causal = false);  // key t, itself
 // Every key holding the query's own token (the query itself included).
 SequenceTargets same_token_targets(const std::vector<std::int64_t>& ids, bool causal = false);
+// Every earlier key holding the query's own token (a duplicate-token head's keys): keys j < t with
+// ids[j] = ids[t]. A query whose token has not occurred before has none.
+SequenceTargets duplicate_targets(const std::vector<std::int64_t>& ids, bool causal = false);
+// Induction (Olsson et al. 2022): the key just after each earlier occurrence of the query's token,
+// j + 1 for every j < t with ids[j] = ids[t]: where [A][B] ... [A] finds [B], the token to copy.
+SequenceTargets induction_targets(const std::vector<std::int64_t>& ids, bool causal = false);
 
 struct HeadPatternScore {
   double on_target = 0.0;    // mean weight on the target keys

@@ -67,6 +67,25 @@ TEST_CASE("queries without a target are left out, and a causal query sees keys u
   CHECK(same[1].keys == std::vector<std::size_t>{1});
 }
 
+TEST_CASE("duplicate, induction and diagonal keys on a repeated sequence", "[patterns]") {
+  // A B C A B C: the second half repeats the first.
+  const std::vector<std::int64_t> ids{7, 8, 9, 7, 8, 9};
+  const attn::SequenceTargets induction = attn::induction_targets(ids, true);
+  CHECK(induction[0].keys.empty());
+  CHECK(induction[2].keys.empty());
+  CHECK(induction[3].keys == std::vector<std::size_t>{1});  // A finds the B after the first A
+  CHECK(induction[5].keys == std::vector<std::size_t>{3});  // C finds the A after the first C
+  CHECK(induction[5].visible == 6);
+  const attn::SequenceTargets duplicate = attn::duplicate_targets(ids, true);
+  CHECK(duplicate[3].keys == std::vector<std::size_t>{0});
+  CHECK(duplicate[1].keys.empty());
+  const attn::SequenceTargets twice = attn::induction_targets({5, 5, 5});
+  CHECK(twice[2].keys == std::vector<std::size_t>{1, 2});  // after each earlier 5
+  const attn::SequenceTargets diagonal = attn::diagonal_targets(4);
+  CHECK(diagonal[2].keys == std::vector<std::size_t>{2});
+  CHECK(diagonal[2].visible == 4);
+}
+
 TEST_CASE("patterns that do not fit the weights are refused", "[patterns]") {
   attn::PatternScores scores(2);
   CHECK_THROWS_AS(scores.add(mirror_and_uniform(4), {attn::mirror_targets(5)}), attn::Error);
