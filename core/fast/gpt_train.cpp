@@ -416,8 +416,14 @@ GptModel gpt_layout(const Gpt2Config& config) {
   return model;
 }
 
-GptModel init_gpt(const Gpt2Config& config, std::uint64_t seed) {
+bool mlp_tensor(const GptTensor& tensor) {
+  return tensor.key.find(".mlp.") != std::string::npos ||
+         tensor.key.find(".ln_2.") != std::string::npos;
+}
+
+GptModel init_gpt(const Gpt2Config& config, std::uint64_t seed, bool attention_only) {
   GptModel model = gpt_layout(config);
+  model.attention_only = attention_only;
   const Sizes z = sizes_of(config);
   Rng rng(seed);
   const float residual_std = 0.02f / std::sqrt(2.0f * static_cast<float>(z.L));
@@ -432,6 +438,10 @@ GptModel init_gpt(const Gpt2Config& config, std::uint64_t seed) {
     for (std::size_t i = 0; i < t.count(); ++i)
       p[i] = static_cast<float>(rng.normal()) * std;
   }
+  if (attention_only)
+    for (const GptTensor& t : model.tensors)
+      if (t.key.find(".mlp.") != std::string::npos)
+        std::fill_n(model.params.data() + t.offset, t.count(), 0.0f);
   return model;
 }
 
@@ -593,6 +603,14 @@ const float* GptEngine::logits(std::size_t b, std::size_t t) const {
   return logits_ + (b * tokens_ + t) * vocab_;
 }
 
+const float* GptEngine::attention(std::size_t layer) const {
+  if (layer >= layers_ || attention_ == nullptr)
+    throw Error(ErrorKind::bad_value, "GptEngine::attention",
+                fmt::format("block {} of {} after a forward pass: give 0 to {}", layer, layers_,
+                            layers_ == 0 ? 0 : layers_ - 1));
+  return attention_ + layer * attention_stride_;
+}
+
 float GptEngine::forward(const GptModel& model, const std::int32_t* ids,
                          const std::int32_t* targets, std::size_t batch, std::size_t tokens) {
   const Sizes z = sizes_of(model.config);
@@ -616,6 +634,9 @@ float GptEngine::forward(const GptModel& model, const std::int32_t* ids,
   const ActSizes s = act_sizes(z, max_batch_, max_tokens_);
   Acts a = views(acts_.data(), s, scratch_width(z));
   logits_ = a.logits;
+  attention_ = a.att;
+  attention_stride_ = s.BHTT;
+  layers_ = z.L;
 
   // x_0 = wte[ids] + wpe[t]
   const float* wte = model.at(0);
@@ -641,6 +662,10 @@ float GptEngine::forward(const GptModel& model, const std::int32_t* ids,
     causal_attention(qkv, att, atty, B, T, D, H);
     project(atty, w(kProjW), a.scratch, BT, D, D);
     add_residual(residual, a.scratch, w(kProjB), residual2, BT, D);
+    if (model.attention_only) {  // no MLP: the block's output is a
+      std::copy_n(residual2, BT * D, residual3);
+      continue;
+    }
     layer_norm(residual2, w(kLn2W), w(kLn2B), z.eps, ln2, a.ln2_mean + l * s.BT,
                a.ln2_rstd + l * s.BT, BT, D);
     project(ln2, w(kFcW), fch, BT, D, F);
@@ -731,12 +756,14 @@ void GptEngine::backward(const GptModel& model, const std::int32_t* ids,
     auto dw = [&](BlockTensor t) { return grad(block_tensor(l, t)); };
 
     // residual3 = residual2 + mlp: the MLP's output gradient is dresidual.
-    project_backward(g.dresidual, fch_gelu, w(kFcProjW), dw(kFcProjW), dw(kFcProjB), g.dfch, BT, F,
-                     D);
-    gelu_backward(fch, fch_gelu, g.dfch, BT * F);
-    project_backward(g.dfch, ln2, w(kFcW), dw(kFcW), dw(kFcB), g.dnorm, BT, D, F);
-    layer_norm_backward(g.dnorm, residual2, w(kLn2W), a.ln2_mean + l * s.BT, a.ln2_rstd + l * s.BT,
-                        g.dresidual, dw(kLn2W), dw(kLn2B), BT, D, partial);
+    if (!model.attention_only) {
+      project_backward(g.dresidual, fch_gelu, w(kFcProjW), dw(kFcProjW), dw(kFcProjB), g.dfch, BT,
+                       F, D);
+      gelu_backward(fch, fch_gelu, g.dfch, BT * F);
+      project_backward(g.dfch, ln2, w(kFcW), dw(kFcW), dw(kFcB), g.dnorm, BT, D, F);
+      layer_norm_backward(g.dnorm, residual2, w(kLn2W), a.ln2_mean + l * s.BT,
+                          a.ln2_rstd + l * s.BT, g.dresidual, dw(kLn2W), dw(kLn2B), BT, D, partial);
+    }
     // residual2 = residual + attention: the attention's output gradient is dresidual.
     project_backward(g.dresidual, atty, w(kProjW), dw(kProjW), dw(kProjB), g.datty, BT, D, D);
     causal_attention_backward(qkv, att, g.datty, g.dqkv, B, T, D, H);
@@ -776,6 +803,7 @@ float GptEngine::update(GptModel& model, GptOptimizer& o, float lr) {
   const float correction1 = 1.0f - std::pow(o.beta1, static_cast<float>(o.steps));
   const float correction2 = 1.0f - std::pow(o.beta2, static_cast<float>(o.steps));
   for (const GptTensor& t : model.tensors) {
+    if (model.attention_only && mlp_tensor(t)) continue;  // left as they are: never trained
     const float decay = t.decayed ? 1.0f - lr * o.weight_decay : 1.0f;
     adamw_tensor(model.params.data() + t.offset, grads_.data() + t.offset, o.m.data() + t.offset,
                  o.v.data() + t.offset, t.count(), clip, decay, o.beta1, o.beta2, lr / correction1,

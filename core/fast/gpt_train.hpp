@@ -42,6 +42,10 @@ struct GptTensor {
 
 struct GptModel {
   Gpt2Config config;
+  // Attention only (Elhage et al. 2021's toy models): ln_2 and the MLP are skipped in forward and
+  // backward and never updated; the MLP's tensors are zero, so that GPT-2's forward, which runs
+  // them, adds gelu(0) = 0 and computes the same logits.
+  bool attention_only = false;
   std::vector<GptTensor> tensors;  // wte, wpe, each block's, ln_f: GPT2Model's order
   std::vector<float> params;
   // The named tensor's first number (the names of tensors above, without "transformer.").
@@ -54,8 +58,10 @@ struct GptModel {
 GptModel gpt_layout(const Gpt2Config& config);
 // GPT-2's initialisation, as nanoGPT draws it: every matrix and table from N(0, 0.02), the two
 // projections into the residual stream (attn.c_proj, mlp.c_proj) from N(0, 0.02/√(2L)), biases 0,
-// LayerNorms 1 and 0. Seeded.
-GptModel init_gpt(const Gpt2Config& config, std::uint64_t seed);
+// LayerNorms 1 and 0. Seeded. Attention only: the same draws, then the MLPs' tensors zeroed.
+GptModel init_gpt(const Gpt2Config& config, std::uint64_t seed, bool attention_only = false);
+// Whether the tensor is one an attention-only model leaves out (ln_2 and the MLP of a block).
+bool mlp_tensor(const GptTensor& tensor);
 // The model under GPT2LMHeadModel's keys ("transformer." prefix, Conv1D weights (in, out), the tied
 // lm_head left out): what save_pretrained writes and load_gpt2 / PyTorch read.
 StateDict gpt_state_dict(const GptModel& model);
@@ -92,11 +98,15 @@ class GptEngine {
   const std::vector<float>& gradient() const { return grads_; }
   // After forward(): the logits of sequence b at position t (V numbers).
   const float* logits(std::size_t b, std::size_t t) const;
+  // After forward(): block `layer`'s attention weights (B,H,T,T) of the batch, row-major.
+  const float* attention(std::size_t layer) const;
 
  private:
-  std::size_t max_batch_, max_tokens_, batch_ = 0, tokens_ = 0, vocab_ = 0;
+  std::size_t max_batch_, max_tokens_, batch_ = 0, tokens_ = 0, vocab_ = 0, layers_ = 0;
+  std::size_t attention_stride_ = 0;  // between blocks' weights in acts_
   std::vector<float> acts_, grad_acts_, grads_;
-  const float* logits_ = nullptr;  // in acts_
+  const float* logits_ = nullptr;     // in acts_
+  const float* attention_ = nullptr;  // block 0's weights, in acts_
 };
 
 }  // namespace attn

@@ -229,7 +229,8 @@ MemoryPlan plan_gpt_run(const GptTrainConfig& c, std::size_t vocab) {
 }
 
 GptTraining::GptTraining(const GptTrainConfig& config, Corpus corpus, std::size_t vocab)
-    : GptTraining(config, std::move(corpus), init_gpt(gpt_model_config(config, vocab), config.seed),
+    : GptTraining(config, std::move(corpus),
+                  init_gpt(gpt_model_config(config, vocab), config.seed, config.attention_only),
                   GptOptimizer{}, 0, {}) {}
 
 GptTraining::GptTraining(const GptTrainConfig& config, Corpus corpus, GptModel model,
@@ -401,6 +402,7 @@ ordered_json run_json(const GptTraining& run, const TextTokenizer& tokenizer) {
   j["eval_interval"] = c.eval_interval;
   j["eval_batches"] = c.eval_batches;
   j["seed"] = c.seed;
+  if (c.attention_only) j["attention_only"] = true;
   j["steps_done"] = run.steps_done();
   j["adamw_steps"] = run.optimizer().steps;
   j["corpus_tokens"] = run.corpus().ids.size();
@@ -415,13 +417,13 @@ ordered_json run_json(const GptTraining& run, const TextTokenizer& tokenizer) {
 
 }  // namespace
 
-std::vector<NamedFile> gpt_checkpoint_files(const GptTraining& run,
-                                            const TextTokenizer& tokenizer) {
-  const GptModel& model = run.model();
+std::vector<NamedFile> gpt_folder_files(const GptModel& model, const TextTokenizer& tokenizer,
+                                        const Metadata& metadata) {
   std::vector<NamedFile> files;
+  Metadata marked = metadata;
+  marked["written_by"] = "attn";
   files.push_back({"config.json", bytes_of(config_json(model.config, tokenizer))});
-  files.push_back({"model.safetensors",
-                   serialize_safetensors(gpt_state_dict(model), {{"written_by", "attn"}})});
+  files.push_back({"model.safetensors", serialize_safetensors(gpt_state_dict(model), marked)});
   files.push_back({"vocab.json", bytes_of(tokenizer.vocab_json)});
   files.push_back({"merges.txt", bytes_of(tokenizer.merges_txt)});
   ordered_json tokenizer_config;
@@ -433,6 +435,13 @@ std::vector<NamedFile> gpt_checkpoint_files(const GptTraining& run,
       tokenizer_config[key] = tokenizer.bpe.end_of_text;
   }
   files.push_back({"tokenizer_config.json", bytes_of(tokenizer_config.dump(2) + "\n")});
+  return files;
+}
+
+std::vector<NamedFile> gpt_checkpoint_files(const GptTraining& run,
+                                            const TextTokenizer& tokenizer) {
+  const GptModel& model = run.model();
+  std::vector<NamedFile> files = gpt_folder_files(model, tokenizer);
   const GptOptimizer& o = run.optimizer();
   StateDict state;
   const std::size_t n = model.params.size();
@@ -479,6 +488,7 @@ GptResumed read_gpt_training_state(const Gpt2Config& config, Gpt2Weights&& weigh
     c.eval_interval = j.at("eval_interval").get<std::size_t>();
     c.eval_batches = j.at("eval_batches").get<std::size_t>();
     c.seed = j.at("seed").get<std::uint64_t>();
+    c.attention_only = j.value("attention_only", false);
     r.steps_done = j.at("steps_done").get<std::size_t>();
     r.optimizer.steps = j.at("adamw_steps").get<std::int64_t>();
     r.characters = j.at("tokens").get<std::string>() == "characters";
@@ -494,6 +504,7 @@ GptResumed read_gpt_training_state(const Gpt2Config& config, Gpt2Weights&& weigh
       s.max_position_embeddings != r.config.block)
     throw refuse("describes another model than config.json");
   r.model = gpt_from_weights(config, std::move(weights), source);
+  r.model.attention_only = r.config.attention_only;
   const std::size_t n = r.model.params.size();
   for (const char* key : {"adamw.m", "adamw.v"}) {
     const auto t = state.find(key);

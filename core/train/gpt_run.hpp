@@ -75,6 +75,7 @@ struct GptTrainConfig {
   float weight_decay = 0.1f, beta2 = 0.99f, clip = 1.0f;
   std::size_t eval_interval = 100, eval_batches = 20;
   std::uint64_t seed = 0;
+  bool attention_only = false;  // --attention-only: no MLPs (GptModel::attention_only)
 };
 // Throws attn::Error(bad_value) about the value at fault: a size of 0, heads not dividing the
 // width, a learning rate that is not a positive number.
@@ -139,6 +140,10 @@ struct NamedFile {
   std::vector<unsigned char> bytes;
 };
 std::vector<NamedFile> gpt_checkpoint_files(const GptTraining& run, const TextTokenizer& tokenizer);
+// The files of it that Hugging Face reads (all but the training state), for any trained GptModel.
+// `metadata` goes into model.safetensors beside {"written_by": "attn"}.
+std::vector<NamedFile> gpt_folder_files(const GptModel& model, const TextTokenizer& tokenizer,
+                                        const Metadata& metadata = {});
 // The names a checkpoint folder holds, for telling attn's folders from others.
 const std::vector<std::string>& gpt_checkpoint_names();
 
