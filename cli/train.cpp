@@ -16,6 +16,7 @@
 
 #include "11-train/gpt_train_lesson.hpp"
 #include "11-train/train_lesson.hpp"
+#include "18-induction/induction_lesson.hpp"
 #include "ablate.hpp"
 #include "base/budget.hpp"
 #include "command.hpp"
@@ -48,6 +49,7 @@ struct TrainCliOptions {
   GptTrainConfig gpt;
   std::string corpus, tokenizer, resume;
   std::size_t stop_after = 0;
+  bool attention_only = false;
   AblateCliOptions ablate;
   render::OutputOptions output;
 };
@@ -227,12 +229,129 @@ std::string loss_text(double loss) {
   return std::isfinite(loss) ? fmt::format("{:.4f}", loss) : "-";
 }
 
+// On a terminal, a line rewritten in place for a GPT's step: its loss, the speed and the time.
+void show_step(std::size_t step, std::size_t steps, std::size_t first, float loss,
+               std::chrono::steady_clock::time_point start,
+               std::chrono::steady_clock::time_point& shown_at) {
+  const auto now = std::chrono::steady_clock::now();
+  if (step != steps && now - shown_at < std::chrono::milliseconds(100)) return;
+  shown_at = now;
+  const double seconds = std::chrono::duration<double>(now - start).count();
+  const double rate = static_cast<double>(step - first) / std::max(seconds, 1e-9);
+  std::fputs(fmt::format("\r  step {:>{}}/{}  loss {:.4f}  {:.1f} steps/s  {:.1f} s ", step,
+                         std::to_string(steps).size(), steps, loss, rate, seconds)
+                 .c_str(),
+             stderr);
+  std::fflush(stderr);
+}
+
+// attn train --task induction: lesson 18's attention-only GPT on repeated random tokens.
+int run_induction_train(TrainCliOptions& o, const CLI::App& app, const Context& context) {
+  refuse_options(app,
+                 {"--tokens", "--norm", "--dropout", "--d-ff", "--ablate", "--part", "--corpus",
+                  "--tokenizer", "--resume", "--block", "--stop-after"},
+                 "is not an option of --task induction, which trains an attention-only GPT on "
+                 "repeated random tokens (its sizes: --vocab, --layers, --heads, --d-model)");
+  InductionConfig c;
+  const auto given = [&](const char* option) { return app.count(option) > 0; };
+  if (given("--vocab")) c.vocab = o.config.sizes.vocab;
+  if (given("--layers")) c.layers = o.config.layers;
+  if (given("--d-model")) c.d_model = o.config.d_model;
+  if (given("--heads")) c.heads = o.config.heads;
+  if (given("--steps")) c.steps = o.config.steps;
+  if (given("--batch")) c.batch = o.config.batch;
+  if (given("--lr")) c.lr = o.config.lr;
+  if (given("--seed")) c.seed = o.config.seed;
+  if (given("--eval-interval")) c.eval_interval = o.gpt.eval_interval;
+  if (c.layers < 2)
+    throw Error(ErrorKind::bad_value, "train",
+                "--layers 1: an induction head reads a previous-token head of an earlier layer, "
+                "so it needs 2 layers at least: give --layers 2")
+        .about("layers");
+  check_induction_config(c);
+  check_budget("train", plan_gpt_training(induction_model_config(c), c.batch, 2 * c.half));
+  keep_freed_memory();
+  const bool shown =
+      o.output.format == render::Format::text && !o.output.quiet && isatty(STDERR_FILENO) != 0;
+  const auto start = std::chrono::steady_clock::now();
+  auto shown_at = start;
+  lessons::InductionLessonOptions lesson;
+  lesson.config = c;
+  lesson.on_step = [&](std::size_t step, float loss) {
+    if (shown) show_step(step, c.steps, 0, loss, start, shown_at);
+  };
+  lesson.on_evaluation = [&](const InductionEvaluation& e) {
+    if (!shown) return;
+    std::fputs(fmt::format("\r\x1b[K  step {}: loss {:.4f} on the first copy, {:.4f} on the "
+                           "repeats ({:.1f} s)\n",
+                           e.step, e.measure.first_loss, e.measure.repeat_loss, e.seconds)
+                   .c_str(),
+               stderr);
+    std::fflush(stderr);
+  };
+  lessons::InductionLessonResult result = lessons::run_induction(std::move(lesson));
+  if (shown) {
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fputs(fmt::format("  trained {} steps in {:.1f} s ({:.1f} steps/s)\n", c.steps, seconds,
+                           static_cast<double>(c.steps) / std::max(seconds, 1e-9))
+                   .c_str(),
+               stderr);
+  }
+  std::vector<render::FileOutput> files;
+  if (!o.checkpoint.empty()) {
+    render::FileOutput folder{o.checkpoint, "save_checkpoint", {}};
+    for (NamedFile& f : induction_checkpoint_files(result.model, c, result.history))
+      folder.folder.emplace_back(std::move(f.name), std::move(f.bytes));
+    files.push_back(std::move(folder));
+  }
+  if (!o.export_path.empty()) {
+    render::CurvePicture picture;
+    picture.title = "attn train --task induction: the phase change";
+    picture.subtitle = {fmt::format("an attention-only GPT of {} layers, D {}, {} heads, on "
+                                    "repeated segments of {} to {} of {} random tokens",
+                                    c.layers, c.d_model, c.heads, c.min_period, c.half, c.vocab),
+                        fmt::format("{} steps of {} sequences, AdamW at lr {:g}, seed {}", c.steps,
+                                    c.batch, c.lr, c.seed)};
+    // Each evaluation's values held to the next one, one value a step.
+    const auto held = [&](auto value) {
+      std::vector<double> out(result.losses.size(), std::nan(""));
+      for (std::size_t i = 0; i < out.size(); ++i)
+        for (const InductionEvaluation& e : result.history)
+          if (e.step <= i + 1) out[i] = value(e);
+      return out;
+    };
+    const std::size_t last = c.layers - 1, head = result.induction_head;
+    picture.panels.push_back({"loss on each step's batch", result.losses, false, {}});
+    picture.panels.push_back(
+        {"held-out loss on the repeats",
+         held([](const InductionEvaluation& e) { return e.measure.repeat_loss; }),
+         false,
+         {}});
+    picture.panels.push_back({fmt::format("induction score of head {}.{} (%)", last, head),
+                              held([&](const InductionEvaluation& e) {
+                                return 100.0 * e.measure.induction[last][head].on_target;
+                              }),
+                              true,
+                              {}});
+    files.push_back(curves_file(picture, o.export_path));
+  }
+  const int code = publish(result.run, o.output, context, files);
+  report_files(shown, files);
+  return code;
+}
+
 int run_gpt(TrainCliOptions& o, const CLI::App& app, const Context& context) {
   refuse_options(app,
                  {"--task", "--vocab", "--tokens", "--norm", "--dropout", "--ablate", "--part"},
                  "is for --model encoder and transformer; a GPT learns its text (--corpus FILE) "
                  "without dropout, its length is --block");
   GptTrainConfig& c = o.gpt;
+  if (o.attention_only && app.count("--d-ff") > 0)
+    throw Error(ErrorKind::bad_value, "train",
+                "--d-ff sizes the MLPs, which --attention-only leaves out: drop --d-ff")
+        .about("d_ff");
+  c.attention_only = o.attention_only;
   const auto given = [&](const char* option) { return app.count(option) > 0; };
   lessons::GptTrainLessonOptions lesson;
   if (given("--layers")) c.layers = o.config.layers;
@@ -246,7 +365,7 @@ int run_gpt(TrainCliOptions& o, const CLI::App& app, const Context& context) {
   if (!o.resume.empty()) {
     refuse_options(app,
                    {"--layers", "--d-model", "--heads", "--d-ff", "--block", "--batch", "--lr",
-                    "--seed", "--tokenizer", "--eval-interval"},
+                    "--seed", "--tokenizer", "--eval-interval", "--attention-only"},
                    "is the resumed run's own (its folder's training_state.safetensors)");
     try {
       PretrainedGpt2 folder = open_gpt2(open_folder(o.resume));
@@ -320,17 +439,7 @@ int run_gpt(TrainCliOptions& o, const CLI::App& app, const Context& context) {
                             o.stop_after, first, printable(o.resume)))
         .about("stop_after");
   lesson.on_step = [&](std::size_t step, float loss) {
-    if (!shown) return;
-    const auto now = std::chrono::steady_clock::now();
-    if (step != c.steps && now - shown_at < std::chrono::milliseconds(100)) return;
-    shown_at = now;
-    const double seconds = std::chrono::duration<double>(now - start).count();
-    const double rate = static_cast<double>(step - first) / std::max(seconds, 1e-9);
-    std::fputs(fmt::format("\r  step {:>{}}/{}  loss {:.4f}  {:.1f} steps/s  {:.1f} s ", step,
-                           std::to_string(c.steps).size(), c.steps, loss, rate, seconds)
-                   .c_str(),
-               stderr);
-    std::fflush(stderr);
+    if (shown) show_step(step, c.steps, first, loss, start, shown_at);
   };
   lesson.on_evaluation = [&](const GptEvaluation& e, const std::string& sample) {
     if (!shown) return;
@@ -398,10 +507,20 @@ int run_gpt(TrainCliOptions& o, const CLI::App& app, const Context& context) {
 }
 
 int run_train(TrainCliOptions& o, const CLI::App& app, const Context& context) {
+  if (o.task == "induction") {
+    if (app.count("--model") > 0 && o.model != "gpt")
+      throw Error(ErrorKind::bad_value, "train",
+                  fmt::format("--task induction trains an attention-only GPT, not --model {}: "
+                              "drop --model, or give --model gpt",
+                              o.model))
+          .about("model");
+    return run_induction_train(o, app, context);
+  }
   if (o.model == "gpt") return run_gpt(o, app, context);
-  refuse_options(
-      app, {"--corpus", "--tokenizer", "--resume", "--block", "--eval-interval", "--stop-after"},
-      "is for --model gpt, which learns a text");
+  refuse_options(app,
+                 {"--corpus", "--tokenizer", "--resume", "--block", "--eval-interval",
+                  "--stop-after", "--attention-only"},
+                 "is for --model gpt, which learns a text");
   if (o.checkpoint.ends_with('/') || std::filesystem::is_directory(o.checkpoint))
     render::check_checkpoint_file(o.checkpoint);
   TrainConfig& c = o.config;
@@ -464,8 +583,9 @@ void setup(CLI::App& app, Context& context) {
       ->check(choice_validator("a model", {"encoder", "transformer", "gpt"}))
       ->option_text("encoder|transformer|gpt");
   sub->add_option("--task", o->task,
-                  fmt::format("{} (default reverse); with --model transformer: {}", task_words(),
-                              seq2seq_task_words()))
+                  fmt::format("{} (default reverse); with --model transformer: {}; induction: "
+                              "an attention-only GPT on repeated random tokens (lesson 18)",
+                              task_words(), seq2seq_task_words()))
       ->check(not_empty_validator("--task", "reverse"))
       ->option_text("NAME");
   // A whole-number option from `min` to `max`.
@@ -508,7 +628,7 @@ void setup(CLI::App& app, Context& context) {
       ->check(not_empty_validator("--save-checkpoint", "model.safetensors"))
       ->option_text("FILE|DIR");
   declare_output(*sub, "--save-checkpoint", [o] {
-    if (o->model == "gpt") {
+    if (o->model == "gpt" || o->task == "induction") {
       if (std::filesystem::path(o->checkpoint).extension() == ".safetensors")
         throw Error(ErrorKind::bad_file, "train",
                     fmt::format("'{}': a GPT's checkpoint is a folder (config.json, "
@@ -539,6 +659,9 @@ void setup(CLI::App& app, Context& context) {
        "--model gpt: stop after step N of the --steps schedule (save a checkpoint to --resume "
        "later)",
        1, 10'000'000, "N");
+  sub->add_flag("--attention-only", o->attention_only,
+                "--model gpt: blocks without MLPs (ln_2 and the MLP skipped, their weights kept at "
+                "zero); --task induction always is");
   size("--eval-interval", o->gpt.eval_interval,
        "--model gpt: steps between evaluations of the training and validation loss (default 100)",
        1, 10'000'000, "N");
