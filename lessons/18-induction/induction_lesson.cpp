@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "base/count.hpp"
 #include "base/error.hpp"
 
 namespace attn::lessons {
@@ -13,12 +14,7 @@ namespace attn::lessons {
 namespace {
 
 std::string with_commas(std::size_t n) {
-  std::string digits = std::to_string(n), out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
+  return attn::with_commas(static_cast<std::int64_t>(n));
 }
 
 std::string sequence_text(const std::vector<std::int32_t>& ids, std::size_t vocab) {
