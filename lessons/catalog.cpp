@@ -175,6 +175,12 @@ const std::vector<LessonInfo>& catalog() {
        {{"--text", "low lower lowest newer newest wider widest", "--vocab-size", "270"},
         {"--text", "naïve café 🙂🙂 👍🏽 naïve café", "--vocab-size", "264"}},
        {}},
+      {17,
+       "heads",
+       "what each head does: previous-token, induction and other patterns scored, ablation",
+       {{"--checkpoint", "reverse", "--sequences", "50"},
+        {"--checkpoint", "gpt-char", "--sequences", "4", "--seq", "32"}},
+       {}},
   };
   return lessons;
 }
