@@ -31,7 +31,7 @@ constexpr const char* kDefaultCheckpoint = "reverse";
 constexpr std::size_t kMostSequences = 100'000;
 
 struct HeadsCliOptions {
-  std::string checkpoint, pretrained, text, ablate, ablate_with = "zero";
+  std::string checkpoint, pretrained, text, ablate;
   std::size_t sequences = 20, seq = 0;
   std::uint64_t seed = 0;
   render::OutputOptions output;
@@ -162,7 +162,7 @@ void set_gpt2(lessons::HeadsLessonOptions& l, ScannedModel& m, const HeadsCliOpt
   if (!o.ablate.empty()) {
     const std::vector<HeadRef> heads = parse_head_list(o.ablate, "heads");
     check_heads(heads, l.layers, l.heads);
-    l.ablated = heads_words(heads, o.ablate_with);
+    l.ablated = heads_words(heads, "zero");
     l.ablation = gpt2_ablation(model, heads, l.sets);
   }
 }
@@ -266,14 +266,10 @@ void set_checkpoint(lessons::HeadsLessonOptions& l, ScannedModel& m, const Heads
     l.claims.push_back({std::string(info.name), info.claim, std::nullopt,
                         fmt::format("lesson 04 on the shipped {} checkpoint", info.name)});
   if (!o.ablate.empty()) {
-    if (o.ablate_with == "mean")
-      refuse("ablate-with",
-             "mean ablation replaces a head by its mean output, which attn "
-             "computes for GPT-2 models; on a checkpoint use --ablate-with zero");
     const std::vector<HeadRef> ablated = parse_head_list(o.ablate, "heads");
     check_heads(ablated, layers, heads);
     const AblationEffect e = measure_ablation(c.model, c.config, ablated, ViewPart::encoder, 2000);
-    l.ablated = heads_words(ablated, o.ablate_with);
+    l.ablated = heads_words(ablated, "zero");
     for (std::size_t i = 0; i < e.before.size() && i < e.after.size(); ++i)
       l.ablation.push_back(
           {fmt::format("held-out {} ({} sequences)", e.before[i].first, e.examples),
@@ -289,8 +285,6 @@ void set_checkpoint(lessons::HeadsLessonOptions& l, ScannedModel& m, const Heads
 void run(const HeadsCliOptions& o, const CLI::App& app, Context& context) {
   if (!o.checkpoint.empty() && !o.pretrained.empty())
     refuse("pretrained", "give one model: --checkpoint or --pretrained");
-  if (o.sequences > kMostSequences)
-    refuse("sequences", fmt::format("{} sequences: give at most {}", o.sequences, kMostSequences));
   ScannedModel m;
   lessons::HeadsLessonOptions l;
   std::string folder = o.pretrained, name = o.pretrained;
@@ -329,7 +323,7 @@ void setup(CLI::App& app, Context& context) {
   sub->add_option(
          "--sequences", o->sequences,
          "random sequences whose second half repeats the first, the probe set (default 20)")
-      ->check(whole_number_validator(1, 1'000'000'000))
+      ->check(whole_number_validator(1, static_cast<long long>(kMostSequences)))
       ->option_text("N");
   sub->add_option("--seq", o->seq,
                   "tokens per probe sequence (default 128, or the model's positions when fewer; "
@@ -346,11 +340,6 @@ void setup(CLI::App& app, Context& context) {
                   "heads whose output is removed, layer.head comma-separated (e.g. 1.0,1.2): the "
                   "loss or accuracy with and without them")
       ->option_text("L.H[,L.H...]");
-  sub->add_option("--ablate-with", o->ablate_with,
-                  "what replaces an ablated head's output: zero (default) or mean, its mean over "
-                  "the probe sequences at each position")
-      ->check(choice_validator("an ablation", {"zero", "mean"}))
-      ->option_text("zero|mean");
   add_output_options(*sub, o->output);
   add_heatmap_option(*sub, o->output);
   door_callback(*sub, [o, sub, &context] { run(*o, *sub, context); });
