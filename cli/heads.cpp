@@ -130,7 +130,7 @@ void set_gpt2(lessons::HeadsLessonOptions& l, ScannedModel& m, const HeadsCliOpt
     if (bos + 1 == vocab) drawn.high = static_cast<std::int64_t>(bos);
   }
   MemoryPlan plan = plan_gpt2_reading(gpt2);
-  const std::size_t batch = 4;
+  const std::size_t batch = kScanBatch;
   append(plan, plan_gpt2(gpt2.config, batch, tokens, !o.ablate.empty()));
   append(plan, lessons::plan_heads_lesson(c.num_hidden_layers, c.num_attention_heads, 6, 3, batch,
                                           tokens, 2 * o.sequences + 1));
@@ -187,7 +187,7 @@ void set_bert(lessons::HeadsLessonOptions& l, ScannedModel& m, const HeadsCliOpt
   ProbeTokens drawn{vocab > 2000 ? 999 : 0, static_cast<std::int64_t>(vocab), id_of("[CLS]"),
                     id_of("[SEP]")};
   MemoryPlan plan = plan_bert_reading(bert);
-  const std::size_t batch = 4;
+  const std::size_t batch = kScanBatch;
   append(plan, plan_bert(bert.config, BertHeads::none, batch, tokens, false));
   append(plan, lessons::plan_heads_lesson(c.num_hidden_layers, c.num_attention_heads, 7, 3, batch,
                                           tokens, 2 * o.sequences + 1));

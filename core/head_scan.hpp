@@ -113,6 +113,10 @@ struct HeadScan {
   std::optional<Best> best(std::size_t layer, std::size_t head) const;
 };
 
+// Sequences per forward when a large model is scanned: enough to fill the products, few enough
+// that one forward's tapes stay small beside the weights.
+inline constexpr std::size_t kScanBatch = 4;
+
 // Scores every head of `layers` x `heads` on every set, `batch` sequences per forward. Patterns
 // whose name no set decides are scored but have no summary column. Throws attn::Error(bad_size)
 // when a forward's weights do not have the model's layers and heads.
