@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "attention_view.hpp"
 #include "base/error.hpp"
 #include "bert.hpp"
 #include "encoder.hpp"
@@ -229,6 +230,45 @@ HeadScan scan_heads(const LayerWeights& weights, std::size_t layers, std::size_t
     }
   }
   return scan;
+}
+
+void mark_heads(AttentionView& view) {
+  view.head_marks.clear();
+  if (view.rows != view.columns || view.rows.size() < 2 || view.layers == 0) return;
+  const std::size_t tokens = view.rows.size();
+  std::vector<std::string> distinct;
+  Ids ids({1, tokens});
+  for (std::size_t t = 0; t < tokens; ++t) {
+    auto it = std::find(distinct.begin(), distinct.end(), view.rows[t]);
+    if (it == distinct.end()) it = distinct.insert(distinct.end(), view.rows[t]);
+    ids(0, t) = it - distinct.begin();
+  }
+  ProbeSet set{"the text", ids, {}};
+  const std::vector<ScanPattern> patterns = standard_patterns(view.causal);
+  for (const ScanPattern& p : patterns)
+    set.decides.push_back(p.name);
+  const Tensor4& weights = view.weights;
+  const auto one_sequence = [&weights](const Ids&) {
+    std::vector<Tensor4> out;
+    for (std::size_t l = 0; l < weights.shape(0); ++l) {
+      Tensor4 layer({1, weights.shape(1), weights.shape(2), weights.shape(3)});
+      std::copy(weights.begin() + static_cast<std::ptrdiff_t>(l * layer.size()),
+                weights.begin() + static_cast<std::ptrdiff_t>((l + 1) * layer.size()),
+                layer.begin());
+      out.push_back(std::move(layer));
+    }
+    return out;
+  };
+  const HeadScan scan =
+      scan_heads(one_sequence, view.layers, view.heads, view.causal, patterns, {set}, 1);
+  for (std::size_t l = 0; l < view.layers; ++l)
+    for (std::size_t h = 0; h < view.heads; ++h) {
+      const std::optional<HeadScan::Best> best = scan.best(l, h);
+      view.head_marks.push_back(
+          best && best->holds()
+              ? fmt::format("{} {:.2f}", scan.patterns[best->pattern].name, best->score.on_target)
+              : "");
+    }
 }
 
 }  // namespace attn

@@ -39,6 +39,7 @@
 
 namespace attn {
 
+struct AttentionView;
 struct Encoder;
 struct Bert;
 struct Gpt2;
@@ -123,5 +124,11 @@ inline constexpr std::size_t kScanBatch = 4;
 HeadScan scan_heads(const LayerWeights& weights, std::size_t layers, std::size_t heads, bool causal,
                     std::vector<ScanPattern> patterns, const std::vector<ProbeSet>& sets,
                     std::size_t batch);
+
+// Marks each head of a self-attention view with its best pattern on the view's own sequence (a
+// token's identity is its label), when more than half of each query's weight lands on its keys:
+// view.head_marks. A view whose queries are not its keys (cross-attention, a sentence block) is
+// left unmarked.
+void mark_heads(AttentionView& view);
 
 }  // namespace attn

@@ -107,3 +107,20 @@ TEST_CASE("attn heads refuses what it cannot scan, with one line", "[cli][heads]
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   }
 }
+
+TEST_CASE("attn view names each head by its best pattern on the text shown", "[cli][heads][view]") {
+  const auto head = run_attn(
+      {"view", "head", "--checkpoint", "previous-token", "--layer", "0", "--color", "never"});
+  REQUIRE(head.exit_code == 0);
+  CHECK(head.out.find("head 0: previous 0.") != std::string::npos);
+  CHECK(head.out.find("head 1: previous 0.") != std::string::npos);
+  const auto model = run_attn({"view", "model", "--checkpoint", "reverse", "--color", "never"});
+  REQUIRE(model.exit_code == 0);
+  CHECK(model.out.find("L0 H0 mirror 0.") != std::string::npos);
+  CHECK(model.out.find("L0 H1 mirror 0.") != std::string::npos);
+  // Cross-attention: its queries are not its keys, nothing to name.
+  const auto cross = run_attn({"view", "model", "--checkpoint", "transformer-reverse", "--part",
+                               "cross", "--color", "never"});
+  REQUIRE(cross.exit_code == 0);
+  CHECK(cross.out.find("best pattern") == std::string::npos);
+}
