@@ -16,6 +16,8 @@
 #include "command.hpp"
 #include "door.hpp"
 #include "head_scan.hpp"
+#include "heads_page.hpp"
+#include "image_file.hpp"
 #include "lesson_io.hpp"
 #include "options.hpp"
 #include "pretrained.hpp"
@@ -31,7 +33,7 @@ constexpr const char* kDefaultCheckpoint = "reverse";
 constexpr std::size_t kMostSequences = 100'000;
 
 struct HeadsCliOptions {
-  std::string checkpoint, pretrained, text, ablate;
+  std::string checkpoint, pretrained, text, ablate, export_path;
   std::size_t sequences = 20, seq = 0;
   std::uint64_t seed = 0;
   render::OutputOptions output;
@@ -283,6 +285,9 @@ void set_checkpoint(lessons::HeadsLessonOptions& l, ScannedModel& m, const Heads
 }
 
 void run(const HeadsCliOptions& o, const CLI::App& app, Context& context) {
+  if (!o.export_path.empty() && render::extension_of(o.export_path) != ".html")
+    refuse("export", fmt::format("attn heads exports an HTML page: give a name ending in .html, "
+                                 "e.g. --export heads.html"));
   if (!o.checkpoint.empty() && !o.pretrained.empty())
     refuse("pretrained", "give one model: --checkpoint or --pretrained");
   ScannedModel m;
@@ -306,7 +311,23 @@ void run(const HeadsCliOptions& o, const CLI::App& app, Context& context) {
     with.checkpoint = checkpoint;
     set_checkpoint(l, m, with, app, context);
   }
-  context.exit_code = publish(lessons::run_heads(l), o.output, context);
+  HeadScan scan;
+  const lessons::LessonRun lesson = lessons::run_heads(l, &scan);
+  std::vector<render::FileOutput> files;
+  if (!o.export_path.empty()) {
+    render::HeadsPage page{l.model, l.structure, {}};
+    for (const ProbeSet& set : l.sets)
+      page.notes.push_back(fmt::format("Probe set: {}, {} sequences of {} tokens.", set.name,
+                                       set.ids.shape(0), set.ids.shape(1)));
+    for (const lessons::Item& item : lesson.items())
+      if (const auto* c = std::get_if<lessons::Check>(&item))
+        page.notes.push_back(
+            fmt::format("Check {}: {}", c->passed ? "passed" : "FAILED", c->detail));
+    const std::string html = render::heads_html(scan, page);
+    files.push_back(
+        {o.export_path, "export", std::vector<unsigned char>(html.begin(), html.end())});
+  }
+  context.exit_code = publish(lesson, o.output, context, files);
 }
 
 void setup(CLI::App& app, Context& context) {
@@ -340,6 +361,9 @@ void setup(CLI::App& app, Context& context) {
                   "heads whose output is removed, layer.head comma-separated (e.g. 1.0,1.2): the "
                   "loss or accuracy with and without them")
       ->option_text("L.H[,L.H...]");
+  add_output(*sub, "--export", o->export_path, OutputKind::page,
+             "also write the scores as a page, FILE.html: each pattern's layers x heads grid and "
+             "each head's best pattern");
   add_output_options(*sub, o->output);
   add_heatmap_option(*sub, o->output);
   door_callback(*sub, [o, sub, &context] { run(*o, *sub, context); });

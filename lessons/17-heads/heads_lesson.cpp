@@ -207,7 +207,7 @@ MemoryPlan plan_heads_lesson(std::size_t layers, std::size_t heads, std::size_t 
   return plan;
 }
 
-LessonRun run_heads(const HeadsLessonOptions& o) {
+LessonRun run_heads(const HeadsLessonOptions& o, HeadScan* out) {
   LessonRun run("heads");
   run.setting("model", o.model);
   run.setting("structure", o.structure);
@@ -229,6 +229,7 @@ LessonRun run_heads(const HeadsLessonOptions& o) {
   run.parameters = o.parameters;
   run.listing("probe_sets", sets);
   run.listing("patterns", patterns);
+  if (out) *out = scan;
   return run;
 }
 

@@ -56,6 +56,7 @@ MemoryPlan plan_heads_lesson(std::size_t layers, std::size_t heads, std::size_t 
 // a table of each head's best pattern against uniform attention, a layers x heads heatmap per
 // pattern, the heads of each pattern, the claims of the model's lessons checked, and the
 // ablation's effect when one was asked for.
-LessonRun run_heads(const HeadsLessonOptions& options);
+// `scan`, when given, receives the scan the run printed (for an exported page).
+LessonRun run_heads(const HeadsLessonOptions& options, HeadScan* scan = nullptr);
 
 }  // namespace attn::lessons

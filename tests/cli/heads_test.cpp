@@ -2,6 +2,7 @@
 // lessons claim, ablating reverse's mirror heads costs what it should, GPT-2 and BERT folders are
 // scanned, and the refusals.
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 
 #include "fixtures.hpp"
 #include "run_attn.hpp"
+#include "scratch.hpp"
 
 using attn::testing::fixture_path;
 using attn::testing::run_attn;
@@ -123,4 +125,23 @@ TEST_CASE("attn view names each head by its best pattern on the text shown", "[c
                                "cross", "--color", "never"});
   REQUIRE(cross.exit_code == 0);
   CHECK(cross.out.find("best pattern") == std::string::npos);
+}
+
+TEST_CASE("attn heads --export writes the scan as a page, and only as HTML",
+          "[cli][heads][export]") {
+  attn::testing::ScratchDir scratch("heads-export");
+  const std::string page = (scratch.path / "heads.html").string();
+  const auto r = run_attn({"heads", "--checkpoint", "reverse", "--export", page});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::string html = attn::testing::read_text(page);
+  CHECK(html.find("<!-- written by attn -->") != std::string::npos);
+  CHECK(html.find("<h3>mirror</h3>") != std::string::npos);
+  CHECK(html.find("Check passed: lesson 04 on the shipped reverse checkpoint") !=
+        std::string::npos);
+  const auto png = run_attn(
+      {"heads", "--checkpoint", "reverse", "--export", (scratch.path / "heads.png").string()});
+  CHECK(png.exit_code == 2);
+  CHECK(png.err.find("give a name ending in .html") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(scratch.path / "heads.png"));
 }
