@@ -79,10 +79,8 @@ std::vector<lessons::AblationRow> gpt2_ablation(Gpt2& model, const std::vector<H
                                                 const std::vector<ProbeSet>& sets) {
   std::vector<lessons::AblationRow> rows;
   for (const ProbeSet& set : sets) {
-    const std::size_t tokens = set.ids.shape(1);
-    const bool repeated = set.name == "repeated random tokens";
-    const std::size_t from = repeated ? tokens / 2 : 0;
-    const std::string where = repeated ? "its repeated half" : "every position";
+    const std::size_t from = set.copies_from;
+    const std::string where = from > 0 ? "its repeated half" : "every position";
     const NextTokenScore before = next_token_score(model, set.ids, from);
     for (const HeadRef& h : heads) {
       HeadMask& mask = model.layers[h.layer].attention.ablated;

@@ -91,13 +91,12 @@ ProbeSet repeated_probe(Rng& rng, std::size_t count, std::size_t tokens, const P
   ProbeSet set{"repeated random tokens",
                Ids({count, tokens}),
                {"previous", "first", "diagonal", "mirror", "duplicate", "induction"}};
-  const std::size_t half = (tokens - fixed) / 2;
+  const std::size_t drawn_tokens = tokens - fixed, half = drawn_tokens / 2, odd = drawn_tokens % 2;
+  set.copies_from = (drawn.first ? 1 : 0) + odd + half;
   for (std::size_t s = 0; s < count; ++s) {
-    std::vector<std::int64_t> middle = distinct_draws(rng, half, drawn);
-    for (std::size_t i = 0; i < half; ++i)
+    std::vector<std::int64_t> middle = distinct_draws(rng, odd + half, drawn);
+    for (std::size_t i = odd; i < odd + half; ++i)
       middle.push_back(middle[i]);
-    if (middle.size() < tokens - fixed)  // an odd count: one more fresh token at the end
-      middle.push_back(distinct_draws(rng, 1, drawn)[0]);
     put_row(set.ids, s, drawn, middle);
   }
   return set;

@@ -57,9 +57,12 @@ std::vector<ScanPattern> standard_patterns(bool causal);
 
 // Sequences of one length, and the patterns this set decides (names of ScanPattern).
 struct ProbeSet {
-  std::string name;  // "random tokens"
+  std::string name;  // "repeated random tokens"
   Ids ids;           // (N,T)
   std::vector<std::string> decides;
+  // repeated_probe: the first position of the second half, the copy of the first drawn token
+  // (from there on each next token can be read off the first half); 0 for other sets.
+  std::size_t copies_from = 0;
 };
 // How probe tokens are drawn: ids uniform in [low, high), each sequence opened by `first` when
 // set (a BOS or [CLS]) and closed by `last` (a [SEP]).
@@ -69,7 +72,8 @@ struct ProbeTokens {
 };
 // N sequences of T tokens: random tokens without repeats inside the first half (when the range
 // allows), and the second half a copy of the first (T - opening - closing tokens split in two; an
-// odd one left at the end is drawn too). It decides every standard pattern. Throws
+// odd one left over is one more fresh token, right after the opening one). It decides every
+// standard pattern. Throws
 // attn::Error(bad_size) for N of 0, a T that leaves fewer than 2 drawn tokens, or an empty range.
 ProbeSet repeated_probe(Rng& rng, std::size_t count, std::size_t tokens, const ProbeTokens& drawn);
 

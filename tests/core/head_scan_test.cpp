@@ -70,21 +70,23 @@ TEST_CASE("the scan names planted heads for their patterns, and a uniform head f
   CHECK(scan.score(0, induction, 0, 1).on_target < 0.1);
 }
 
-TEST_CASE("repeated_probe: BOS, a first half without repeats, the second half its copy",
+TEST_CASE("repeated_probe: BOS, an odd token, a first half without repeats, then its copy",
           "[head_scan]") {
   attn::Rng rng(5);
   const attn::ProbeSet set = attn::repeated_probe(rng, 4, 12, letters());
   REQUIRE(set.ids.shape(0) == 4);
   REQUIRE(set.ids.shape(1) == 12);
+  // BOS, 11 drawn tokens: one fresh, five, and the five again from position 7.
+  CHECK(set.copies_from == 7);
   for (std::size_t s = 0; s < 4; ++s) {
     CHECK(set.ids(s, 0) == 26);
-    std::set<std::int64_t> first;
-    for (std::size_t t = 1; t <= 5; ++t) {
+    std::set<std::int64_t> first = {set.ids(s, 1)};
+    for (std::size_t t = 2; t <= 6; ++t) {
       first.insert(set.ids(s, t));
       CHECK(set.ids(s, t + 5) == set.ids(s, t));
       CHECK(set.ids(s, t) < 26);
     }
-    CHECK(first.size() == 5);
+    CHECK(first.size() == 6);
   }
   attn::Rng again(5);
   const bool same = attn::repeated_probe(again, 4, 12, letters()).ids == set.ids;
