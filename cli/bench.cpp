@@ -97,6 +97,7 @@ int run_bench(const BenchOptions& o) {
     prepare(o, r, {}, {});
     report = render::train_report(bench_train(r), r, format);
   } else if (o.model == "heads") {
+    keep_freed_memory();  // as attn heads runs
     prepare(o, r, plan_heads_bench(r), {"B", "T"});
     report = render::heads_report(bench_heads(r), r, config_name, format);
   } else if (o.model == "gpt2") {
@@ -204,7 +205,6 @@ void setup(CLI::App& app, Context& context) {
                   "--train: add one of them")
           .about("batch");
     if (o->model == "heads" && sub->count("--batch") == 0) o->batch = 20;
-    if (o->model == "heads" && sub->count("--repeat") == 0) o->repeat = 3;
     if (o->model == "bert" && sub->count("--norm") > 0)
       throw Error(ErrorKind::bad_value, "bench", "--model bert is post-LN, as BERT is: drop --norm")
           .about("norm");
@@ -217,6 +217,7 @@ void setup(CLI::App& app, Context& context) {
           .about("model");
     if (model && sub->count("--repeat") == 0) o->repeat = 5;  // a whole model is slow to repeat
     if (model && sub->count("--warmup") == 0) o->warmup = 1;
+    if (o->model == "heads" && sub->count("--repeat") == 0) o->repeat = 3;
     context.exit_code = run_bench(*o);
   });
 }

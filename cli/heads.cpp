@@ -288,6 +288,8 @@ void run(const HeadsCliOptions& o, const CLI::App& app, Context& context) {
                                  "e.g. --export heads.html"));
   if (!o.checkpoint.empty() && !o.pretrained.empty())
     refuse("pretrained", "give one model: --checkpoint or --pretrained");
+  // Each batch's forward frees and allocates the same tapes again: keep them in the process.
+  keep_freed_memory();
   ScannedModel m;
   lessons::HeadsLessonOptions l;
   std::string folder = o.pretrained, name = o.pretrained;

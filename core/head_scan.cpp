@@ -219,12 +219,16 @@ HeadScan scan_heads(const LayerWeights& weights, std::size_t layers, std::size_t
         throw Error(ErrorKind::bad_size, "heads",
                     fmt::format("the model gave {} layers of {} heads where {} x {} were expected",
                                 maps.size(), maps.empty() ? 0 : maps[0].shape(1), layers, heads));
+      std::vector<Tensor3> entropies;
+      for (const Tensor4& map : maps)
+        entropies.push_back(row_entropies(map));
       for (std::size_t p = 0; p < scan.patterns.size(); ++p) {
         std::vector<SequenceTargets> targets;
         for (const std::vector<std::int64_t>& row : rows)
           targets.push_back(scan.patterns[p].targets(row, causal));
         for (std::size_t l = 0; l < layers; ++l)
-          scan.scores[(s * scan.patterns.size() + p) * layers + l].add(maps[l], targets);
+          scan.scores[(s * scan.patterns.size() + p) * layers + l].add(maps[l], targets,
+                                                                       &entropies[l]);
       }
     }
   }
