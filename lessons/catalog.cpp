@@ -175,6 +175,12 @@ const std::vector<LessonInfo>& catalog() {
        {{"--text", "low lower lowest newer newest wider widest", "--vocab-size", "270"},
         {"--text", "naïve café 🙂🙂 👍🏽 naïve café", "--vocab-size", "264"}},
        {}},
+      {19,
+       "lens",
+       "the logit lens: each block's stream through ln_f and wteᵀ, where the answer appears",
+       {{"--text", "the whale and the ship", "--top", "3"},
+        {"--position", "4", "--top", "8", "--text", "Ahab's whale"}},
+       {}},
   };
   return lessons;
 }
