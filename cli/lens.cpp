@@ -91,7 +91,7 @@ void run(LensCliOptions& o, const CLI::App& app, Context& context) {
         .about("text");
   if (o.top > vocab)
     throw Error(ErrorKind::bad_value, "lens",
-                fmt::format("--top {} is more than the model's {} tokens: give 1 to {}", o.top,
+                fmt::format("{} is more than the model's {} tokens: give --top 1 to {}", o.top,
                             vocab, vocab))
         .about("top");
   const std::size_t position =
@@ -101,6 +101,11 @@ void run(LensCliOptions& o, const CLI::App& app, Context& context) {
                 fmt::format("position {} does not exist: the {} has {} tokens, positions 0 to {}",
                             position, o.ids.empty() ? "text" : "--ids list", count, count - 1))
         .about("position");
+  if (!o.export_path.empty() && render::extension_of(o.export_path) != ".html")
+    throw Error(ErrorKind::bad_value, "lens",
+                fmt::format("'{}': the lens exports a page, not a picture: name it e.g. lens.html",
+                            printable(o.export_path)))
+        .about("export");
   MemoryPlan plan = plan_gpt2_reading(gpt2);
   append(plan, lessons::plan_lens_lesson(gpt2.config, count, o.top));
   if (!o.export_path.empty())
@@ -153,13 +158,8 @@ void setup(CLI::App& app, Context& context) {
                   "text holds)")
       ->check(whole_number_validator(0, 1'000'000))
       ->option_text("P");
-  sub->add_option("--export", o->export_path,
-                  "write the lens as a self-contained .html page (every cell's top K on hover)")
-      ->check(not_empty_validator("--export", "lens.html"))
-      ->option_text("FILE");
-  declare_output(*sub, "--export", [o] {
-    render::check_output_file(o->export_path, {".html"}, "lens.html", "export");
-  });
+  add_output(*sub, "--export", o->export_path, OutputKind::page,
+             "write the lens as a self-contained .html page (every cell's top K on hover)");
   add_output_options(*sub, o->output);
   door_callback(*sub, [o, sub, &context] { run(*o, *sub, context); });
 }

@@ -241,12 +241,13 @@ LensLessonRun run_lens(const LensLessonOptions& o) {
   }
   run.prose(wrapped_prose(fmt::format(
       "At the embeddings the lens's top token is the input token itself at {} of {} positions "
-      "(its mean probability there {:.3f}): {}.\n",
+      "(its mean probability there {:.3f}): {}.",
       echoes_by_ids, tokens, echo_probability,
-      model.lm_head.size() == 0
-          ? "the head is wte itself, so ln_f(wte[x]) · wteᵀ scores x highest when its row is "
-            "long and unlike the others, and the first row echoes the input rather than predicts"
-          : "this model's head is a table of its own, not wte")));
+      model.lm_head.size() != 0 ? "this model's head is a table of its own, not wte"
+      : 2 * echoes_by_ids > tokens
+          ? "the head is wte itself, so ln_f(wte[x]) · wteᵀ tends to score x highest, and the "
+            "first row mostly echoes the input rather than predicts"
+          : "the head is wte itself, yet the first row does not mostly echo the input")));
   run.check("the count of echoes is the same read off the top ids and off the input's ranks",
             echoes == echoes_by_ids,
             fmt::format("{} by the top ids, {} by rank 1", echoes_by_ids, echoes));
@@ -313,7 +314,7 @@ LensLessonRun run_lens(const LensLessonOptions& o) {
       "Averaged over the {} positions, the model's final prediction becomes top-1 for good at row "
       "{:.2f} (0 the embeddings, {} the output): already at the embeddings at {} of {} "
       "positions, only at the output at {} of {}. The probability the lens gives it, averaged, is "
-      "{:.3f} at the embeddings and {:.3f} at the output.\n",
+      "{:.3f} at the embeddings and {:.3f} at the output.",
       tokens, mean_settle, rows - 1, at_embeddings, tokens, at_output, tokens,
       p_final_by_row.front(), p_final_by_row.back())));
   run.check(
@@ -325,7 +326,7 @@ LensLessonRun run_lens(const LensLessonOptions& o) {
     run.prose(wrapped_prose(fmt::format(
         "The text's own next token is top-1 at {} of {} positions at the embeddings and {} of {} at "
         "the output; its mean probability is highest at {} ({:.3f}; {:.3f} at the embeddings, "
-        "{:.3f} at the output).\n",
+        "{:.3f} at the output).",
         next_top_by_row.front(), tokens - 1, next_top_by_row.back(), tokens - 1,
         row_words(best, rows), p_next_by_row[best], p_next_by_row.front(), p_next_by_row.back())));
     bool highest = true;

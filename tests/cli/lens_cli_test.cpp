@@ -113,7 +113,8 @@ TEST_CASE("attn lens refuses encoders, long texts and positions or K out of rang
   check({"lens", "--text", std::string(129, 'a')}, "129 tokens, more than the model's 128");
   check({"lens", "--text", "abc", "--position", "3"},
         "--position: position 3 does not exist: the text has 3 tokens, positions 0 to 2");
-  check({"lens", "--top", "81"}, "--top: --top 81 is more than the model's 80 tokens");
+  check({"lens", "--top", "81"},
+        "--top: 81 is more than the model's 80 tokens: give --top 1 to 80");
   check({"lens", "--top", "0"}, "--top");
   check({"lens", "--export", "lens.png"}, "--export");
 }
