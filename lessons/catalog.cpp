@@ -181,6 +181,12 @@ const std::vector<LessonInfo>& catalog() {
        {{"--checkpoint", "reverse", "--sequences", "50"},
         {"--checkpoint", "gpt-char", "--sequences", "4", "--seq", "32"}},
        {}},
+      {19,
+       "lens",
+       "the logit lens: each block's stream through ln_f and wteᵀ, where the answer appears",
+       {{"--text", "the whale and the ship", "--top", "3"},
+        {"--position", "4", "--top", "8", "--text", "Ahab's whale"}},
+       {}},
   };
   return lessons;
 }

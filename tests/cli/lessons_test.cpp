@@ -25,13 +25,15 @@ namespace {
 // not tokens and encoder (text and ids), nor train (a task's own sequences; tests/cli/train_test),
 // nor generate (a checkpoint's source text; tests/cli/generate_test), nor gpt (a text;
 // tests/cli/gpt_cli_test), nor bpe (a text to train a tokenizer on; tests/cli/bpe_cli_test), nor
-// heads (a model's probe sequences; tests/cli/heads_test).
+// heads (a model's probe sequences; tests/cli/heads_test), nor lens (a decoder's text;
+// tests/cli/lens_cli_test).
 std::vector<std::string> lesson_names(bool only_common_options) {
   std::vector<std::string> names;
   for (const attn::lessons::LessonInfo& lesson : attn::lessons::catalog()) {
     const bool common = lesson.name != "tokens" && lesson.name != "encoder" &&
                         lesson.name != "train" && lesson.name != "generate" &&
-                        lesson.name != "gpt" && lesson.name != "bpe" && lesson.name != "heads";
+                        lesson.name != "gpt" && lesson.name != "bpe" && lesson.name != "heads" &&
+                        lesson.name != "lens";
     if (!only_common_options || common) names.emplace_back(lesson.name);
   }
   return names;
