@@ -175,6 +175,13 @@ const std::vector<LessonInfo>& catalog() {
        {{"--text", "low lower lowest newer newest wider widest", "--vocab-size", "270"},
         {"--text", "naïve café 🙂🙂 👍🏽 naïve café", "--vocab-size", "264"}},
        {}},
+      {20,
+       "patch",
+       "activation patching and direct logit attribution: where a GPT-2's answer travels",
+       {{"--clean", "the white whal", "--corrupt", "the white shal"},
+        {"--clean", "Call me Ishmael", "--corrupt", "Call me Ishmaal", "--answer", "Ġ", "--wrong",
+         "e"}},
+       {}},
   };
   return lessons;
 }
