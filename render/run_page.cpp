@@ -27,25 +27,41 @@ constexpr std::string_view kPageStyle =
     "h2{font-size:15px;margin:18px 0 4px}"
     ".check{margin:4px 0}.check .ok{color:#1a7f37}.check .no{color:#cf222e}";
 
-// Markdown as the lessons write it: paragraphs, and `code` spans.
+// Markdown as the lessons write it: paragraphs, a "# " heading, `code` and *emphasis* spans.
 std::string prose_html(std::string_view markdown) {
-  std::string out = "<div class=\"prose\"><p>";
-  bool code = false;
-  for (std::size_t i = 0; i < markdown.size(); ++i) {
-    const char c = markdown[i];
-    if (c == '`') {
-      out += code ? "</code>" : "<code>";
-      code = !code;
-    } else if (c == '\n' && i + 1 < markdown.size() && markdown[i + 1] == '\n') {
-      out += code ? "</code></p><p>" : "</p><p>";
-      code = false;
-      ++i;
-    } else {
-      out += escape_markup(std::string_view(&markdown[i], 1));
+  std::string out = "<div class=\"prose\">";
+  std::size_t start = 0;
+  while (start < markdown.size()) {
+    std::size_t end = markdown.find("\n\n", start);
+    if (end == std::string_view::npos) end = markdown.size();
+    std::string_view paragraph = markdown.substr(start, end - start);
+    start = end + 2;
+    const bool heading = paragraph.starts_with("# ");
+    if (heading) paragraph.remove_prefix(2);
+    std::string inner;
+    bool code = false, emphasis = false;
+    for (char c : paragraph) {
+      if (c == '`') {
+        inner += code ? "</code>" : "<code>";
+        code = !code;
+      } else if (c == '*' && !code) {
+        inner += emphasis ? "</em>" : "<em>";
+        emphasis = !emphasis;
+      } else {
+        inner += escape_markup(std::string_view(&c, 1));
+      }
     }
+    if (code) inner += "</code>";
+    if (emphasis) inner += "</em>";
+    out += heading ? fmt::format("<h2>{}</h2>\n", inner) : fmt::format("<p>{}</p>\n", inner);
   }
-  out += code ? "</code></p></div>\n" : "</p></div>\n";
-  return out;
+  return out + "</div>\n";
+}
+
+// A cell that reads as a number is set right-aligned in the digits' font.
+bool numeric(std::string_view cell) {
+  return cell.find_first_of("0123456789") != std::string_view::npos &&
+         cell.find_first_not_of("0123456789.-+e") == std::string_view::npos;
 }
 
 std::string table_html(const lessons::Table& t) {
@@ -55,9 +71,11 @@ std::string table_html(const lessons::Table& t) {
   out += "</tr>\n";
   for (const auto& row : t.rows) {
     out += "<tr>";
-    for (const std::string& cell : row)
-      out += fmt::format("<td class=\"num\">{}</td>",
-                         escape_markup(lessons::without_highlights(cell)));
+    for (const std::string& cell : row) {
+      const std::string text = lessons::without_highlights(cell);
+      out +=
+          fmt::format("<td{}>{}</td>", numeric(text) ? " class=\"num\"" : "", escape_markup(text));
+    }
     out += "</tr>\n";
   }
   return out + "</table>\n";
