@@ -187,6 +187,13 @@ const std::vector<LessonInfo>& catalog() {
        {{"--text", "the whale and the ship", "--top", "3"},
         {"--position", "4", "--top", "8", "--text", "Ahab's whale"}},
        {}},
+      {20,
+       "patch",
+       "activation patching and direct logit attribution: where a GPT-2's answer travels",
+       {{"--clean", "the white whal", "--corrupt", "the white shal"},
+        {"--clean", "Call me Ishmael", "--corrupt", "Call me Ishmaal", "--answer", "Ġ", "--wrong",
+         "e"}},
+       {}},
   };
   return lessons;
 }
