@@ -22,6 +22,7 @@
 #include "options.hpp"
 #include "pretrained.hpp"
 #include "train/ablation.hpp"
+#include "train/gpt2_ablation.hpp"
 #include "train/tasks.hpp"
 #include "trained.hpp"
 
@@ -33,7 +34,7 @@ constexpr const char* kDefaultCheckpoint = "reverse";
 constexpr std::size_t kMostSequences = 100'000;
 
 struct HeadsCliOptions {
-  std::string checkpoint, pretrained, text, ablate, export_path;
+  std::string checkpoint, pretrained, text, ablate, ablate_with = "zero", export_path;
   std::size_t sequences = 20, seq = 0;
   std::uint64_t seed = 0;
   render::OutputOptions output;
@@ -73,28 +74,22 @@ ProbeSet text_set(std::vector<std::int64_t> ids, std::optional<std::int64_t> fir
   return set;
 }
 
-// The mean next-token loss and top-1 accuracy of a GPT-2 model on `ids`, over the predictions of
-// positions from `from` on, and the same with the heads ablated.
-std::vector<lessons::AblationRow> gpt2_ablation(Gpt2& model, const std::vector<HeadRef>& heads,
+// The next-token loss and top-1 accuracy of a GPT-2 model on each probe set (on a repeated
+// probe, from its copy on), with every head and with `heads` ablated.
+std::vector<lessons::AblationRow> gpt2_ablation(const Gpt2& model,
+                                                const std::vector<HeadRef>& heads,
+                                                AblationMode mode,
                                                 const std::vector<ProbeSet>& sets) {
   std::vector<lessons::AblationRow> rows;
   for (const ProbeSet& set : sets) {
-    const std::size_t from = set.copies_from;
-    const std::string where = from > 0 ? "its repeated half" : "every position";
-    const NextTokenScore before = next_token_score(model, set.ids, from);
-    for (const HeadRef& h : heads) {
-      HeadMask& mask = model.layers[h.layer].attention.ablated;
-      mask.resize(model.layers[h.layer].attention.heads.size(), false);
-      mask[h.head] = true;
-    }
-    const NextTokenScore after = next_token_score(model, set.ids, from);
-    for (const HeadRef& h : heads)
-      model.layers[h.layer].attention.ablated.assign(model.layers[h.layer].attention.heads.size(),
-                                                     false);
-    rows.push_back(
-        {fmt::format("next-token loss on {}, {}", set.name, where), before.loss, after.loss, true});
-    rows.push_back({fmt::format("top-1 accuracy on {}, {}", set.name, where), before.accuracy,
-                    after.accuracy, false});
+    if (mode == AblationMode::mean && set.ids.shape(0) < 2) continue;  // one text: no mean
+    const HeadAblationEffect e =
+        measure_head_ablation(model, set.ids, heads, mode, set.copies_from);
+    const std::string where = set.copies_from > 0 ? "its repeated half" : "every position";
+    rows.push_back({fmt::format("next-token loss on {}, {}", set.name, where), e.loss_before,
+                    e.loss_after, true});
+    rows.push_back({fmt::format("top-1 accuracy on {}, {}", set.name, where), e.accuracy_before,
+                    e.accuracy_after, false});
   }
   return rows;
 }
@@ -131,7 +126,8 @@ void set_gpt2(lessons::HeadsLessonOptions& l, ScannedModel& m, const HeadsCliOpt
   }
   MemoryPlan plan = plan_gpt2_reading(gpt2);
   const std::size_t batch = kScanBatch;
-  append(plan, plan_gpt2(gpt2.config, batch, tokens, !o.ablate.empty()));
+  append(plan, plan_gpt2(gpt2.config, batch, tokens, false));
+  if (!o.ablate.empty()) append(plan, plan_head_ablation(gpt2.config, o.sequences, tokens));
   append(plan, lessons::plan_heads_lesson(c.num_hidden_layers, c.num_attention_heads, 6, 3, batch,
                                           tokens, 2 * o.sequences + 1));
   check_budget("heads", plan);
@@ -162,8 +158,13 @@ void set_gpt2(lessons::HeadsLessonOptions& l, ScannedModel& m, const HeadsCliOpt
   if (!o.ablate.empty()) {
     const std::vector<HeadRef> heads = parse_head_list(o.ablate, "heads");
     check_heads(heads, l.layers, l.heads);
-    l.ablated = heads_words(heads, "zero");
-    l.ablation = gpt2_ablation(model, heads, l.sets);
+    if (o.ablate_with == "mean" && o.sequences < 2)
+      refuse("ablate-with",
+             "mean ablation averages each head over the probe sequences: give "
+             "--sequences 2 or more");
+    l.ablated = heads_words(heads, o.ablate_with);
+    l.ablation = gpt2_ablation(
+        model, heads, o.ablate_with == "mean" ? AblationMode::mean : AblationMode::zero, l.sets);
   }
 }
 
@@ -266,6 +267,10 @@ void set_checkpoint(lessons::HeadsLessonOptions& l, ScannedModel& m, const Heads
     l.claims.push_back({std::string(info.name), info.claim, std::nullopt,
                         fmt::format("lesson 04 on the shipped {} checkpoint", info.name)});
   if (!o.ablate.empty()) {
+    if (o.ablate_with == "mean")
+      refuse("ablate-with",
+             "mean ablation is measured on a GPT's next-token loss; a checkpoint's heads are "
+             "ablated by zeroing them: drop --ablate-with, or give a GPT (--checkpoint gpt-char)");
     const std::vector<HeadRef> ablated = parse_head_list(o.ablate, "heads");
     check_heads(ablated, layers, heads);
     const AblationEffect e = measure_ablation(c.model, c.config, ablated, ViewPart::encoder, 2000);
@@ -361,6 +366,11 @@ void setup(CLI::App& app, Context& context) {
                   "heads whose output is removed, layer.head comma-separated (e.g. 1.0,1.2): the "
                   "loss or accuracy with and without them")
       ->option_text("L.H[,L.H...]");
+  sub->add_option("--ablate-with", o->ablate_with,
+                  "what replaces an ablated head's output on a GPT: zero (default), or mean, its "
+                  "mean over the probe sequences at each position")
+      ->check(choice_validator("an ablation", {"zero", "mean"}))
+      ->option_text("zero|mean");
   add_output(*sub, "--export", o->export_path, OutputKind::page,
              "also write the scores as a page, FILE.html: each pattern's layers x heads grid and "
              "each head's best pattern");

@@ -132,41 +132,6 @@ LayerWeights gpt2_weights(const Gpt2& model) {
   };
 }
 
-NextTokenScore next_token_score(const Gpt2& model, const Ids& ids, std::size_t from,
-                                std::size_t batch) {
-  const std::size_t count = ids.shape(0), tokens = ids.shape(1);
-  NextTokenScore out;
-  double loss = 0.0;
-  std::size_t right = 0;
-  batch = std::max<std::size_t>(batch, 1);
-  for (std::size_t first = 0; first < count; first += batch) {
-    const std::size_t n = std::min(batch, count - first);
-    Ids part({n, tokens});
-    for (std::size_t b = 0; b < n; ++b)
-      for (std::size_t t = 0; t < tokens; ++t)
-        part(b, t) = ids(first + b, t);
-    const Gpt2Steps steps = forward(model, Gpt2Input{part, {}}, true);
-    const std::size_t vocab = steps.logits.shape(2);
-    for (std::size_t b = 0; b < n; ++b)
-      for (std::size_t t = from; t + 1 < tokens; ++t) {
-        const float* row = &steps.logits(b, t, 0);
-        const std::size_t top = static_cast<std::size_t>(std::max_element(row, row + vocab) - row);
-        double sum = 0.0;
-        for (std::size_t v = 0; v < vocab; ++v)
-          sum += std::exp(static_cast<double>(row[v]) - row[top]);
-        const auto next = static_cast<std::size_t>(part(b, t + 1));
-        loss += std::log(sum) - (static_cast<double>(row[next]) - row[top]);
-        right += top == next ? 1 : 0;
-        ++out.predictions;
-      }
-  }
-  if (out.predictions > 0) {
-    out.loss = loss / static_cast<double>(out.predictions);
-    out.accuracy = static_cast<double>(right) / static_cast<double>(out.predictions);
-  }
-  return out;
-}
-
 HeadPatternScore HeadScan::score(std::size_t set, std::size_t pattern, std::size_t layer,
                                  std::size_t head) const {
   return scores.at((set * patterns.size() + pattern) * layers + layer).head(head);

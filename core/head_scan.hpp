@@ -84,16 +84,6 @@ LayerWeights encoder_weights(const Encoder& encoder);
 LayerWeights bert_weights(const Bert& model);
 LayerWeights gpt2_weights(const Gpt2& model);
 
-// What a GPT-2 model predicts of probe sequences: the mean next-token loss -ln p(ids[t+1]) (nats)
-// and the share of positions whose top token is ids[t+1], over the positions t >= from (with a
-// next token), `batch` sequences per forward. Heads marked ablated in the model stay ablated.
-struct NextTokenScore {
-  double loss = 0.0, accuracy = 0.0;
-  std::size_t predictions = 0;
-};
-NextTokenScore next_token_score(const Gpt2& model, const Ids& ids, std::size_t from,
-                                std::size_t batch = 4);
-
 struct HeadScan {
   std::size_t layers = 0, heads = 0;
   bool causal = false;

@@ -23,7 +23,8 @@ Ids next_tokens(const Ids& ids) {
 }  // namespace
 
 HeadAblationEffect measure_head_ablation(const Gpt2& model, const Ids& ids,
-                                         const std::vector<HeadRef>& heads, AblationMode mode) {
+                                         const std::vector<HeadRef>& heads, AblationMode mode,
+                                         std::size_t from) {
   if (ids.dimension() != 2 || ids.shape(0) == 0 || ids.shape(1) < 2)
     throw Error(ErrorKind::bad_size, "measure_head_ablation",
                 "ids must be (B, T) with B >= 1 and T >= 2: the loss predicts each next token");
@@ -42,7 +43,13 @@ HeadAblationEffect measure_head_ablation(const Gpt2& model, const Ids& ids,
                 "give at least 2 sequences")
         .about("ablate-with");
 
-  const Ids labels = next_tokens(ids);
+  if (from + 1 >= tokens)
+    throw Error(ErrorKind::bad_size, "measure_head_ablation",
+                fmt::format("scoring from position {} of {} tokens leaves no prediction: score "
+                            "from an earlier position",
+                            from, tokens));
+  Ids labels = next_tokens(ids);
+  xt::view(labels, xt::all(), xt::range(0, std::min(from, tokens))) = kIgnoredLabel;
   const InterpRun before = forward_with_interventions(model, ids, {}, mode == AblationMode::mean);
   const std::size_t head_size = model.wte.weight.shape(1) / count;
   Interventions ablate;

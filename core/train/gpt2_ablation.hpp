@@ -26,10 +26,13 @@ struct HeadAblationEffect {
   std::size_t tokens = 0;                          // B·(T-1) scored tokens
 };
 
-// ids (B,T), T >= 2. Throws attn::Error about "ablate" for a head the model does not have, and
-// (bad_value) for mean with fewer than 2 sequences; otherwise as forward(Gpt2).
+// ids (B,T), T >= 2; only the predictions of positions `from` and later are scored (the repeated
+// half of a probe, where induction can help). Throws attn::Error about "ablate" for a head the
+// model does not have, and (bad_value) for mean with fewer than 2 sequences; otherwise as
+// forward(Gpt2).
 HeadAblationEffect measure_head_ablation(const Gpt2& model, const Ids& ids,
-                                         const std::vector<HeadRef>& heads, AblationMode mode);
+                                         const std::vector<HeadRef>& heads, AblationMode mode,
+                                         std::size_t from = 0);
 // What measure_head_ablation holds on ids (B,T) beside the weights.
 MemoryPlan plan_head_ablation(const Gpt2Config& config, std::size_t batch, std::size_t tokens);
 

@@ -78,9 +78,16 @@ TEST_CASE("GPT-2 and BERT folders are scanned, and a GPT's ablation moves its lo
   const nlohmann::json gpt2 = heads_json({"--pretrained", fixture_path("gpt2/d21_lm"),
                                           "--sequences", "3", "--seq", "16", "--ablate", "1.0"});
   CHECK(gpt2["steps"][0]["shape"] == nlohmann::json({1, 5, 2, 3}));  // causal: no mirror
-  const nlohmann::json& rows = table(gpt2, "Ablating 1.0")["rows"];
+  const nlohmann::json& rows = table(gpt2, "Ablating 1.0 (zero")["rows"];
   REQUIRE(rows.size() == 2);
   CHECK(rows[0][1] != rows[0][2]);
+  const nlohmann::json mean =
+      heads_json({"--pretrained", fixture_path("gpt2/d21_lm"), "--sequences", "3", "--seq", "16",
+                  "--ablate", "1.0", "--ablate-with", "mean"});
+  const nlohmann::json& mean_rows = table(mean, "Ablating 1.0 (mean")["rows"];
+  REQUIRE(mean_rows.size() == 2);
+  CHECK(mean_rows[0][1] == rows[0][1]);  // the same model before
+  CHECK(mean_rows[0][2] != rows[0][2]);  // another replacement after
   const nlohmann::json bert = heads_json(
       {"--pretrained", fixture_path("bert/d12_model"), "--sequences", "2", "--seq", "12"});
   CHECK(bert["steps"][0]["shape"][1] == 6);
@@ -97,6 +104,10 @@ TEST_CASE("attn heads refuses what it cannot scan, with one line", "[cli][heads]
       {{"--checkpoint", "reverse", "--pretrained", "x"}, "give one model"},
       {{"--pretrained", fixture_path("bert/d12_model"), "--ablate", "0.0"}, "MLM head"},
       {{"--checkpoint", "gpt-char", "--seq", "129"}, "give --seq 128 or less"},
+      {{"--checkpoint", "reverse", "--ablate", "0.0", "--ablate-with", "mean"},
+       "drop --ablate-with"},
+      {{"--checkpoint", "gpt-char", "--ablate", "0.0", "--ablate-with", "mean", "--sequences", "1"},
+       "--sequences 2 or more"},
   };
   for (const auto& [args, words] : cases) {
     std::vector<std::string> full = {"heads"};

@@ -10,6 +10,7 @@
 
 #include "gpt2.hpp"
 #include "head_scan.hpp"
+#include "train/gpt2_ablation.hpp"
 
 namespace {
 
@@ -162,22 +163,18 @@ TEST_CASE("a hand-made previous-token head is found, and only its ablation chang
   CHECK(best->score.on_target > 0.95);
   CHECK_FALSE(scan.best(0, 1)->holds());  // the idle head attends uniformly
 
-  const attn::NextTokenScore before = attn::next_token_score(model, set.ids, 0);
-  model.layers[0].attention.ablated = {false, true};
-  const attn::NextTokenScore idle = attn::next_token_score(model, set.ids, 0);
-  model.layers[0].attention.ablated = {true, false};
-  const attn::NextTokenScore without = attn::next_token_score(model, set.ids, 0);
-  CHECK(idle.loss == before.loss);
-  CHECK(std::abs(without.loss - before.loss) > 0.01);
-  CHECK(before.predictions == 5 * 7);
-}
-
-TEST_CASE("next_token_score: zero logits cost ln V at every position", "[head_scan]") {
-  attn::Gpt2 model = hand_made_gpt2();
-  model.wte.weight.fill(0.0f);
-  attn::Rng rng(4);
-  const attn::ProbeSet set = attn::repeated_probe(rng, 3, 8, {0, 7, std::nullopt, std::nullopt});
-  const attn::NextTokenScore s = attn::next_token_score(model, set.ids, 4, 2);
-  CHECK(s.loss == Approx(std::log(8.0)).epsilon(1e-6));
-  CHECK(s.predictions == 3 * 3);  // positions 4, 5 and 6 have a next token
+  const auto ablated = [&](std::size_t head, attn::AblationMode mode) {
+    return attn::measure_head_ablation(model, set.ids, {{0, head}}, mode);
+  };
+  const attn::HeadAblationEffect idle = ablated(1, attn::AblationMode::zero);
+  const attn::HeadAblationEffect previous = ablated(0, attn::AblationMode::zero);
+  CHECK(idle.loss_after == Approx(idle.loss_before).margin(1e-6));
+  CHECK(std::abs(previous.loss_after - previous.loss_before) > 0.01);
+  CHECK(previous.tokens == 5 * 7);
+  // Its mean over the probe keeps what it writes on average, not the previous token itself.
+  const attn::HeadAblationEffect mean = ablated(0, attn::AblationMode::mean);
+  CHECK(std::abs(mean.loss_after - mean.loss_before) > 0.01);
+  // Scored from the copy on: fewer predictions.
+  CHECK(attn::measure_head_ablation(model, set.ids, {}, attn::AblationMode::zero, set.copies_from)
+            .tokens == 5 * (7 - set.copies_from));
 }
