@@ -365,6 +365,7 @@ void setup(CLI::App& app, Context& context) {
   sub->add_option("--ablate", o->ablate,
                   "heads whose output is removed, layer.head comma-separated (e.g. 1.0,1.2): the "
                   "loss or accuracy with and without them")
+      ->check(not_empty_validator("--ablate", "1.0"))
       ->option_text("L.H[,L.H...]");
   sub->add_option("--ablate-with", o->ablate_with,
                   "what replaces an ablated head's output on a GPT: zero (default), or mean, its "

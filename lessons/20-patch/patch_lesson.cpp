@@ -61,8 +61,16 @@ Table matrix_table(std::string title, const Tensor2& m, const std::vector<std::s
   return table;
 }
 
-Heatmap signed_map(std::string title, const Tensor2& m, std::vector<std::string> rows,
+// A fraction that is 0 in exact arithmetic (a position where the texts agree) comes out as a few
+// units of float32 round-off either side of 0, which differ between thread counts and GEMM
+// kernels; the picture draws anything within 1e-4 of 0 as the 0 it is, so that its glyphs (exact
+// zero, a negative mark) are the same on every machine. The tables keep the computed numbers.
+constexpr float kDrawnAsZero = 1e-4f;
+
+Heatmap signed_map(std::string title, Tensor2 m, std::vector<std::string> rows,
                    std::vector<std::string> cols) {
+  for (float& v : m)
+    if (std::abs(v) < kDrawnAsZero) v = 0.0f;
   Heatmap map{std::move(title), to_array(m), std::move(rows), std::move(cols)};
   map.kind = HeatmapKind::signed_values;
   return map;
