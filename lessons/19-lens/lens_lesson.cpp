@@ -374,6 +374,11 @@ LensLessonRun run_lens(const LensLessonOptions& o) {
            make_float32({rows, tokens, o.top}, p.top_probabilities), false);
   run.step("final_rank", "the rank of the model's final prediction in every cell, 1 the top (R, T)",
            make_int64({rows, tokens}, final_rank));
+  std::vector<std::int64_t> settles(settle_rows.begin(), settle_rows.end());
+  run.step("final_settles_at",
+           "the row from which each position's final prediction is top-1 for good, 0 the "
+           "embeddings (T)",
+           make_int64({tokens}, settles));
   if (tokens > 1)
     run.step("next_rank", "the rank of the text's next token in every cell (R, T - 1)",
              make_int64({rows, tokens - 1}, next_rank));

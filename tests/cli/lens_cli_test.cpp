@@ -67,6 +67,14 @@ TEST_CASE("attn lens --format json: every row x position's top K and the final p
       CHECK(p[1].get<double>() >= p[2].get<double>());
     }
   }
+  // Each position's settling row: rank 1 from there to the last row, not in the row before.
+  const nlohmann::json& settles = step_of(doc, "final_settles_at")["values"];
+  for (std::size_t t = 0; t < 9; ++t) {
+    const std::size_t from = settles[t].get<std::size_t>();
+    for (std::size_t r_ = from; r_ < 5; ++r_)
+      CHECK(rank["values"][r_][t] == 1);
+    if (from > 0) CHECK(rank["values"][from - 1][t] != 1);
+  }
   CHECK(doc["top_tokens"].size() == 5 * 9 * 3);
   for (const nlohmann::json& check : doc["checks"])
     CHECK(check["passed"] == true);
