@@ -187,10 +187,13 @@ void show_ablation(LessonRun& run, const HeadsLessonOptions& o) {
   run.section("ablation");
   Table table{
       fmt::format("Ablating {}", o.ablated), {"measure", "every head", "ablated", "change"}, {}};
-  for (const AblationRow& row : o.ablation)
-    table.rows.push_back({row.measure, fmt::format("{:.4f}", row.before),
-                          fmt::format("{:.4f}", row.after),
-                          fmt::format("{:+.4f}", row.after - row.before)});
+  for (const AblationRow& row : o.ablation) {
+    const double change = row.after - row.before;
+    const bool worse = row.lower_is_better ? change > 0.0 : change < 0.0;
+    table.rows.push_back(
+        {row.measure, fmt::format("{:.4f}", row.before), fmt::format("{:.4f}", row.after),
+         fmt::format("{:+.4f}{}", change, change == 0.0 ? "" : (worse ? " worse" : " better"))});
+  }
   run.table(std::move(table));
 }
 

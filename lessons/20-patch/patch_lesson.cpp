@@ -63,14 +63,18 @@ Table matrix_table(std::string title, const Tensor2& m, const std::vector<std::s
 
 // A fraction that is 0 in exact arithmetic (a position where the texts agree) comes out as a few
 // units of float32 round-off either side of 0, which differ between thread counts and GEMM
-// kernels; the picture draws anything within 1e-4 of 0 as the 0 it is, so that its glyphs (exact
-// zero, a negative mark) are the same on every machine. The tables keep the computed numbers.
-constexpr float kDrawnAsZero = 1e-4f;
+// kernels; the fractions shown (steps, pictures) hold anything within 1e-4 of 0 as the 0 it is,
+// so that they print alike on every machine. The checks read the computed numbers.
+constexpr float kShownAsZero = 1e-4f;
 
-Heatmap signed_map(std::string title, Tensor2 m, std::vector<std::string> rows,
-                   std::vector<std::string> cols) {
+Tensor2 shown_fractions(Tensor2 m) {
   for (float& v : m)
-    if (std::abs(v) < kDrawnAsZero) v = 0.0f;
+    if (std::abs(v) < kShownAsZero) v = 0.0f;
+  return m;
+}
+
+Heatmap signed_map(std::string title, const Tensor2& m, std::vector<std::string> rows,
+                   std::vector<std::string> cols) {
   Heatmap map{std::move(title), to_array(m), std::move(rows), std::move(cols)};
   map.kind = HeatmapKind::signed_values;
   return map;
@@ -178,11 +182,11 @@ LessonRun run_patch(const PatchLessonOptions& o) {
   run.heatmap(
       signed_map("Fraction restored by the clean stream entering each block (rows) at "
                  "each position (columns)",
-                 p.residual, blocks, labels));
+                 shown_fractions(p.residual), blocks, labels));
   run.step("residual_restored",
            "(patched - corrupt) / (clean - corrupt), patching the stream entering block l at "
            "position t (L, T)",
-           to_array(p.residual));
+           to_array(shown_fractions(p.residual)));
   run.step("residual_logit_difference", "the patched runs' logit differences (L, T)",
            to_array(p.residual_difference), false);
   float agreeing = 0;
@@ -221,13 +225,13 @@ LessonRun run_patch(const PatchLessonOptions& o) {
   run.heatmap(
       signed_map("Fraction restored by each head's clean output, at every position "
                  "(rows: blocks, columns: heads)",
-                 p.heads, blocks, head_labels));
+                 shown_fractions(p.heads), blocks, head_labels));
   run.table(matrix_table("Fraction restored by each head's output (rows: blocks)", p.heads, blocks,
                          head_labels, "block"));
   run.step("heads_restored",
            "(patched - corrupt) / (clean - corrupt), patching head h of block l at every "
            "position (L, H)",
-           to_array(p.heads));
+           to_array(shown_fractions(p.heads)));
   run.step("heads_logit_difference", "the patched runs' logit differences (L, H)",
            to_array(p.heads_difference), false);
   const auto [best_layer, best_head] = argmax(p.heads);
