@@ -66,7 +66,9 @@ std::pair<std::string, std::string> model_folder(const LensCliOptions& o, const 
 }
 
 void run(LensCliOptions& o, const CLI::App& app, Context& context) {
-  const auto [path, name] = model_folder(o, app, context);
+  const std::pair<std::string, std::string> found = model_folder(o, app, context);
+  const std::string& path = found.first;
+  const std::string& name = found.second;
   const std::string subject = o.pretrained.empty() ? "checkpoint" : "pretrained";
   PretrainedFolder folder = [&] {
     try {
