@@ -160,8 +160,6 @@ HeadScan scan_heads(const LayerWeights& weights, std::size_t layers, std::size_t
   scan.deciding.assign(scan.patterns.size(), std::nullopt);
   for (std::size_t s = 0; s < sets.size(); ++s) {
     scan.sets.push_back(sets[s].name);
-    scan.set_sequences.push_back(sets[s].ids.shape(0));
-    scan.set_tokens.push_back(sets[s].ids.shape(1));
     for (std::size_t p = 0; p < scan.patterns.size(); ++p)
       if (!scan.deciding[p] && std::find(sets[s].decides.begin(), sets[s].decides.end(),
                                          scan.patterns[p].name) != sets[s].decides.end())

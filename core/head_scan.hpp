@@ -89,7 +89,6 @@ struct HeadScan {
   bool causal = false;
   std::vector<ScanPattern> patterns;
   std::vector<std::string> sets;  // the probe sets' names
-  std::vector<std::size_t> set_sequences, set_tokens;
   // The set deciding each pattern (an index into sets), or none when no set decides it.
   std::vector<std::optional<std::size_t>> deciding;
   // scores[(set * patterns + pattern) * layers + layer]: one PatternScores over the heads.
