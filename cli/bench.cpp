@@ -43,7 +43,7 @@ struct BenchOptions {
 BenchRequest request_of(const BenchOptions& o, std::string& config_name) {
   BenchRequest r;
   config_name = "BERT-base";
-  if (o.model == "gpt2") {
+  if (o.model == "gpt2" || o.model == "heads") {
     r.config = default_gpt2_config().sizes;
     config_name = "gpt2";
   }
@@ -96,6 +96,10 @@ int run_bench(const BenchOptions& o) {
     keep_freed_memory();
     prepare(o, r, {}, {});
     report = render::train_report(bench_train(r), r, format);
+  } else if (o.model == "heads") {
+    keep_freed_memory();  // as attn heads runs
+    prepare(o, r, plan_heads_bench(r), {"B", "T"});
+    report = render::heads_report(bench_heads(r), r, config_name, format);
   } else if (o.model == "gpt2") {
     prepare(o, r, plan_generate_bench(r), {"T"});
     report = render::generate_report(bench_generate(r), r, config_name, format);
@@ -159,9 +163,11 @@ void setup(CLI::App& app, Context& context) {
                   "(BERT-base: 12 layers), with its peak memory; bert: the same as BertModel, "
                   "post-LN with token types (a sentence pair: 0 for the first half, 1 for the "
                   "second); gpt2: GPT-2 small generating, --seq prompt tokens then --new-tokens "
-                  "one at a time, against the memory bandwidth's bound")
-      ->check(choice_validator("a model", {"layer", "encoder", "bert", "gpt2"}))
-      ->option_text("layer|encoder|bert|gpt2");
+                  "one at a time, against the memory bandwidth's bound; heads: attn heads' scan "
+                  "of GPT-2 small on --batch sequences (default 20) of --seq repeated random "
+                  "tokens, against the forward passes it needs")
+      ->check(choice_validator("a model", {"layer", "encoder", "bert", "gpt2", "heads"}))
+      ->option_text("layer|encoder|bert|gpt2|heads");
   sub->add_option(
          "--new-tokens", o->new_tokens,
          "with --model gpt2: tokens generated after the prompt per run, the first by the prompt's "
@@ -175,7 +181,12 @@ void setup(CLI::App& app, Context& context) {
       ->check(choice_validator("a GEMM library", {"auto", "measure", "openblas", "onednn"}))
       ->option_text("auto|measure|openblas|onednn");
   door_callback(*sub, [o, sub, &context] {
-    const bool model = o->model == "encoder" || o->model == "bert" || o->model == "gpt2";
+    const bool model =
+        o->model == "encoder" || o->model == "bert" || o->model == "gpt2" || o->model == "heads";
+    if (o->model == "heads" && sub->count("--norm") > 0)
+      throw Error(ErrorKind::bad_value, "bench",
+                  "--model heads scans GPT-2, which is pre-LN: drop --norm")
+          .about("norm");
     if (o->model != "gpt2" && sub->count("--new-tokens") > 0)
       throw Error(ErrorKind::bad_value, "bench", "--new-tokens is for --model gpt2: add it")
           .about("new_tokens");
@@ -190,9 +201,10 @@ void setup(CLI::App& app, Context& context) {
           .about("norm");
     if (!o->train && (!model || o->model == "gpt2") && sub->count("--batch") > 0)
       throw Error(ErrorKind::bad_value, "bench",
-                  "--batch sets the batch of --model encoder, --model bert or --train: add one of "
-                  "them")
+                  "--batch sets the batch of --model encoder, --model bert, --model heads or "
+                  "--train: add one of them")
           .about("batch");
+    if (o->model == "heads" && sub->count("--batch") == 0) o->batch = 20;
     if (o->model == "bert" && sub->count("--norm") > 0)
       throw Error(ErrorKind::bad_value, "bench", "--model bert is post-LN, as BERT is: drop --norm")
           .about("norm");
@@ -205,6 +217,7 @@ void setup(CLI::App& app, Context& context) {
           .about("model");
     if (model && sub->count("--repeat") == 0) o->repeat = 5;  // a whole model is slow to repeat
     if (model && sub->count("--warmup") == 0) o->warmup = 1;
+    if (o->model == "heads" && sub->count("--repeat") == 0) o->repeat = 3;
     context.exit_code = run_bench(*o);
   });
 }

@@ -19,6 +19,7 @@
 #include "base/error.hpp"
 #include "command.hpp"
 #include "door.hpp"
+#include "head_scan.hpp"
 #include "image_file.hpp"
 #include "io/shipped.hpp"
 #include "io/tokenizer.hpp"
@@ -337,6 +338,7 @@ int run_view(ViewCliOptions& o, const CLI::App& app, Context& context) {
   AttentionView view = !o.pretrained.empty()  ? pretrained_view(o, app)
                        : o.checkpoint.empty() ? book_view(o, app, context)
                                               : checkpoint_view(o, app, ablated, context);
+  mark_heads(view);
   if (o.sentences != "all" && view.pair_split == 0)
     refuse("sentences",
            "the view holds one sentence, so it has no sentence A and B: give a "

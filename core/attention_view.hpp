@@ -31,6 +31,9 @@ struct AttentionView {
   Tensor4 keys;         // (L,H,S,hs)
   // A sentence pair ([CLS] A [SEP] B [SEP]): the index of B's first token; 0 for one sentence.
   std::size_t pair_split = 0;
+  // Each head's best pattern on this sequence when it holds, "previous 0.93" (L*H entries, ""
+  // for the others); empty when not marked (head_scan.hpp's mark_heads).
+  std::vector<std::string> head_marks;
 };
 
 // The book's encoder on ids (1,T); `tokens` label them (T of them).

@@ -75,7 +75,25 @@ SequenceTargets induction_targets(const std::vector<std::int64_t>& ids, bool cau
 
 PatternScores::PatternScores(std::size_t heads) : sums_(heads) {}
 
-void PatternScores::add(const Tensor4& weights, const std::vector<SequenceTargets>& targets) {
+Tensor3 row_entropies(const Tensor4& weights) {
+  const std::size_t batch = weights.shape(0), heads = weights.shape(1), queries = weights.shape(2),
+                    keys = weights.shape(3);
+  Tensor3 out = Tensor3::from_shape({batch, heads, queries});
+  for (std::size_t b = 0; b < batch; ++b)
+    for (std::size_t h = 0; h < heads; ++h)
+      for (std::size_t t = 0; t < queries; ++t) {
+        double entropy = 0.0;
+        for (std::size_t j = 0; j < keys; ++j) {
+          const double p = weights(b, h, t, j);
+          if (p > 0.0) entropy -= p * std::log(p);
+        }
+        out(b, h, t) = static_cast<float>(entropy);
+      }
+  return out;
+}
+
+void PatternScores::add(const Tensor4& weights, const std::vector<SequenceTargets>& targets,
+                        const Tensor3* entropies) {
   const std::size_t batch = weights.shape(0), heads = weights.shape(1), queries = weights.shape(2),
                     keys = weights.shape(3);
   if (heads != sums_.size() || targets.size() != batch) {
@@ -110,9 +128,13 @@ void PatternScores::add(const Tensor4& weights, const std::vector<SequenceTarget
         double on = 0.0, entropy = 0.0;
         for (std::size_t key : q.keys)
           on += weights(b, h, t, key);
-        for (std::size_t j = 0; j < q.visible; ++j) {
-          const double p = weights(b, h, t, j);
-          if (p > 0.0) entropy -= p * std::log(p);
+        if (entropies) {
+          entropy = (*entropies)(b, h, t);
+        } else {
+          for (std::size_t j = 0; j < q.visible; ++j) {
+            const double p = weights(b, h, t, j);
+            if (p > 0.0) entropy -= p * std::log(p);
+          }
         }
         HeadPatternScore& s = sums_[h];
         s.on_target += on;

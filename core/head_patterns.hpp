@@ -65,13 +65,19 @@ enum class HeadsClaim {
 // Whether the scores of a set of heads bear the claim out.
 bool claim_holds(HeadsClaim claim, const std::vector<HeadPatternScore>& heads);
 
+// Each row's entropy -sum_j P[t, j] ln P[t, j] over its keys (a masked key's 0 adds nothing), in
+// float64 rounded to float32: (B,H,T) of weights (B,H,T,S).
+Tensor3 row_entropies(const Tensor4& weights);
+
 // The scores of every head of one attention layer, summed over batches of sequences.
 class PatternScores {
  public:
   explicit PatternScores(std::size_t heads);
   // weights (B,H,T,S) of one layer; targets[b] the pattern over sequence b (T entries). Throws
-  // attn::Error(bad_size) when the counts disagree or a target key is not visible.
-  void add(const Tensor4& weights, const std::vector<SequenceTargets>& targets);
+  // attn::Error(bad_size) when the counts disagree or a target key is not visible. `entropies`,
+  // when given, is row_entropies(weights), computed once for several patterns' scores.
+  void add(const Tensor4& weights, const std::vector<SequenceTargets>& targets,
+           const Tensor3* entropies = nullptr);
   std::size_t heads() const { return sums_.size(); }
   HeadPatternScore head(std::size_t head) const;
 

@@ -61,6 +61,9 @@ struct Heatmap {
   std::vector<std::string> row_labels, col_labels;
   HeatmapKind kind = HeatmapKind::weights;
   bool masked = false;  // a mask was applied: an exact 0 is a masked key, else an underflow
+  // (rows x cols) row-major: each cell's text shown instead of its value, on the value's colour
+  // (the logit lens's top tokens on their probabilities); empty: the values.
+  std::vector<std::string> cell_text = {};
 };
 
 // Heatmaps are drawn for at most this many rows and columns; past it a line says so instead

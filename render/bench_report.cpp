@@ -327,6 +327,51 @@ std::string generate_report(const GenerateBench& b, const BenchRequest& r,
   return text;
 }
 
+std::string heads_report(const HeadsBench& b, const BenchRequest& r, std::string_view config_name,
+                         BenchFormat format) {
+  const EncoderConfig& c = r.config;
+  const double scan = median(b.scan_ms), forward = median(b.forward_ms),
+               packed = median(b.packed_ms);
+  if (format == BenchFormat::json) {
+    nlohmann::ordered_json doc;
+    doc["model"] = "heads";
+    doc["config"] = config_name;
+    doc["layers"] = b.layers;
+    doc["heads"] = b.heads;
+    doc["patterns"] = b.patterns;
+    doc["sequences"] = b.sequences;
+    doc["tokens"] = r.tokens;
+    put_run(doc, r);
+    doc["scan_ms"] = scan;
+    doc["forward_ms"] = forward;
+    doc["packed_forward_ms"] = packed;
+    doc["scan_over_forward"] = scan / forward;
+    doc["scan_over_packed_forward"] = scan / packed;
+    put_machine(doc, std::string(kernels_name(best_fast_kernels())));
+    return json_document(doc);
+  }
+  std::string text = fmt::format(
+      "attn bench --model heads: attn heads' scan of a GPT-2 at random weights, {} sequences of "
+      "{} repeated random tokens, {} patterns on {} x {} heads\n",
+      b.sequences, r.tokens, b.patterns, b.layers, b.heads);
+  text += fmt::format("  sizes L={} D={} H={} F={} V={} P={} ({})\n", c.num_hidden_layers,
+                      c.hidden_size, c.num_attention_heads, c.intermediate_size, c.vocab_size,
+                      c.max_position_embeddings, config_name);
+  text += setup_lines(r, std::string(kernels_name(best_fast_kernels())));
+  text +=
+      fmt::format("  {:<36} {:>9.1f} ms  (min {:.1f}, max {:.1f})\n",
+                  "the scan (forward passes, scoring)", scan, min_of(b.scan_ms), max_of(b.scan_ms));
+  text += fmt::format("  {:<36} {:>9.1f} ms  (min {:.1f}; the readable forward, weights kept)\n",
+                      "its forward passes alone", forward, min_of(b.forward_ms));
+  text += fmt::format("  {:<36} {:>9.1f} ms  (min {:.1f}; the packed prefill, no weights kept)\n",
+                      "attn's fastest forward", packed, min_of(b.packed_ms));
+  text += fmt::format("  {:<36} {:>9.3f}     (the scan / its forward passes)\n",
+                      "scan_over_forward", scan / forward);
+  text += fmt::format("  {:<36} {:>9.3f}     (the scan / attn's fastest forward)\n",
+                      "scan_over_packed_forward", scan / packed);
+  return text;
+}
+
 std::string train_report(const TrainBench& b, const BenchRequest& r, BenchFormat format) {
   if (format == BenchFormat::json) {
     nlohmann::ordered_json doc;

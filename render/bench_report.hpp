@@ -22,6 +22,10 @@ std::string model_report(const ModelBench& bench, const BenchRequest& request,
 // GPT-2 generating: the time to the first token, tokens per second against the bandwidth's bound.
 std::string generate_report(const GenerateBench& bench, const BenchRequest& request,
                             std::string_view config_name, BenchFormat format);
+// attn heads' scan of a GPT-2: its time beside the forward passes it needs and attn's fastest
+// forward of the same tokens, and their ratios.
+std::string heads_report(const HeadsBench& bench, const BenchRequest& request,
+                         std::string_view config_name, BenchFormat format);
 // Training steps of attn train's default model and a BERT-base layer.
 std::string train_report(const TrainBench& bench, const BenchRequest& request, BenchFormat format);
 

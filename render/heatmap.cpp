@@ -353,6 +353,11 @@ class Renderer {
  private:
   float at(std::size_t i, std::size_t j) const { return values_[i * cols_ + j]; }
 
+  // The text of cell k: its own (cell_text) or its value.
+  std::string text_at(std::size_t k) const {
+    return options_.cell_text.empty() ? value_text(values_[k]) : options_.cell_text[k];
+  }
+
   std::string value_text(float v) const {
     if (std::isnan(v)) return "nan";
     if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
@@ -382,7 +387,7 @@ class Renderer {
   // Cells with values if they fit in the width aimed for, else two columns, else one.
   void choose_cells() {
     for (std::size_t k = 0; k < rows_ * cols_; ++k)
-      value_width_ = std::max(value_width_, width_of(split_glyphs(value_text(values_[k]), ascii_)));
+      value_width_ = std::max(value_width_, width_of(split_glyphs(text_at(k), ascii_)));
     std::size_t suffix = 0;
     for (std::size_t i = 0; per_row_ && i < rows_; ++i)
       suffix = std::max(suffix, row_suffix(i).size());
@@ -429,15 +434,19 @@ class Renderer {
   std::string row(std::size_t i) const {
     std::string line = fit(row_labels_[i], label_width_, ellipsis_) + " ";
     for (std::size_t j = 0; j < cols_; ++j)
-      line += cell(at(i, j), position(i, at(i, j)));
+      line += cell(i * cols_ + j, position(i, at(i, j)));
     if (per_row_) line += (colour_ ? std::string(kReset) : std::string()) + row_suffix(i);
     return (colour_ && !per_row_ ? line : trim_right(line)) + '\n';
   }
 
-  std::string cell(float v, double t) const {
-    const CellKind kind = kind_of(v);
+  std::string cell(std::size_t k, double t) const {
+    const float v = values_[k];
+    const bool own_text = !options_.cell_text.empty();
+    const CellKind kind = own_text && !std::isnan(v) ? CellKind::value : kind_of(v);
     std::string text;  // the value when shown; over narrow cells only the zero and NaN marks
-    if (with_values_) {
+    if (with_values_ && own_text) {
+      text = fit(split_glyphs(options_.cell_text[k], ascii_), value_width_, ellipsis_);
+    } else if (with_values_) {
       // Numbers right-aligned; the zero mark centred, where it does not read as a digit.
       text = value_text(v);
       const std::size_t width = width_of(split_glyphs(text, ascii_));
@@ -478,7 +487,7 @@ class Renderer {
   std::string legend() const {
     bool any_zero = false, any_nan = false;
     for (std::size_t k = 0; k < rows_ * cols_; ++k) {
-      any_zero = any_zero || kind_of(values_[k]) == CellKind::zero;
+      any_zero = any_zero || (options_.cell_text.empty() && kind_of(values_[k]) == CellKind::zero);
       any_nan = any_nan || kind_of(values_[k]) == CellKind::not_a_number;
     }
     std::string line = "scale ";
@@ -607,6 +616,10 @@ std::string render_heatmap(const float* values, std::size_t rows, std::size_t co
   if (values == nullptr && rows * cols > 0)
     throw Error(ErrorKind::bad_value, "render_heatmap",
                 fmt::format("values is null for a ({}, {}) matrix", rows, cols));
+  if (!options.cell_text.empty() && options.cell_text.size() != rows * cols)
+    throw Error(ErrorKind::bad_size, "render_heatmap",
+                fmt::format("{} cell texts for a ({}, {}) matrix: pass one per cell or none",
+                            options.cell_text.size(), rows, cols));
   if (options.digits < 0 || options.digits > 6)
     throw Error(ErrorKind::bad_value, "render_heatmap",
                 fmt::format("digits={} is outside 0..6", options.digits));

@@ -31,6 +31,9 @@ struct HeatmapOptions {
   std::string zero_meaning = "masked";  // the legend's note on `·`, e.g. "" for encodings
   HeatmapScale scale = HeatmapScale::range;
   std::size_t max_width = 0;  // the widest line aimed for; 0: kHeatmapMaxWidth
+  // rows x cols, row-major: each cell's text instead of its value (a logit lens's top tokens),
+  // left-aligned and coloured by the value; empty: the values.
+  std::vector<std::string> cell_text = {};
 };
 
 // The widest line render_heatmap aims for; past it, cells drop their values (then shrink to one

@@ -171,6 +171,7 @@ HeatmapOptions heatmap_options(const Heatmap& map, bool per_row, bool color) {
   HeatmapOptions h;
   h.palette = choose_palette(color);
   h.title = map.title;
+  h.cell_text = map.cell_text;
   if (map.kind == HeatmapKind::signed_values) {
     h.scale = HeatmapScale::diverging;
     h.zero_meaning = "";  // an exact 0 is just a value (sin 0 = 0)

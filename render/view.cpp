@@ -140,6 +140,27 @@ RowSpread weight_row_spread(const AttentionView& v, std::size_t l, std::size_t h
   return row_spread(row.data(), row.size());
 }
 
+namespace {
+
+// The heads named by their best pattern on this text, for the model view, whose titles are too
+// narrow to hold it: "" when none is marked.
+std::string marks_line(const AttentionView& v, std::size_t width) {
+  std::string named;
+  for (std::size_t i = 0; i < v.head_marks.size(); ++i)
+    if (!v.head_marks[i].empty())
+      named += fmt::format("{}L{} H{} {}", named.empty() ? "" : ", ", i / v.heads, i % v.heads,
+                           v.head_marks[i]);
+  if (named.empty()) return "";
+  return lessons::wrapped_prose(
+             fmt::format("Heads by their best pattern on this text (over half of each query's "
+                         "weight on its keys; attn heads measures them on many sequences): {}.",
+                         named),
+             width) +
+         "\n";
+}
+
+}  // namespace
+
 std::string render_head_view(const AttentionView& v, std::size_t layer,
                              const std::vector<std::size_t>& heads, const ViewStyle& style) {
   const std::size_t T = v.rows.size(), S = v.columns.size();
@@ -168,7 +189,8 @@ std::string render_head_view(const AttentionView& v, std::size_t layer,
     if (style.per_row) options.scale = HeatmapScale::per_row;
     options.show_values = false;
     options.zero_meaning = "";
-    options.title = fmt::format("head {}", h);
+    const std::string mark = v.head_marks.empty() ? "" : v.head_marks[layer * v.heads + h];
+    options.title = mark.empty() ? fmt::format("head {}", h) : fmt::format("head {}: {}", h, mark);
     options.max_width = style.width;
     std::vector<std::string> rows = v.rows;
     if (style.token)
@@ -252,7 +274,7 @@ std::string render_model_view(const AttentionView& v, const ViewStyle& style) {
       out += "\n";
     }
   }
-  return finish(out + legend(style) + "\n", style);
+  return finish(out + marks_line(v, style.width) + legend(style) + "\n", style);
 }
 
 std::string render_neuron_view(const AttentionView& v, const NeuronView& n,

@@ -14,6 +14,7 @@
 #include "base/random.hpp"
 #include "encoder.hpp"
 #include "fast/gpt2_fast.hpp"
+#include "head_scan.hpp"
 #include "kernels/matvec.hpp"
 #include "kernels/parallel.hpp"
 
@@ -375,6 +376,58 @@ GenerateBench bench_generate(const BenchRequest& r) {
   b.weights_bytes = packed_bytes(model);
   b.bytes_per_token = b.weights_bytes - (model.wpe.bytes.size() - model.d_model * sizeof(float));
   b.kernels = best_fast_kernels();
+  return b;
+}
+
+MemoryPlan plan_heads_bench(const BenchRequest& r) {
+  MemoryPlan plan = plan_generate_bench(r);
+  plan.front().name = "the weights, packed";
+  MemoryPlan readable = plan_gpt2(gpt2_of(r.config), kScanBatch, r.tokens, false);
+  plan.insert(plan.end(), readable.begin(), readable.end());
+  plan.push_back(plan.front());
+  plan.back().name = "the weights, readable";
+  return plan;
+}
+
+HeadsBench bench_heads(const BenchRequest& r) {
+  const Gpt2Config config = gpt2_of(r.config);
+  Rng weights(29), packed_weights(29);
+  const Gpt2 model = init_gpt2(weights, config);
+  const PackedGpt2 packed = init_packed_gpt2(packed_weights, config);
+  Rng rng(0);
+  const auto vocab = static_cast<std::int64_t>(config.sizes.vocab_size);
+  const ProbeSet set =
+      repeated_probe(rng, r.batch, r.tokens, {0, vocab - 1, vocab - 1, std::nullopt});
+  const std::size_t layers = config.sizes.num_hidden_layers,
+                    heads = config.sizes.num_attention_heads;
+  HeadsBench b{{}, {}, {}, r.batch, layers, heads, standard_patterns(true).size()};
+  const LayerWeights forward_weights = gpt2_weights(model);
+  gemm_selection();  // chosen before the first run, so that no run pays for it
+  for (std::size_t run = 0; run < r.warmup + r.repeat; ++run) {
+    const double scan = time_ms([&] {
+      scan_heads(forward_weights, layers, heads, true, standard_patterns(true), {set}, kScanBatch);
+    });
+    const double forward = time_ms([&] {
+      for (std::size_t first = 0; first < r.batch; first += kScanBatch) {
+        const std::size_t n = std::min(kScanBatch, r.batch - first);
+        Ids ids({n, r.tokens});
+        std::copy(set.ids.begin() + first * r.tokens, set.ids.begin() + (first + n) * r.tokens,
+                  ids.begin());
+        forward_weights(ids);
+      }
+    });
+    const double fastest = time_ms([&] {
+      for (std::size_t s = 0; s < r.batch; ++s) {
+        Gpt2Generator generator(packed, r.tokens);
+        generator.prefill(std::vector<std::int64_t>(set.ids.begin() + s * r.tokens,
+                                                    set.ids.begin() + (s + 1) * r.tokens));
+      }
+    });
+    if (run < r.warmup) continue;
+    b.scan_ms.push_back(scan);
+    b.forward_ms.push_back(forward);
+    b.packed_ms.push_back(fastest);
+  }
   return b;
 }
 

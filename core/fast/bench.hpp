@@ -105,6 +105,18 @@ struct GenerateBench {
 MemoryPlan plan_generate_bench(const BenchRequest& request);
 GenerateBench bench_generate(const BenchRequest& request);
 
+// `attn heads` on a GPT-2 of the request's sizes, random weights (bench --model heads): the scan
+// of `request.batch` sequences of T repeated random tokens (head_scan.hpp: the forward passes and
+// the scoring of every pattern), beside the forward passes it needs alone (the readable forward,
+// attention weights kept, in the scan's batches) and attn's fastest forward of the same tokens
+// (the packed model's prefill, one sequence at a time, as generation runs it).
+struct HeadsBench {
+  std::vector<double> scan_ms, forward_ms, packed_ms;  // per run
+  std::size_t sequences = 0, layers = 0, heads = 0, patterns = 0;
+};
+MemoryPlan plan_heads_bench(const BenchRequest& request);
+HeadsBench bench_heads(const BenchRequest& request);
+
 // Training steps (a batch, forward, the loss, backward and AdamW's update) of three models: attn
 // train's default and one BERT-base-size layer of `request.batch` sequences of T tokens (Trainer),
 // and a GPT at nanoGPT's CPU configuration, 4 x 128 wide, 12 windows of 64 tokens of a vocabulary

@@ -261,7 +261,7 @@ void check_bug_is_caught(const std::string& name) {
 TEST_CASE("every exercise has tests with points, TODO markers, solutions and staged hints",
           "[assignments]") {
   const std::vector<fs::path> folders = exercise_folders();
-  REQUIRE(folders.size() == 16);
+  REQUIRE(folders.size() == 17);
   static const std::regex test_case(
       R"re(TEST_CASE\(\s*"[^"]+",\s*"\[([a-z-]+)\](\[points=[0-9.]+\])(\[\.hidden\])?"\))re");
   for (const fs::path& folder : folders) {
@@ -345,7 +345,7 @@ TEST_CASE("attn grade gives this checkout full marks in every format", "[assignm
   }
   CHECK(report["score"].get<double>() == total);
   CHECK(total > 100);
-  CHECK(lessons.size() == 16);
+  CHECK(lessons.size() == 17);
 
   // The same results as JUnit XML (no rebuild needed: the objects are cached in the tree).
   const auto junit = run_attn({"grade", "--dir", kSource.string(), "--lesson", "softmax",
@@ -373,7 +373,7 @@ TEST_CASE("the released student tree has stubs and no solutions, and grades to z
   const auto released = run_attn({"assignments", "release", "--out", student.string()});
   INFO(released.err);
   REQUIRE(released.exit_code == 0);
-  CHECK(released.out.find("16 exercises") != std::string::npos);
+  CHECK(released.out.find("17 exercises") != std::string::npos);
   CHECK(!fs::exists(scratch.path / "student.partial"));
   // Nothing between solution markers, no hidden tests, every stub naming its function.
   std::size_t stubs = 0;
@@ -394,7 +394,7 @@ TEST_CASE("the released student tree has stubs and no solutions, and grades to z
   CHECK(fs::exists(student / "assignments.json"));
   CHECK(fs::exists(student / "README.md"));
   CHECK(fs::exists(student / "lessons" / "03-softmax" / "hints.md"));
-  CHECK(json::parse(read_text(student / "assignments.json"))["lessons"].size() == 16);
+  CHECK(json::parse(read_text(student / "assignments.json"))["lessons"].size() == 17);
 
   // Graded: every test fails (score 0), exit 1, and results.json lists them all with evidence.
   const fs::path results = scratch.path / "results.json";
@@ -426,7 +426,7 @@ TEST_CASE("the released student tree has stubs and no solutions, and grades to z
                        "write your guess in predicted_top_weight") != std::string::npos);
   CHECK(check.out.find("Stuck? `attn hint softmax`") != std::string::npos);
   CHECK(check.out.find("Progress: [>") != std::string::npos);
-  CHECK(check.out.find("0/16 exercises done") != std::string::npos);
+  CHECK(check.out.find("0/17 exercises done") != std::string::npos);
 
   // The student tree's manifest counts only the visible tests (G7).
   const json manifest = json::parse(read_text(student / "assignments.json"));
@@ -512,7 +512,7 @@ TEST_CASE("a student's solution copied into a released tree passes, and list mar
         std::string::npos);
   CHECK(graded_score() == score);
   CHECK(score > 0.0);
-  CHECK(check.out.find("1/16 exercises done") != std::string::npos);
+  CHECK(check.out.find("1/17 exercises done") != std::string::npos);
   CHECK(check.out.find("Next exercise: 01 dot-product") != std::string::npos);
 
   // attn list, run inside the tree, marks softmax done and the others pending.
@@ -523,7 +523,7 @@ TEST_CASE("a student's solution copied into a released tree passes, and list mar
   CHECK(list.exit_code == 0);
   CHECK(list.out.find("03  softmax              done") != std::string::npos);
   CHECK(list.out.find("04  attention            pending") != std::string::npos);
-  CHECK(list.out.find("1/16 exercises done") != std::string::npos);
+  CHECK(list.out.find("1/17 exercises done") != std::string::npos);
 
   // Editing the file again makes it pending until it is checked again.
   std::ofstream(student / "lessons" / "03-softmax" / "softmax_exercise.cpp", std::ios::app) << "\n";
@@ -765,6 +765,20 @@ TEST_CASE("planted bug: BPE encoding merges the leftmost pair, not the first lea
           "[assignments][bugs]") {
   check_bug_is_caught("bpe_encode_leftmost_merge");
 }
+TEST_CASE("planted bug: the induction score averaged over every query", "[assignments][bugs]") {
+  check_bug_is_caught("heads_score_over_every_query");
+}
+TEST_CASE("planted bug: the induction target is the earlier copy itself, not the key after it",
+          "[assignments][bugs]") {
+  check_bug_is_caught("heads_target_off_by_one");
+}
+TEST_CASE("planted bug: mean ablation over the positions instead of the batch",
+          "[assignments][bugs]") {
+  check_bug_is_caught("heads_mean_over_positions");
+}
+TEST_CASE("planted bug: another head's columns ablated", "[assignments][bugs]") {
+  check_bug_is_caught("heads_wrong_slice");
+}
 
 // Constant answers: every function of the lesson gives back values that do not depend on its
 // input. Tests that check only an invariant such answers satisfy are paired with a check they
@@ -788,6 +802,9 @@ TEST_CASE("planted bug: a constant answer to lesson 15 earns nothing", "[assignm
 TEST_CASE("planted bug: a constant answer to lesson 16 earns nothing", "[assignments][bugs]") {
   check_bug_is_caught("bpe_constant_answer");
 }
+TEST_CASE("planted bug: a constant answer to lesson 17 earns nothing", "[assignments][bugs]") {
+  check_bug_is_caught("heads_constant_answer");
+}
 
 TEST_CASE("every planted bug file has its test case above", "[assignments][bugs]") {
   const std::string self = read_text(kSource / "tests" / "cli" / "assignments_test.cpp");
@@ -798,7 +815,7 @@ TEST_CASE("every planted bug file has its test case above", "[assignments][bugs]
     CHECK(self.find("check_bug_is_caught(\"" + entry.path().stem().string() + "\")") !=
           std::string::npos);
   }
-  CHECK(files == 30);
+  CHECK(files == 35);
 }
 
 TEST_CASE("the Gradescope run_autograder grades a submission and always writes results.json",

@@ -129,6 +129,28 @@ TEST_CASE("attn bench: post-LN, one thread, a config file, text output", "[cli][
   CHECK(result.out.find("gelu_new") != std::string::npos);
 }
 
+TEST_CASE("attn bench --model heads at a tiny size: the scan beside the forward passes it needs",
+          "[cli][bench][heads]") {
+  const TinyConfig config;
+  const auto result =
+      run_attn({"bench", "--model", "heads", "--config", config.path, "--seq", "8", "--batch", "3",
+                "--repeat", "2", "--warmup", "0", "--threads", "1", "--format", "json"});
+  INFO("stderr: " << result.err);
+  REQUIRE(result.exit_code == 0);
+  const auto doc = nlohmann::json::parse(result.out);
+  CHECK(doc["model"] == "heads");
+  CHECK(doc["sequences"] == 3);
+  CHECK(doc["tokens"] == 8);
+  CHECK(doc["patterns"] == 5);  // causal: no mirror
+  CHECK(doc["runs"] == 2);
+  for (const char* key : {"scan_ms", "forward_ms", "packed_forward_ms"}) {
+    INFO(key);
+    CHECK(doc[key].get<double>() > 0.0);
+  }
+  CHECK(doc["scan_over_forward"].get<double>() ==
+        Approx(doc["scan_ms"].get<double>() / doc["forward_ms"].get<double>()));
+}
+
 TEST_CASE("attn bench --model gpt2 at a tiny size: the JSON's keys, the cache, the text form",
           "[cli][bench][gpt2]") {
   const TinyConfig config;
@@ -226,13 +248,14 @@ TEST_CASE("bad input to bench: one line, exit 2", "[cli][bench][bad-input]") {
       {{"bench", "--norm", "middle"}, "--norm"},
       {{"bench", "--format", "yaml"}, "--format"},
       {{"bench", "--batch", "2"},
-       "--batch: --batch sets the batch of --model encoder, --model bert or --train"},
+       "--batch: --batch sets the batch of --model encoder, --model bert, --model heads or --train"},
       {{"bench", "--model", "bert", "--norm", "post"}, "--norm: --model bert is post-LN"},
       {{"bench", "--model", "decoder"}, "--model"},
       {{"bench", "--gemm", "mkl"}, "--gemm"},
       {{"bench", "--new-tokens", "4"}, "--new-tokens: --new-tokens is for --model gpt2"},
       {{"bench", "--model", "gpt2", "--new-tokens", "1"}, "--new-tokens 1 times no step"},
       {{"bench", "--model", "gpt2", "--norm", "pre"}, "--model gpt2 is pre-LN"},
+      {{"bench", "--model", "heads", "--norm", "post"}, "--model heads scans GPT-2"},
       {{"bench", "--model", "gpt2", "--batch", "2"}, "--batch"},
       {{"bench", "--model", "gpt2", "--seq", "1000", "--new-tokens", "25"},
        "--seq 1000 and --new-tokens 25 pass gpt2's 1024 positions"},

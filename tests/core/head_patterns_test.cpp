@@ -92,3 +92,29 @@ TEST_CASE("patterns that do not fit the weights are refused", "[patterns]") {
   CHECK_THROWS_AS(scores.add(mirror_and_uniform(4), {}), attn::Error);
   CHECK_THROWS_AS(scores.head(2), attn::Error);
 }
+
+TEST_CASE("entropies computed once for several patterns give the same scores", "[patterns]") {
+  attn::Tensor4 w =
+      xt::zeros<float>({std::size_t{2}, std::size_t{2}, std::size_t{4}, std::size_t{4}});
+  for (std::size_t b = 0; b < 2; ++b)
+    for (std::size_t h = 0; h < 2; ++h)
+      for (std::size_t q = 0; q < 4; ++q) {
+        float sum = 0.0f;
+        for (std::size_t k = 0; k <= q; ++k)
+          sum += w(b, h, q, k) = static_cast<float>(1 + (b + 2 * h + 3 * q + 5 * k) % 7);
+        for (std::size_t k = 0; k <= q; ++k)
+          w(b, h, q, k) /= sum;
+      }
+  const std::vector<std::int64_t> ids{3, 1, 3, 1};
+  const std::vector<attn::SequenceTargets> targets = {attn::induction_targets(ids, true),
+                                                      attn::previous_targets(4, true)};
+  attn::PatternScores inline_scores(2), shared(2);
+  inline_scores.add(w, targets);
+  const attn::Tensor3 entropies = attn::row_entropies(w);
+  shared.add(w, targets, &entropies);
+  for (std::size_t h = 0; h < 2; ++h) {
+    CHECK(shared.head(h).on_target == inline_scores.head(h).on_target);
+    CHECK(shared.head(h).entropy == Approx(inline_scores.head(h).entropy).epsilon(1e-6));
+    CHECK(shared.head(h).queries == inline_scores.head(h).queries);
+  }
+}

@@ -434,3 +434,21 @@ TEST_CASE("max_width narrows the cells, side_by_side pads blocks to their widest
   CHECK(attn::render::block_width("\x1b[48;5;25mab\x1b[0m\n") == 2);
   CHECK(attn::render::side_by_side({"\x1b[1mab\x1b[0m\n", "z\n"}, 1) == "\x1b[1mab\x1b[0m z\n");
 }
+
+TEST_CASE("heatmap: cells may show their own text on the value's shade", "[heatmap]") {
+  HeatmapOptions options;
+  options.palette = Palette::shades;
+  options.low = 0.0f;
+  options.high = 1.0f;
+  options.cell_text = {"a", "␣b*", "cd", "e"};
+  const std::vector<float> p = {0.9f, 0.3f, 0.0f, 0.5f};
+  const std::string map = render_heatmap(p.data(), 2, 2, {"h.0", "h.1"}, {"x", "y"}, options);
+  const std::vector<std::string> lines = lines_of(map);
+  REQUIRE(lines.size() == 4);
+  CHECK(lines[1] == "h.0  █ a   ░ ␣b*");
+  // A probability of exactly 0 is a value here, not a masked key: the text, no `·`.
+  CHECK(lines[2] == "h.1    cd  ▒ e");
+  CHECK(lines[3].find("exactly 0") == std::string::npos);
+  options.cell_text.pop_back();
+  CHECK_THROWS_AS(render_heatmap(p.data(), 2, 2, {}, {}, options), attn::Error);
+}
