@@ -32,7 +32,7 @@ void run(const InductionCliOptions& o, Context& context) {
   // The lesson's measurements: the engine on batches of 64 held-out sequences, at the task's sizes.
   const InductionConfig sizes;
   try {
-    check_budget("induction", plan_gpt_training(induction_model_config(sizes), 64, 2 * sizes.half));
+    check_budget("induction", plan_gpt_training(induction_model_config(sizes), 64, sizes.tokens));
   } catch (const Error& e) {
     std::string detail = e.detail();
     if (const auto at = detail.rfind("use smaller sizes"); at != std::string::npos)

@@ -269,7 +269,7 @@ int run_induction_train(TrainCliOptions& o, const CLI::App& app, const Context& 
                 "so it needs 2 layers at least: give --layers 2")
         .about("layers");
   check_induction_config(c);
-  check_budget("train", plan_gpt_training(induction_model_config(c), c.batch, 2 * c.half));
+  check_budget("train", plan_gpt_training(induction_model_config(c), c.batch, c.tokens));
   keep_freed_memory();
   const bool shown =
       o.output.format == render::Format::text && !o.output.quiet && isatty(STDERR_FILENO) != 0;
@@ -308,11 +308,12 @@ int run_induction_train(TrainCliOptions& o, const CLI::App& app, const Context& 
   if (!o.export_path.empty()) {
     render::CurvePicture picture;
     picture.title = "attn train --task induction: the phase change";
-    picture.subtitle = {fmt::format("an attention-only GPT of {} layers, D {}, {} heads, on "
-                                    "repeated segments of {} to {} of {} random tokens",
-                                    c.layers, c.d_model, c.heads, c.min_period, c.half, c.vocab),
-                        fmt::format("{} steps of {} sequences, AdamW at lr {:g}, seed {}", c.steps,
-                                    c.batch, c.lr, c.seed)};
+    picture.subtitle = {
+        fmt::format("an attention-only GPT of {} layers, D {}, {} heads, on "
+                    "repeated segments of {} to {} of {} random tokens",
+                    c.layers, c.d_model, c.heads, c.min_period, c.max_period, c.vocab),
+        fmt::format("{} steps of {} sequences, AdamW at lr {:g}, seed {}", c.steps, c.batch, c.lr,
+                    c.seed)};
     // Each evaluation's values held to the next one, one value a step.
     const auto held = [&](auto value) {
       std::vector<double> out(result.losses.size(), std::nan(""));

@@ -15,7 +15,8 @@ namespace attn {
 
 namespace {
 
-constexpr std::uint64_t kBatchStream = 0x696E6475637469ULL, kHeldOutStream = 0x68656C645F6F7574ULL;
+constexpr std::uint64_t kBatchStream = 0x696E6475637469ULL, kHeldOutStream = 0x68656C645F6F7574ULL,
+                        kRuleStream = 0x72756C65ULL;
 
 std::uint64_t batch_seed(std::uint64_t seed, std::size_t step) {
   return (seed ^ kBatchStream) + 0x9E3779B97F4A7C15ULL * (static_cast<std::uint64_t>(step) + 1);
@@ -127,7 +128,7 @@ void check_head(const GptModel& model, std::size_t layer, std::size_t head,
 
 void check_induction_config(const InductionConfig& c) {
   for (const auto& [name, value] : {std::pair{"vocab", c.vocab},
-                                    {"half", c.half},
+                                    {"tokens", c.tokens},
                                     {"layers", c.layers},
                                     {"heads", c.heads},
                                     {"d_model", c.d_model},
@@ -146,10 +147,18 @@ void check_induction_config(const InductionConfig& c) {
   if (c.vocab < 2)
     throw Error(ErrorKind::bad_value, "check_induction_config",
                 fmt::format("a vocabulary of {} token repeats itself: give at least 2", c.vocab));
-  if (c.min_period < 2 || c.min_period > c.half)
+  if (c.min_period < 2 || c.min_period > c.max_period)
     throw Error(ErrorKind::bad_value, "check_induction_config",
                 fmt::format("segments of {} to {} tokens: the shortest must be 2 to {}",
-                            c.min_period, c.half, c.half));
+                            c.min_period, c.max_period, c.max_period));
+  if (2 * c.max_period > c.tokens)
+    throw Error(ErrorKind::bad_value, "check_induction_config",
+                fmt::format("a segment of {} tokens and its copy do not fit in {} tokens: give at "
+                            "least {} tokens",
+                            c.max_period, c.tokens, 2 * c.max_period));
+  if (!(c.rule >= 0.0f && c.rule <= 1.0f))
+    throw Error(ErrorKind::bad_value, "check_induction_config",
+                "the rule's probability must be from 0 to 1");
   if (c.d_model % c.heads != 0)
     throw Error(ErrorKind::bad_value, "check_induction_config",
                 fmt::format("{} heads do not divide the width {}: choose H dividing D", c.heads,
@@ -167,24 +176,50 @@ Gpt2Config induction_model_config(const InductionConfig& c) {
   s.intermediate_size = 4 * c.d_model;
   s.num_hidden_layers = c.layers;
   s.vocab_size = c.vocab + 1;
-  s.max_position_embeddings = 2 * c.half;
+  s.max_position_embeddings = c.tokens;
   s.hidden_dropout_prob = s.attention_probs_dropout_prob = 0.0;
   config.bos_token_id = config.eos_token_id = static_cast<std::int64_t>(c.vocab);
   return config;
 }
 
-InductionSequence draw_induction_sequence(const InductionConfig& c, Rng& rng, bool held_out) {
+std::vector<std::int32_t> induction_rule(std::size_t vocab) {
+  std::vector<std::int32_t> rule(vocab);
+  for (std::size_t i = 0; i < vocab; ++i)
+    rule[i] = static_cast<std::int32_t>(i);
+  Rng rng(kRuleStream);
+  for (std::size_t i = vocab; i > 1; --i)  // Fisher-Yates
+    std::swap(rule[i - 1], rule[rng.next_u64() % i]);
+  return rule;
+}
+
+double rule_probability(const InductionConfig& c, std::size_t step) {
+  const double floor = c.rule_floor, start = c.rule;
+  if (step >= c.rule_steps) return floor;
+  const double done = static_cast<double>(step) / static_cast<double>(c.rule_steps);
+  return std::max(floor, start + (floor - start) * done);
+}
+
+InductionSequence draw_induction_sequence(const InductionConfig& c, Rng& rng, double rule,
+                                          bool held_out) {
+  const std::vector<std::int32_t> next = induction_rule(c.vocab);
   InductionSequence s;
-  s.ids.resize(2 * c.half + 1);
+  s.ids.resize(c.tokens + 1);
   do {
-    s.period =
-        c.min_period + static_cast<std::size_t>(rng.next_u64() % (c.half - c.min_period + 1));
-    s.noise = 2 * (c.half - s.period);
+    const std::size_t m =
+        c.min_period + static_cast<std::size_t>(rng.next_u64() % (c.max_period - c.min_period + 1));
+    s.period = m;
+    s.start = 1 + static_cast<std::size_t>(rng.next_u64() % (c.tokens + 1 - 2 * m));
     s.ids[0] = static_cast<std::int32_t>(c.vocab);  // BOS
-    for (std::size_t t = 1; t <= s.noise + s.period; ++t)
+    for (std::size_t t = 1; t <= c.tokens; ++t) {
+      if (t >= s.start + m && t < s.start + 2 * m) {
+        s.ids[t] = s.ids[t - m];
+        continue;
+      }
       s.ids[t] = static_cast<std::int32_t>(rng.next_u64() % c.vocab);
-    for (std::size_t t = s.noise + s.period + 1; t <= 2 * c.half; ++t)
-      s.ids[t] = s.ids[t - s.period];
+      const bool outside = t < s.start || t >= s.start + 2 * m;
+      if (rule > 0.0 && outside && t >= 3 && rng.uniform() < rule)
+        s.ids[t] = next[static_cast<std::size_t>(s.ids[t - 2])];
+    }
   } while (held_out_tokens(wide(s.ids)) != held_out);
   return s;
 }
@@ -193,12 +228,13 @@ std::vector<InductionSequence> held_out_sequences(const InductionConfig& c) {
   Rng rng(c.seed ^ kHeldOutStream);
   std::vector<InductionSequence> out;
   for (std::size_t i = 0; i < c.eval_sequences; ++i)
-    out.push_back(draw_induction_sequence(c, rng, true));
+    out.push_back(draw_induction_sequence(c, rng, 0.0, true));
   return out;
 }
 
 bool predicts_repeat(const InductionSequence& sequence, std::size_t position) {
-  return position > sequence.noise + sequence.period;
+  return position >= sequence.start + sequence.period &&
+         position + 1 < sequence.start + 2 * sequence.period;
 }
 
 InductionReplay replay_induction_training(const InductionConfig& c) {
@@ -208,8 +244,9 @@ InductionReplay replay_induction_training(const InductionConfig& c) {
   InductionReplay r;
   for (std::size_t step = 0; step < c.steps; ++step) {
     Rng rng(batch_seed(c.seed, step));
+    const double rule = rule_probability(c, step);
     for (std::size_t b = 0; b < c.batch; ++b) {
-      const InductionSequence s = draw_induction_sequence(c, rng);
+      const InductionSequence s = draw_induction_sequence(c, rng, rule);
       ++r.drawn;
       r.on_held_out_side += held_out_tokens(wide(s.ids)) ? 1 : 0;
       r.equal_to_held_out += held.count(s.ids);
@@ -254,7 +291,7 @@ InductionMeasure measure_induction(const GptModel& model,
       const std::vector<std::int32_t>& ids = sequences[from + b].ids;
       SequenceTargets keys =
           induction_targets(std::vector<std::int64_t>(ids.begin(), ids.begin() + T), true);
-      for (std::size_t t = 0; t < T; ++t)  // scored where induction helps: the second copy
+      for (std::size_t t = 0; t < T; ++t)  // scored where induction helps: the copy
         if (!predicts_repeat(sequences[from + b], t)) keys[t].keys.clear();
       induction_keys.push_back(std::move(keys));
       previous_keys.push_back(previous_targets(T, true));
@@ -323,8 +360,12 @@ std::string induction_record(const InductionConfig& c,
                              const std::vector<InductionEvaluation>& history) {
   nlohmann::ordered_json j;
   j["vocab"] = c.vocab;
-  j["half"] = c.half;
+  j["tokens"] = c.tokens;
   j["min_period"] = c.min_period;
+  j["max_period"] = c.max_period;
+  j["rule"] = c.rule;
+  j["rule_floor"] = c.rule_floor;
+  j["rule_steps"] = c.rule_steps;
   j["layers"] = c.layers;
   j["heads"] = c.heads;
   j["d_model"] = c.d_model;
@@ -368,8 +409,12 @@ InductionRecord read_induction_record(const Metadata& metadata, std::string_view
     const nlohmann::json j = nlohmann::json::parse(found->second);
     InductionConfig& c = r.config;
     c.vocab = j.at("vocab").get<std::size_t>();
-    c.half = j.at("half").get<std::size_t>();
+    c.tokens = j.at("tokens").get<std::size_t>();
     c.min_period = j.at("min_period").get<std::size_t>();
+    c.max_period = j.at("max_period").get<std::size_t>();
+    c.rule = j.at("rule").get<float>();
+    c.rule_floor = j.at("rule_floor").get<float>();
+    c.rule_steps = j.at("rule_steps").get<std::size_t>();
     c.layers = j.at("layers").get<std::size_t>();
     c.heads = j.at("heads").get<std::size_t>();
     c.d_model = j.at("d_model").get<std::size_t>();
@@ -428,27 +473,32 @@ std::vector<NamedFile> induction_checkpoint_files(const GptModel& model,
 InductionTraining::InductionTraining(const InductionConfig& config)
     : config_((check_induction_config(config), config)),
       model_(init_gpt(induction_model_config(config), config.seed, true)),
-      engine_(model_, config.batch, 2 * config.half),
+      engine_(model_, config.batch, config.tokens),
       held_out_(held_out_sequences(config)) {
   optimizer_.beta2 = config_.beta2;
   optimizer_.weight_decay = config_.weight_decay;
   optimizer_.clip = config_.clip;
-  x_.resize(config_.batch * 2 * config_.half);
+  x_.resize(config_.batch * config_.tokens);
   y_.resize(x_.size());
 }
 
 float InductionTraining::step() {
-  const std::size_t B = config_.batch, T = 2 * config_.half;
+  const std::size_t B = config_.batch, T = config_.tokens;
   Rng rng(batch_seed(config_.seed, done_));
+  const double rule = rule_probability(config_, done_);
   for (std::size_t b = 0; b < B; ++b) {
-    const InductionSequence s = draw_induction_sequence(config_, rng);
+    const InductionSequence s = draw_induction_sequence(config_, rng, rule);
     std::copy_n(s.ids.begin(), T, x_.begin() + b * T);
     std::copy_n(s.ids.begin() + 1, T, y_.begin() + b * T);
   }
   const float loss = engine_.forward(model_, x_.data(), y_.data(), B, T);
   engine_.backward(model_, x_.data(), y_.data());
   ++done_;
-  engine_.update(model_, optimizer_, warmup_cosine(config_.lr, config_.steps, done_));
+  // A linear warm-up over the first 5% of the steps, then a constant rate: a cosine decay would
+  // slow the late steps, where the phase change happens.
+  const double warm = std::max(1.0, 0.05 * static_cast<double>(config_.steps));
+  engine_.update(model_, optimizer_,
+                 static_cast<float>(config_.lr * std::min(1.0, static_cast<double>(done_) / warm)));
   return loss;
 }
 

@@ -51,14 +51,15 @@ InductionLessonResult run_induction(InductionLessonOptions o) {
   const InductionConfig& c = o.config;
   check_induction_config(c);
   const bool trains = !o.trained;
-  const std::size_t V = c.vocab, T = 2 * c.half;
+  const std::size_t V = c.vocab, T = c.tokens;
   const double ln_v = std::log(static_cast<double>(V));
 
   run.setting("task", "induction");
   run.setting("model", trains ? "attention-only gpt" : o.name);
   run.setting("V", std::to_string(V));
   run.setting("T", std::to_string(T));
-  run.setting("segment", fmt::format("{} to {}", c.min_period, c.half));
+  run.setting("segment", fmt::format("{} to {}", c.min_period, c.max_period));
+  run.setting("rule", fmt::format("{:g} to 0 by step {}", c.rule, c.rule_steps));
   run.setting("layers", std::to_string(c.layers));
   run.setting("D", std::to_string(c.d_model));
   run.setting("H", std::to_string(c.heads));
@@ -69,12 +70,12 @@ InductionLessonResult run_induction(InductionLessonOptions o) {
 
   run.section("task");
   const std::vector<InductionSequence> held_out = held_out_sequences(c);
-  Table examples{"Held-out sequences: BOS (|), a segment, the segment again and again",
-                 {"sequence", "segment m", "tokens"},
+  Table examples{"Held-out sequences: BOS (|), random tokens, a segment of m and its copy from s",
+                 {"sequence", "segment m", "starts at s", "tokens"},
                  {}};
   for (std::size_t i = 0; i < 3; ++i)
-    examples.rows.push_back(
-        {std::to_string(i), std::to_string(held_out[i].period), sequence_text(held_out[i].ids, V)});
+    examples.rows.push_back({std::to_string(i), std::to_string(held_out[i].period),
+                             std::to_string(held_out[i].start), sequence_text(held_out[i].ids, V)});
   run.table(std::move(examples));
   const InductionReplay replay = replay_induction_training(c);
   run.check("no training sequence is a held-out one",
@@ -212,9 +213,11 @@ InductionLessonResult run_induction(InductionLessonOptions o) {
   run.check("the loss on the first copy stays near ln V: nothing can predict a random token",
             std::fabs(now.first_loss - ln_v) < 0.15,
             fmt::format("{:.4f} against ln {} = {:.4f}", now.first_loss, V, ln_v));
-  run.check("after the drop the repeats are predicted", now.repeat_loss < 0.1 * ln_v,
-            fmt::format("loss {:.4f} on the repeats, under ln V / 10 = {:.4f} (step {})",
-                        now.repeat_loss, 0.1 * ln_v, final_eval.step));
+  // A head matching one token cannot tell the copy from a token that recurs by chance among the
+  // random ones, so it hedges: the repeats' loss stays well above 0.
+  run.check("after the drop the repeats are predicted", now.repeat_loss < ln_v / 3.0,
+            fmt::format("loss {:.4f} on the repeats, under ln V / 3 = {:.4f} (step {})",
+                        now.repeat_loss, ln_v / 3.0, final_eval.step));
   if (dropped && plateau > 0) {
     const double before = history[last_plateau].measure.induction[last][I].on_target,
                  after = final_eval.measure.induction[last][I].on_target;
@@ -308,7 +311,7 @@ InductionLessonResult run_induction(InductionLessonOptions o) {
             fmt::format("{:.3f} -> {:.3f}", now.induction[last][I].on_target,
                         without_p.induction[last][I].on_target));
   run.check(fmt::format("without head {} the repeats' loss goes up", head_name(last, I)),
-            without_i.repeat_loss > now.repeat_loss + 0.25 * ln_v,
+            without_i.repeat_loss > now.repeat_loss + 0.1 * ln_v,
             fmt::format("{:.4f} -> {:.4f}", now.repeat_loss, without_i.repeat_loss));
   if (rows.size() > 3)
     run.check(fmt::format("the control head {} matters less than head {}", head_name(0, control),

@@ -22,8 +22,10 @@ namespace {
 attn::InductionConfig tiny_task() {
   attn::InductionConfig c;
   c.vocab = 6;
-  c.half = 5;
+  c.tokens = 10;
   c.min_period = 3;
+  c.max_period = 5;
+  c.rule_steps = 2;
   c.layers = 2;
   c.heads = 2;
   c.d_model = 8;
@@ -131,23 +133,67 @@ TEST_CASE("attention only: the engine's logits equal GPT-2's readable forward on
 TEST_CASE("induction sequences: BOS, random tokens, a segment and its copy", "[induction]") {
   const attn::InductionConfig c = tiny_task();
   attn::Rng rng(11);
+  std::set<std::size_t> starts, periods;
   for (int i = 0; i < 50; ++i) {
     const bool held_out = i % 2 == 1;
-    const attn::InductionSequence s = attn::draw_induction_sequence(c, rng, held_out);
-    REQUIRE(s.ids.size() == 2 * c.half + 1);
+    const attn::InductionSequence s = attn::draw_induction_sequence(c, rng, 0.0, held_out);
+    REQUIRE(s.ids.size() == c.tokens + 1);
     CHECK(s.ids[0] == static_cast<std::int32_t>(c.vocab));
     CHECK(s.period >= c.min_period);
-    CHECK(s.period <= c.half);
-    CHECK(s.noise == 2 * (c.half - s.period));
-    for (std::size_t t = 1; t <= 2 * c.half; ++t) {
+    CHECK(s.period <= c.max_period);
+    CHECK(s.start >= 1);
+    CHECK(s.start + 2 * s.period <= c.tokens + 1);
+    starts.insert(s.start);
+    periods.insert(s.period);
+    for (std::size_t t = 1; t <= c.tokens; ++t) {
       CHECK(s.ids[t] < static_cast<std::int32_t>(c.vocab));
-      if (t > s.noise + s.period) CHECK(s.ids[t] == s.ids[t - s.period]);
+      if (t >= s.start + s.period && t < s.start + 2 * s.period)
+        CHECK(s.ids[t] == s.ids[t - s.period]);
     }
     CHECK(attn::held_out_tokens(std::vector<std::int64_t>(s.ids.begin(), s.ids.end())) == held_out);
-    // The predictions of the second copy, after its first token, are the repeats.
-    for (std::size_t t = 0; t < 2 * c.half; ++t)
-      CHECK(attn::predicts_repeat(s, t) == (t > s.noise + s.period));
+    // The copy's predictions after its first token are the repeats.
+    for (std::size_t t = 0; t < c.tokens; ++t)
+      CHECK(attn::predicts_repeat(s, t) ==
+            (t >= s.start + s.period && t + 1 < s.start + 2 * s.period));
   }
+  CHECK(starts.size() > 1);  // no fixed position finds the copy
+  CHECK(periods.size() == c.max_period - c.min_period + 1);
+}
+
+TEST_CASE("the rule: outside the pair, the token two back predicts the next, fading to 0",
+          "[induction]") {
+  attn::InductionConfig c = tiny_task();
+  c.vocab = 20;
+  c.tokens = 40;
+  c.rule_steps = 10;
+  const std::vector<std::int32_t> rule = attn::induction_rule(c.vocab);
+  CHECK(std::set<std::int32_t>(rule.begin(), rule.end()).size() == c.vocab);  // a permutation
+  CHECK(rule == attn::induction_rule(c.vocab));
+  c.rule_floor = 0.1f;
+  CHECK(attn::rule_probability(c, 0) == Approx(0.5));
+  CHECK(attn::rule_probability(c, 5) == Approx(0.3));
+  CHECK(attn::rule_probability(c, 10) == Approx(0.1));
+  CHECK(attn::rule_probability(c, 11) == Approx(0.1));
+  c.rule_floor = 0.0f;
+  CHECK(attn::rule_probability(c, 10) == 0.0);
+  const auto followed = [&](double probability) {
+    attn::Rng rng(5);
+    std::size_t followers = 0, outside = 0;
+    for (int i = 0; i < 200; ++i) {
+      const attn::InductionSequence s = attn::draw_induction_sequence(c, rng, probability);
+      for (std::size_t t = 3; t <= c.tokens; ++t) {
+        const bool in_pair = t >= s.start && t < s.start + 2 * s.period;
+        if (in_pair) continue;
+        ++outside;
+        followers += s.ids[t] == rule[static_cast<std::size_t>(s.ids[t - 2])] ? 1 : 0;
+      }
+    }
+    return static_cast<double>(followers) / static_cast<double>(outside);
+  };
+  // With probability p a token follows the rule, else it is drawn: p + (1 - p) / V of them match.
+  CHECK(followed(0.0) == Approx(1.0 / 20).margin(0.02));
+  CHECK(followed(1.0) == 1.0);
+  CHECK(followed(0.5) == Approx(0.5 + 0.5 / 20).margin(0.03));
 }
 
 TEST_CASE("no training sequence is a held-out one, replayed", "[induction]") {
@@ -217,7 +263,13 @@ TEST_CASE("the induction config refuses sizes the task cannot have", "[induction
   c.vocab = 53;
   CHECK_THROWS_AS(attn::check_induction_config(c), attn::Error);
   c = tiny_task();
-  c.min_period = c.half + 1;
+  c.min_period = c.max_period + 1;
+  CHECK_THROWS_AS(attn::check_induction_config(c), attn::Error);
+  c = tiny_task();
+  c.max_period = c.tokens / 2 + 1;  // the segment and its copy do not fit
+  CHECK_THROWS_AS(attn::check_induction_config(c), attn::Error);
+  c = tiny_task();
+  c.rule = 1.5f;
   CHECK_THROWS_AS(attn::check_induction_config(c), attn::Error);
   c = tiny_task();
   c.heads = 3;
@@ -233,7 +285,9 @@ TEST_CASE("the run's record reads back from the checkpoint's metadata", "[induct
   const attn::Metadata metadata{{"attn_induction", attn::induction_record(c, history)}};
   const attn::InductionRecord back = attn::read_induction_record(metadata, "saved");
   CHECK(back.config.vocab == c.vocab);
-  CHECK(back.config.half == c.half);
+  CHECK(back.config.tokens == c.tokens);
+  CHECK(back.config.max_period == c.max_period);
+  CHECK(back.config.rule_steps == c.rule_steps);
   REQUIRE(back.history.size() == 2);
   CHECK(back.history[1].step == 1);
   CHECK(back.history[1].measure.repeat_loss == history[1].measure.repeat_loss);
