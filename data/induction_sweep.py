@@ -12,7 +12,10 @@ m from --minp to --maxp, repeated once):
   skip      helper's layout, the random tokens before the segment follow "the token two back
             predicts the next" (a fixed permutation) with probability --p;
   anyskip   anywhere's layout with skip's rule outside the segment and its copy (--half 1: the
-            rule only after the first V/2 tokens; --ident 1: the permutation is the identity).
+            rule only after the first V/2 tokens; --ident 1: the permutation is the identity;
+            --decay N: the rule's probability falls linearly to --floor by step N).
+--sin S initialises (--freeze 1: fixes) the positions to S times the sinusoidal table; --tie 1
+ties the LM head to the token table, as attn's GPT does.
 Every --every steps it prints the copy's loss (the predictions an induction head can make) and each
 head's induction score (the weight on the key after the earlier copy, t - m + 1) and previous-token
 score; at the end, each head's weight on the keys around the earlier copy and its zero-ablation.
@@ -26,8 +29,9 @@ p.add_argument('--H', type=int, default=4); p.add_argument('--lr', type=float, d
 p.add_argument('--B', type=int, default=32); p.add_argument('--steps', type=int, default=3000)
 p.add_argument('--wd', type=float, default=0.1); p.add_argument('--seed', type=int, default=0)
 p.add_argument('--task', default='helper'); p.add_argument('--every', type=int, default=250)
-p.add_argument('--copyloss', type=int, default=0); p.add_argument('--p', type=float, default=0.5); p.add_argument('--sin', type=float, default=0); p.add_argument('--freeze', type=int, default=0); p.add_argument('--ident', type=int, default=0); p.add_argument('--tie', type=int, default=0); p.add_argument('--half', type=int, default=0)
+p.add_argument('--copyloss', type=int, default=0); p.add_argument('--p', type=float, default=0.5); p.add_argument('--sin', type=float, default=0); p.add_argument('--freeze', type=int, default=0); p.add_argument('--ident', type=int, default=0); p.add_argument('--tie', type=int, default=0); p.add_argument('--half', type=int, default=0); p.add_argument('--decay', type=int, default=0); p.add_argument('--floor', type=float, default=0)
 a = p.parse_args()
+PEFF = [a.p]
 torch.manual_seed(a.seed); torch.set_num_threads(1)
 V, D, H, T = a.V, a.D, a.H, a.T
 def batch(B, gen):
@@ -42,7 +46,7 @@ def batch(B, gen):
     elif a.task == 'skip':   # helper's layout, noise follows "two back predicts next" half the time
         s = (T - 2 * m) + 1
         perm = torch.randperm(V, generator=torch.Generator().manual_seed(7))
-        keep = torch.rand(B, T + 1, generator=gen) < a.p
+        keep = torch.rand(B, T + 1, generator=gen) < PEFF[0]
         for t in range(3, T + 1):
             ids[:, t] = torch.where(keep[:, t] & (t < s), perm[ids[:, t - 2].clamp(max=V - 1)], ids[:, t])
     elif a.task == 'anyskip':
@@ -51,7 +55,7 @@ def batch(B, gen):
     pos = torch.arange(T + 1).unsqueeze(0)
     if a.task == 'anyskip':
         perm = torch.arange(V) if a.ident else torch.randperm(V, generator=torch.Generator().manual_seed(7))
-        keep = torch.rand(B, T + 1, generator=gen) < a.p
+        keep = torch.rand(B, T + 1, generator=gen) < PEFF[0]
         m1 = m.unsqueeze(1); s1 = s.unsqueeze(1)
         inseg = (pos >= s1) & (pos < s1 + 2 * m1)
         for t in range(3, T + 1):
@@ -132,6 +136,7 @@ for step in range(a.steps + 1):
         s = ' | '.join('L%d ind %s prv %s' % (li, ' '.join('%.2f' % v for v in i_), ' '.join('%.2f' % v for v in p_)) for li, (i_, p_) in enumerate(sc))
         print('%5d %5.1fs copy %.3f  %s' % (step, time.time() - t0, rl, s), flush=True)
     if step == a.steps: break
+    if a.decay: PEFF[0] = max(a.floor, a.p * max(0.0, 1 - step / a.decay))
     x, y, _, pr = batch(a.B, gen)
     l = torch.nn.functional.cross_entropy(m(x).reshape(-1, V + 1), y.reshape(-1), reduction='none')
     loss = l.mean()
