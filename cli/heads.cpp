@@ -1,6 +1,7 @@
 // attn heads: lesson 17. Every head of a model scored against the standard patterns (previous
 // token, first token, diagonal, mirror, duplicate, induction, a task's own keys) on probe sets,
 // on a shipped or trained checkpoint, a Hugging Face BERT or GPT-2 folder; --ablate's effect.
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +24,7 @@
 #include "pretrained.hpp"
 #include "train/ablation.hpp"
 #include "train/gpt2_ablation.hpp"
+#include "train/induction.hpp"
 #include "train/tasks.hpp"
 #include "trained.hpp"
 
@@ -131,6 +133,20 @@ void set_gpt2(lessons::HeadsLessonOptions& l, ScannedModel& m, const HeadsCliOpt
   append(plan, lessons::plan_heads_lesson(c.num_hidden_layers, c.num_attention_heads, 6, 3, batch,
                                           tokens, 2 * o.sequences + 1));
   check_budget("heads", plan);
+  // A folder attn train --task induction saved carries its run's record: its own held-out
+  // sequences (copies 6 to 16 tokens back, where it learned to look) decide the previous-token
+  // and induction patterns; TransformerLens's probe puts the copy T/2 back.
+  if (const auto found = gpt2.folder.metadata.find("attn_induction");
+      found != gpt2.folder.metadata.end()) {
+    const InductionRecord record = read_induction_record(gpt2.folder.metadata, gpt2.folder.shown);
+    const std::vector<InductionSequence> held = held_out_sequences(record.config);
+    const std::size_t count = std::min(o.sequences, held.size()), T = record.config.tokens;
+    Ids ids = Ids::from_shape({count, T});
+    for (std::size_t i = 0; i < count; ++i)
+      std::copy_n(held[i].ids.begin(), T, ids.begin() + static_cast<std::ptrdiff_t>(i * T));
+    l.sets.push_back(
+        {"the induction task's held-out sequences", std::move(ids), {"previous", "induction"}});
+  }
   Rng rng(o.seed);
   l.sets.push_back(repeated_probe(rng, o.sequences, tokens, drawn));
   if (app.count("--text") > 0) {

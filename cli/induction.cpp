@@ -1,5 +1,5 @@
 // attn induction: lesson 18. The induction circuit of an attention-only GPT: a folder attn train
-// --task induction saved (the shipped `induction` checkpoint, once there is one), its recorded training
+// --task induction saved (by default the shipped `induction` checkpoint), its recorded training
 // run, its heads' scores, the composition of its two heads and the ablations that prove it.
 // Training one is `attn train --task induction` (cli/train.cpp).
 #include <memory>
@@ -24,7 +24,7 @@ namespace attn::cli {
 namespace {
 
 struct InductionCliOptions {
-  std::string checkpoint = "induction";  // no checkpoint of the name is shipped yet
+  std::string checkpoint = "induction";  // the shipped one
   render::OutputOptions output;
 };
 
@@ -45,9 +45,9 @@ void run(const InductionCliOptions& o, Context& context) {
     const std::optional<std::string> folder = shipped_checkpoint_folder(o.checkpoint);
     if (!folder || o.checkpoint != "induction")
       throw Error(ErrorKind::bad_file, "induction",
-                  fmt::format("'{}' is not a shipped checkpoint (no induction model is shipped "
-                              "yet): train one with attn train --task induction "
-                              "--save-checkpoint DIR and give --checkpoint ./DIR",
+                  fmt::format("'{}' is not an induction model: give the shipped induction, or "
+                              "train one with attn train --task induction --save-checkpoint DIR "
+                              "and give --checkpoint ./DIR",
                               printable(o.checkpoint)))
           .about("checkpoint");
     path = *folder;
@@ -55,9 +55,7 @@ void run(const InductionCliOptions& o, Context& context) {
   lessons::InductionLessonOptions lesson;
   try {
     PretrainedGpt2 gpt2 = open_gpt2(open_folder(path));
-    Metadata metadata;
-    read_weights(gpt2.folder.path + "/model.safetensors", &metadata);
-    InductionRecord record = read_induction_record(metadata, gpt2.folder.shown);
+    InductionRecord record = read_induction_record(gpt2.folder.metadata, gpt2.folder.shown);
     const Gpt2Config expected = induction_model_config(record.config);
     const EncoderConfig &s = gpt2.config.sizes, &e = expected.sizes;
     if (s.vocab_size != e.vocab_size || s.max_position_embeddings != e.max_position_embeddings ||

@@ -289,7 +289,9 @@ void find_weights(PretrainedFolder& folder) {
   const std::string index = join(folder.path, kIndex);
   if (is_regular(single)) {
     InputFile file(single, "a model.safetensors file");
-    add_sizes(folder, file, read_header(file, shown_file(folder, kSafetensors)));
+    SafetensorsHeader header = read_header(file, shown_file(folder, kSafetensors));
+    add_sizes(folder, file, header);
+    folder.metadata = std::move(header.metadata);
     folder.weight_files.push_back(single);
     return;
   }

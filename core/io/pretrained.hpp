@@ -26,6 +26,7 @@ struct PretrainedFolder {
   std::vector<std::string> weight_files;   // model.safetensors, or each shard once, in index order
   std::uint64_t file_bytes = 0;            // the weight files' sizes, summed
   std::uint64_t float32_bytes = 0;         // every tensor in float32 (F16 and BF16 double)
+  Metadata metadata;  // a single model.safetensors' __metadata__ (attn's records); none if sharded
 };
 
 // Finds the folder (a path always wins over a cache name) and checks it without reading the

@@ -61,6 +61,20 @@ losses=$(printf '%s' "$json" | /usr/bin/python3 -c 'import json,sys; d=json.load
 set -- $losses
 printf ',\n    {"name": "gpt-char", "kind": "gpt", "command": "%s", "seed": 0, "steps": 4000, "corpus": "data/corpus/moby-dick.txt",\n     "validation_loss_at_start": %s, "validation_loss": %s, "seconds": %s}' \
   "$command" "$1" "$2" "$seconds" >> "$tmp"
+# Lesson 18's induction heads (attn induction, attn heads --checkpoint induction): a 2-layer
+# attention-only GPT-2 folder, its run's record (losses and head scores at every evaluation) in
+# model.safetensors' metadata.
+command="attn train --task induction --seed 0 --threads 1 --save-checkpoint $out/induction"
+rm -rf "$out/induction"
+start=$(date +%s.%N)
+# shellcheck disable=SC2086
+json=$("$attn" ${command#attn } --format json)
+seconds=$(printf '%s %s' "$start" "$(date +%s.%N)" | awk '{printf "%.1f", $2 - $1}')
+rm -f "$out/induction/training_state.safetensors"
+losses=$(printf '%s' "$json" | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); v=[s for s in d["steps"] if s["name"]=="repeat_loss"][0]["values"]; print(v[0], v[-1])')
+set -- $losses
+printf ',\n    {"name": "induction", "kind": "gpt", "command": "%s", "seed": 0, "steps": 3000,\n     "repeat_loss_at_start": %s, "repeat_loss": %s, "seconds": %s}' \
+  "$command" "$1" "$2" "$seconds" >> "$tmp"
 printf '\n  ]\n}\n' >> "$tmp"
 chmod 644 "$tmp"
 mv "$tmp" "$manifest"
