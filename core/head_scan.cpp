@@ -14,6 +14,12 @@
 
 namespace attn {
 
+std::string pattern_head(std::string_view pattern) {
+  const bool vowel =
+      !pattern.empty() && std::string_view("aeiou").find(pattern[0]) != std::string_view::npos;
+  return fmt::format("{} {} head", vowel ? "an" : "a", pattern);
+}
+
 std::vector<ScanPattern> standard_patterns(bool causal) {
   std::vector<ScanPattern> out = {
       {"previous", "the previous token",

@@ -30,6 +30,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/random.hpp"
@@ -106,6 +107,9 @@ struct HeadScan {
   // query are skipped); nullopt when none was scored.
   std::optional<Best> best(std::size_t layer, std::size_t head) const;
 };
+
+// What a head whose best pattern holds is called: "a previous head", "an induction head".
+std::string pattern_head(std::string_view pattern);
 
 // Sequences per forward when a large model is scanned: enough to fill the products, few enough
 // that one forward's tapes stay small beside the weights.

@@ -80,11 +80,11 @@ void show_best(LessonRun& run, const HeadScan& scan) {
         table.rows.push_back({head_name(l, h), "-", "-", "-", "-", "-", ""});
         continue;
       }
-      table.rows.push_back(
-          {head_name(l, h), scan.patterns[b->pattern].name, scan.sets[b->set],
-           fmt::format("{:.2f}", b->score.on_target), fmt::format("{:.2f}", b->score.uniform),
-           fmt::format("{:.1f}", b->score.on_target / b->score.uniform),
-           b->holds() ? fmt::format("a {} head", scan.patterns[b->pattern].name) : ""});
+      table.rows.push_back({head_name(l, h), scan.patterns[b->pattern].name, scan.sets[b->set],
+                            fmt::format("{:.2f}", b->score.on_target),
+                            fmt::format("{:.2f}", b->score.uniform),
+                            fmt::format("{:.1f}", b->score.on_target / b->score.uniform),
+                            b->holds() ? pattern_head(scan.patterns[b->pattern].name) : ""});
     }
   run.table(std::move(table));
 }

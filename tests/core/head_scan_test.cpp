@@ -69,6 +69,9 @@ TEST_CASE("the scan names planted heads for their patterns, and a uniform head f
     ++induction;
   CHECK(scan.score(0, induction, 1, 0).on_target == Approx(1.0));
   CHECK(scan.score(0, induction, 0, 1).on_target < 0.1);
+  // The table's label for a head that holds its pattern takes the article its name needs.
+  CHECK(attn::pattern_head("induction") == "an induction head");
+  CHECK(attn::pattern_head("previous") == "a previous head");
 }
 
 TEST_CASE("repeated_probe: BOS, an odd token, a first half without repeats, then its copy",
