@@ -84,8 +84,7 @@ void run(const InductionCliOptions& o, Context& context) {
 
 void setup(CLI::App& app, Context& context) {
   auto o = std::make_shared<InductionCliOptions>();
-  CLI::App* sub = app.add_subcommand(
-      "induction", "lesson 18 on a trained model: induction heads, their composition and ablation");
+  CLI::App* sub = add_lesson_command(app, "induction");
   sub->add_option("--checkpoint", o->checkpoint,
                   "the shipped induction (default), or a folder attn train --task induction "
                   "--save-checkpoint wrote")

@@ -64,6 +64,31 @@ TEST_CASE("the shipped checkpoints' heads are what the lessons claim", "[cli][he
   CHECK((previous.at("0.0") == "previous" || previous.at("0.0") == "previous-token"));
 }
 
+TEST_CASE("the shipped induction model: its circuit found by attn heads and by lesson 18",
+          "[cli][heads][induction]") {
+  // attn heads scores previous and induction on the task's own held-out sequences.
+  const nlohmann::json doc = heads_json({"--checkpoint", "induction", "--sequences", "20"});
+  const auto best = best_patterns(doc);
+  CHECK(best.at("0.0") == "previous");
+  CHECK(best.at("1.0") == "induction");
+  CHECK(best.at("1.1") == "induction");
+  for (const nlohmann::json& row : table(doc, "Each head's best pattern")["rows"]) {
+    const std::string head = row[0].get<std::string>();
+    if (head == "0.0") CHECK(row[6] == "a previous head");
+    if (head == "1.1") CHECK(row[6] == "an induction head");
+  }
+  // attn induction: every claim of the lesson holds on the shipped folder.
+  const auto r = run_attn({"induction", "--format", "json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json lesson = nlohmann::json::parse(r.out);
+  REQUIRE(lesson["checks"].size() >= 12);
+  for (const nlohmann::json& check : lesson["checks"]) {
+    INFO(check["name"]);
+    CHECK(check["passed"] == true);
+  }
+}
+
 TEST_CASE("ablating reverse's mirror heads costs its held-out accuracy", "[cli][heads]") {
   const nlohmann::json doc = heads_json({"--checkpoint", "reverse", "--ablate", "0.0,0.1"});
   const nlohmann::json& rows = table(doc, "Ablating 0.0, 0.1")["rows"];

@@ -26,14 +26,16 @@ namespace {
 // nor generate (a checkpoint's source text; tests/cli/generate_test), nor gpt (a text;
 // tests/cli/gpt_cli_test), nor bpe (a text to train a tokenizer on; tests/cli/bpe_cli_test), nor
 // heads (a model's probe sequences; tests/cli/heads_test), nor lens (a decoder's text;
-// tests/cli/lens_cli_test), nor patch (two texts; tests/cli/patch_cli_test).
+// tests/cli/lens_cli_test), nor patch (two texts; tests/cli/patch_cli_test), nor induction (a
+// trained folder; tests/cli/heads_test).
 std::vector<std::string> lesson_names(bool only_common_options) {
   std::vector<std::string> names;
   for (const attn::lessons::LessonInfo& lesson : attn::lessons::catalog()) {
     const bool common = lesson.name != "tokens" && lesson.name != "encoder" &&
                         lesson.name != "train" && lesson.name != "generate" &&
                         lesson.name != "gpt" && lesson.name != "bpe" && lesson.name != "heads" &&
-                        lesson.name != "lens" && lesson.name != "patch";
+                        lesson.name != "lens" && lesson.name != "patch" &&
+                        lesson.name != "induction";
     if (!only_common_options || common) names.emplace_back(lesson.name);
   }
   return names;

@@ -12,6 +12,7 @@
 #include "gpt2.hpp"
 #include "io/pretrained.hpp"
 #include "train/gpt_run.hpp"
+#include "train/induction.hpp"
 #include "train/seq2seq.hpp"
 #include "train/trainer.hpp"
 
@@ -42,7 +43,7 @@ TEST_CASE("every shipped checkpoint gets at least 99% of its held-out tokens rig
           "[checkpoints]") {
   const auto manifest =
       nlohmann::json::parse(attn::testing::read_text(checkpoint_path("manifest.json")));
-  REQUIRE(manifest["checkpoints"].size() == 7);
+  REQUIRE(manifest["checkpoints"].size() == 8);
   for (const auto& entry : manifest["checkpoints"]) {
     if (entry.contains("kind")) continue;  // the encoder-decoder, below
     const std::string name = entry["name"];
@@ -161,4 +162,29 @@ TEST_CASE("gpt-char measures the validation loss its manifest records, under 2 M
   CHECK(e.validation_loss < 2.2);
   CHECK(e.validation_loss == Approx(entry["validation_loss"].get<double>()).margin(1e-3));
   CHECK(entry["validation_loss_at_start"].get<double>() > e.validation_loss + 2.0);
+}
+
+TEST_CASE("induction measures the repeats' loss its manifest records, and its record says how",
+          "[checkpoints][induction]") {
+  const auto manifest =
+      nlohmann::json::parse(attn::testing::read_text(checkpoint_path("manifest.json")));
+  const auto entry = *std::find_if(manifest["checkpoints"].begin(), manifest["checkpoints"].end(),
+                                   [](const auto& e) { return e["name"] == "induction"; });
+  const attn::PretrainedFolder folder = attn::open_pretrained(checkpoint_path("induction"));
+  const attn::InductionRecord record = attn::read_induction_record(folder.metadata, "induction");
+  CHECK(record.config.seed == 0);
+  CHECK(record.config.steps == 3000);
+  const attn::Gpt2Config config = attn::gpt2_config(folder);
+  attn::GptModel model = attn::gpt_from_weights(
+      config,
+      attn::check_gpt2_weights(config, attn::read_pretrained_weights(folder, attn::gpt2_reads),
+                               "induction"),
+      "induction");
+  model.attention_only = true;
+  const attn::InductionMeasure m =
+      attn::measure_induction(model, attn::held_out_sequences(record.config));
+  CHECK(m.repeat_loss == Approx(entry["repeat_loss"].get<double>()).margin(1e-3));
+  CHECK(entry["repeat_loss_at_start"].get<double>() > m.repeat_loss + 2.5);
+  CHECK(m.previous[0][0].on_target > 0.9);
+  CHECK(m.induction[1][1].on_target > 0.9);
 }
