@@ -179,14 +179,15 @@ LessonRun run_patch(const PatchLessonOptions& o) {
   // Residual stream, per block and position.
   run.section("residual");
   const std::vector<std::string> blocks = block_labels(layers);
+  const Tensor2 residual_shown = shown_fractions(p.residual);
   run.heatmap(
       signed_map("Fraction restored by the clean stream entering each block (rows) at "
                  "each position (columns)",
-                 shown_fractions(p.residual), blocks, labels));
+                 residual_shown, blocks, labels));
   run.step("residual_restored",
            "(patched - corrupt) / (clean - corrupt), patching the stream entering block l at "
            "position t (L, T)",
-           to_array(shown_fractions(p.residual)));
+           to_array(residual_shown));
   run.step("residual_logit_difference", "the patched runs' logit differences (L, T)",
            to_array(p.residual_difference), false);
   float agreeing = 0;
@@ -222,16 +223,17 @@ LessonRun run_patch(const PatchLessonOptions& o) {
   std::vector<std::string> head_labels;
   for (std::size_t h = 0; h < heads; ++h)
     head_labels.push_back(std::to_string(h));
+  const Tensor2 heads_shown = shown_fractions(p.heads);
   run.heatmap(
       signed_map("Fraction restored by each head's clean output, at every position "
                  "(rows: blocks, columns: heads)",
-                 shown_fractions(p.heads), blocks, head_labels));
+                 heads_shown, blocks, head_labels));
   run.table(matrix_table("Fraction restored by each head's output (rows: blocks)", p.heads, blocks,
                          head_labels, "block"));
   run.step("heads_restored",
            "(patched - corrupt) / (clean - corrupt), patching head h of block l at every "
            "position (L, H)",
-           to_array(shown_fractions(p.heads)));
+           to_array(heads_shown));
   run.step("heads_logit_difference", "the patched runs' logit differences (L, H)",
            to_array(p.heads_difference), false);
   const auto [best_layer, best_head] = argmax(p.heads);

@@ -2,15 +2,13 @@
 // sequence accuracies it quotes for the shipped reverse checkpoint with head 0.1, head 0.0 and
 // both zeroed are the ones `attn heads --ablate` prints, so the hint fails here when the
 // checkpoint is retrained.
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <utility>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "fixtures.hpp"
 #include "paths.hpp"
 #include "run_attn.hpp"
 
@@ -37,11 +35,8 @@ std::pair<std::string, std::string> sequence_accuracy(const std::string& heads) 
 }
 
 std::string hints() {
-  std::ifstream in(std::filesystem::path(attn::testing::paths::kSourceDir) / "lessons" /
-                   "17-heads" / "hints.md");
-  std::ostringstream text;
-  text << in.rdbuf();
-  std::string flat = text.str();
+  std::string flat = attn::testing::read_text(std::string(attn::testing::paths::kSourceDir) +
+                                              "/lessons/17-heads/hints.md");
   for (char& c : flat)
     if (c == '\n') c = ' ';
   return flat;
