@@ -290,12 +290,12 @@ TEST_CASE(
   check_refused(
       {"encoder", "--checkpoint", "mine"},
       {"'mine' is not a shipped checkpoint (a bare name is always one): give one of gpt-char, "
-       "histogram, previous-minus-mirror, previous-token, reverse, sort, "
+       "histogram, induction, previous-minus-mirror, previous-token, reverse, sort, "
        "transformer-reverse, or ./mine.safetensors for the file here"});
   check_refused(
       {"encoder", "--checkpoint", "yours"},
       {"'yours' is not a shipped checkpoint (a bare name is always one): give one of gpt-char, "
-       "histogram, previous-minus-mirror, previous-token, reverse, sort, "
+       "histogram, induction, previous-minus-mirror, previous-token, reverse, sort, "
        "transformer-reverse, or ./yours for the file here"});
   check_refused({"encoder", "--checkpoint", "reverse.safetensors"},
                 {"'reverse.safetensors' does not exist: give a .safetensors from attn train, or a "

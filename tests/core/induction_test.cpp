@@ -225,7 +225,7 @@ TEST_CASE("zero-ablation zeroes the head's rows of attn.c_proj's Conv1D weight",
   CHECK_THROWS_AS(attn::ablate_head(model, 2, 0), attn::Error);
 }
 
-TEST_CASE("the composition scores lie in [0, 1]; a head's keys reading a head's output score 1",
+TEST_CASE("the composition scores lie in [0, 1], and a head's keys reading a head's output score 1",
           "[induction]") {
   // Head 0.0 writes only along e0 (W_OV = e0 e0ᵀ); head 1.0 keys read only e0 (W_QK = e0 e0ᵀ):
   // ‖W_QK W_OV‖ = ‖W_QK‖ ‖W_OV‖, a K-composition of 1, and no V-composition.
