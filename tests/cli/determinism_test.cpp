@@ -81,6 +81,10 @@ TEST_CASE("the same command and thread count print byte-identical output", "[det
   for (const std::vector<std::string>& command : kCommands) {
     INFO(fmt::format("attn {}", fmt::join(command, " ")));
     for (const char* format : {"text", "json"}) {
+      // Under the sanitizers every run is ten times slower and the suite has a time limit: the
+      // JSON output, made of the same numbers as the text, is held byte for byte by the other
+      // builds.
+      if (attn::testing::kSanitized && std::string(format) == "json") continue;
       for (const char* threads : {"1", "2"}) {
         std::vector<std::string> args = command;
         args.insert(args.end(), {"--format", format, "--threads", threads});

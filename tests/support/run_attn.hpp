@@ -34,6 +34,9 @@ inline constexpr bool kPeakMemoryIsAttns = true;
 inline constexpr bool kPeakMemoryIsAttns = true;
 #endif
 
+// Whether attn runs under AddressSanitizer, about ten times slower than without.
+inline constexpr bool kSanitized = !kPeakMemoryIsAttns;
+
 // Whether a run's peak memory is within `bound` bytes; always true in a sanitized build.
 inline bool peak_within(long max_rss_bytes, double bound) {
   return !kPeakMemoryIsAttns || (max_rss_bytes > 0 && max_rss_bytes <= bound);
