@@ -34,6 +34,7 @@ struct TestCaseInfo {
   double points = 0.0;
   bool hidden = false;
   int line = 0;
+  std::filesystem::path data;  // a data case's file (data_cases.hpp); empty for a compiled test
 };
 
 // The course this attn carries: the instructor's (share/attn/grader/course: solutions, hidden
@@ -51,6 +52,16 @@ std::vector<Exercise> find_exercises(const std::filesystem::path& tree);
 // the lessons otherwise, about `what` (the option or argument that gave the name).
 const Exercise& exercise_named(const std::vector<Exercise>& exercises, const std::string& name,
                                const std::string& what = "lesson");
+
+// The exercise of lesson folder `folder` by its name (lessons/03-softmax: 3, softmax,
+// softmax_exercise), whether or not it has tests; nullopt when the name is not NN-name.
+std::optional<Exercise> exercise_at(const std::filesystem::path& folder);
+// Whether `folder` holds an exercise's tests: <stem>_test.cpp, or data cases (cases/).
+bool has_tests(const std::filesystem::path& folder, const std::string& stem);
+// The tests of the lesson folder `folder`: its test file's TEST_CASEs (when it has one), then its
+// data cases; attn::Error as parse_test_cases and read_data_cases say.
+std::vector<TestCaseInfo> lesson_tests(const std::filesystem::path& folder,
+                                       const std::string& stem);
 
 // Every TEST_CASE of a graded test file, in file order; attn::Error naming file:line when a test
 // has no [points=N], a name Catch2 cannot select, or a [.hidden] tag outside the hidden block.
@@ -73,14 +84,47 @@ struct ReleaseSummary {
   double hidden_points = 0.0;
 };
 // Writes the student tree of `tree` to `out` (which must not exist, or be an empty folder), all
-// or nothing; its README.md is `guide` (default: the student guide this attn carries).
+// or nothing; its README.md is `guide` (default: the student guide this attn carries). `only`:
+// the stems of the exercises it holds (default: every one). The tree holds compile_commands.json
+// for editors, at `out`'s path.
 ReleaseSummary release_tree(const std::filesystem::path& tree, const std::filesystem::path& out,
-                            bool keep_hidden, const std::filesystem::path& guide = {});
+                            bool keep_hidden, const std::filesystem::path& guide = {},
+                            const std::vector<std::string>& only = {});
 // Writes a grader bundle to `out` (new or empty), all or nothing: this attn's executable and its
 // share/attn, the course with stubs for solutions and the hidden tests kept in grader/course, and
-// Gradescope's setup.sh and run_autograder at the top. attn::Error when this attn has no grader's
-// part (a student's install).
-ReleaseSummary release_grader(const std::filesystem::path& tree, const std::filesystem::path& out);
+// Gradescope's setup.sh and run_autograder at the top; with `only`, those exercises alone, their
+// probes, checks, inputs and expected values (an assignment's bundle). attn::Error when this attn
+// has no grader's part (a student's install).
+ReleaseSummary release_grader(const std::filesystem::path& tree, const std::filesystem::path& out,
+                              const std::vector<std::string>& only = {});
+
+// Writes `files` (paths relative to `out`) as the new folder `out`, all or nothing: `out` must not
+// exist or be an empty folder, inside an existing folder (attn::Error about `option` otherwise).
+void write_new_folder(const std::filesystem::path& out,
+                      const std::vector<std::pair<std::filesystem::path, std::string>>& files,
+                      const char* option);
+
+// The first exercise not done (lesson_done) in course order; nullptr when every one is.
+const Exercise* next_exercise(const std::filesystem::path& tree,
+                              const std::vector<Exercise>& exercises);
+
+// The stub a student starts from: attn's course's source of `exercise`, solutions replaced.
+std::string stub_source(const Exercise& exercise);
+
+// Puts the stub back in place of the student's source (a new file renamed over it), keeping the
+// student's version as <tree>/.attn/reset/<stem>-<N>.cpp; returns that path relative to the tree,
+// or "" when there was no source to keep. attn::Error when the source is a link or not a file.
+std::filesystem::path reset_exercise(const std::filesystem::path& tree, const Exercise& exercise);
+
+// compile_commands.json for the tree at `tree` (absolute): each exercise source compiled as attn
+// grades it, with attn's public headers, so that an editor's clangd or `g++ -fsyntax-only` finds
+// them.
+std::string compile_commands(const std::filesystem::path& tree,
+                             const std::vector<Exercise>& exercises);
+// Writes the tree's compile_commands.json when it is missing, or attn's and stale (the tree was
+// moved or cloned); a file of the student's own is left alone. Never throws.
+void refresh_compile_commands(const std::filesystem::path& tree,
+                              const std::vector<Exercise>& exercises);
 
 // <tree>/.attn/progress.json: the last result of each lesson and the hints seen.
 struct LessonProgress {

@@ -17,6 +17,8 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
+#include "data_cases.hpp"
+#include "diagnostics.hpp"
 #include "process.hpp"
 #include "report.hpp"
 #include "source_check.hpp"
@@ -363,6 +365,7 @@ std::string describe_failure(const nlohmann::json& failure, const Exercise& exer
 struct Programs {
   fs::path visible;
   fs::path hidden;
+  fs::path data;  // the probe of the data cases
 };
 
 class LessonGrader {
@@ -376,6 +379,7 @@ class LessonGrader {
     for (const TestCaseInfo& info : instructor_tests(exercise_)) {
       if (info.hidden && !options_.hidden_tests) continue;
       lesson.tests.push_back({info, TestStatus::error, 0.0, "", 0.0, {}});
+      if (!info.data.empty()) data_tests_.push_back(info);
     }
     const auto start = std::chrono::steady_clock::now();
     lesson.built = build(lesson.build_log);
@@ -397,11 +401,17 @@ class LessonGrader {
     for (const bool hidden : {false, true}) {
       for (TestOutcome& test : lesson.tests) {
         if (test.info.hidden != hidden) continue;
+        if (!test.info.data.empty()) {
+          test = run_data_test(test.info, ++index);
+          continue;
+        }
         if (hidden && programs_.hidden.empty()) {
           // Only now that no visible test's process is left: the hidden tests' probe, which the
           // linker reads from a copy (the grader's folder may be its owner's alone).
           std::string log;
-          if (!link(tool_.hidden_probe(exercise_.stem), "hidden", log)) {
+          if (!link({"-Wl,--whole-archive", "probe.a", "-Wl,--no-whole-archive",
+                     tool_.probe_main().string()},
+                    tool_.hidden_probe(exercise_.stem), "hidden", log)) {
             test.output = shown("the hidden tests did not link:\n" + log, kMaxEvidence);
             continue;
           }
@@ -463,9 +473,15 @@ class LessonGrader {
     };
     // What the preprocessor reads: the exercise, attn's public headers and the system's, nothing
     // else (asked before compiling, so that no message quotes another file).
+    // The compiler's messages about the student's file: the first errors alone, unless asked.
+    const auto messages = [&](const ProcessResult& result) {
+      const std::string all =
+          compiler_messages(result, work_.build(), options_.build_timeout_seconds);
+      return options_.full_compiler_messages ? all : trim_compiler_messages(all, file).text;
+    };
     const ProcessResult depends = compiler({"-M", file});
     if (!depends.ok()) {
-      log = compiler_messages(depends, work_.build(), options_.build_timeout_seconds);
+      log = messages(depends);
       return false;
     }
     if (const std::string outside = outside_dependency(depends.out, file); !outside.empty()) {
@@ -477,7 +493,7 @@ class LessonGrader {
     }
     const ProcessResult assembled = compiler({"-S", file, "-o", "student.s"});
     if (!assembled.ok()) {
-      log = compiler_messages(assembled, work_.build(), options_.build_timeout_seconds);
+      log = messages(assembled);
       return false;
     }
     // Nothing but what the compiler writes for C++ reaches the assembler: directives can read
@@ -492,7 +508,7 @@ class LessonGrader {
     }
     const ProcessResult compiled = compiler({"-c", "student.s", "-o", "student.o"});
     if (!compiled.ok()) {
-      log = compiler_messages(compiled, work_.build(), options_.build_timeout_seconds);
+      log = messages(compiled);
       return false;
     }
     const ProcessResult symbols = run_process({"nm", "-C", "-u", "student.o"},
@@ -528,28 +544,70 @@ class LessonGrader {
                                     : fmt::format(" (of the core it may use {})", listed(names)));
       return false;
     }
-    return link(tool_.visible_probe(exercise_.stem), "visible", log);
-  }
-
-  // Links student.o with a probe into <work>/<name>/<name>, a folder of its own that the linker
-  // writes and nothing writes after it. Unused functions of the core are left out and symbols
-  // stripped, so that the program holds no core function the tests do not call.
-  bool link(const fs::path& probe, const std::string& name, std::string& log) {
-    const fs::path dir = work_.fresh(name);
-    const fs::path copy = dir / "probe.a";
-    std::error_code ec;
-    fs::copy_file(probe, copy, ec);
-    if (ec) {
-      log = fmt::format("cannot read {}: {}", probe.filename().string(), ec.message());
+    if (fs::exists(tool_.visible_probe(exercise_.stem)) &&
+        !link({"-Wl,--whole-archive", "probe.a", "-Wl,--no-whole-archive",
+               tool_.probe_main().string()},
+              tool_.visible_probe(exercise_.stem), "visible", log)) {
       return false;
     }
-    chmod(copy.c_str(), 0644);
+    return build_data_probe(compiler, log);
+  }
+
+  // The data cases' probe (data_cases.hpp), written here from the instructor's cases, compiled
+  // and linked with the student's object like any probe.
+  template <class Compiler>
+  bool build_data_probe(const Compiler& compiler, std::string& log) {
+    for (const TestCaseInfo& info : data_tests_)
+      cases_.push_back(find_case(info));
+    if (cases_.empty()) return true;
+    WorkDir::for_child(work_.build());
+    {
+      std::ofstream out(work_.build() / "data_probe.cpp", std::ios::binary);
+      out << data_probe_source(exercise_.header().filename().string(), cases_);
+    }
+    const ProcessResult compiled = compiler({"-c", "data_probe.cpp", "-o", "data_probe.o"});
+    WorkDir::lock(work_.build());
+    if (!compiled.ok()) {
+      log =
+          "the data cases' calls do not compile with this exercise's functions (tell your "
+          "instructor):\n" +
+          compiler_messages(compiled, work_.build(), options_.build_timeout_seconds);
+      return false;
+    }
+    return link({(work_.build() / "data_probe.o").string()}, {}, "data", log);
+  }
+
+  DataCase find_case(const TestCaseInfo& info) const {
+    for (const DataCase& c : read_data_cases(info.data.parent_path().parent_path())) {
+      if (c.file == info.data) return c;
+    }
+    throw Error(ErrorKind::bad_value, "grade",
+                fmt::format("{} is gone: reinstall the course", info.data.filename().string()));
+  }
+
+  // Links student.o with `objects` (and `probe`, copied in as probe.a when given) into
+  // <work>/<name>/<name>, a folder of its own that the linker writes and nothing writes after it.
+  // Unused functions of the core are left out and symbols stripped, so that the program holds no
+  // core function the tests do not call.
+  bool link(const std::vector<std::string>& objects, const fs::path& probe, const std::string& name,
+            std::string& log) {
+    const fs::path dir = work_.fresh(name);
+    if (!probe.empty()) {
+      const fs::path copy = dir / "probe.a";
+      std::error_code ec;
+      fs::copy_file(probe, copy, ec);
+      if (ec) {
+        log = fmt::format("cannot read {}: {}", probe.filename().string(), ec.message());
+        return false;
+      }
+      chmod(copy.c_str(), 0644);
+    }
     WorkDir::for_child(dir);
     const Confinement linking = build_confinement(dir, {tool_.lib(), work_.build()});
     std::vector<std::string> argv = {tool_.compiler};
     argv.insert(argv.end(), tool_.flags.begin(), tool_.flags.end());
-    argv.insert(argv.end(), {(work_.build() / "student.o").string(), "-Wl,--whole-archive",
-                             "probe.a", "-Wl,--no-whole-archive", tool_.probe_main().string()});
+    argv.push_back((work_.build() / "student.o").string());
+    argv.insert(argv.end(), objects.begin(), objects.end());
     argv.insert(argv.end(), tool_.link.begin(), tool_.link.end());
     argv.insert(argv.end(), {"-Wl,--gc-sections", "-s", "-o", name});
     const ProcessResult linked =
@@ -560,16 +618,19 @@ class LessonGrader {
             compiler_messages(linked, work_.build(), options_.build_timeout_seconds);
       return false;
     }
-    (name == "hidden" ? programs_.hidden : programs_.visible) = dir / name;
+    (name == "hidden" ? programs_.hidden
+     : name == "data" ? programs_.data
+                      : programs_.visible) = dir / name;
     return true;
   }
 
-  TestOutcome run_test(const fs::path& program, const TestCaseInfo& info, int index) {
-    TestOutcome outcome;
-    outcome.info = info;
-    const fs::path dir = work_.run(index);
+  // Runs a probe confined in a fresh folder: it reads the program, the system's libraries, the
+  // inputs by name and `readable`, and writes nothing.
+  ProcessResult run_probe(const fs::path& program, const std::vector<std::string>& args,
+                          const fs::path& dir, const fs::path& readable = {}) {
     Confinement c;
     c.read = {program, "/usr/lib", "/lib", "/lib64"};
+    if (!readable.empty()) c.read.push_back(readable);
     c.read_by_name = {tool_.inputs()};  // the inputs by name: their list names hidden tests
     c.processes = false;
     c.cpu_seconds = options_.test_timeout_seconds;
@@ -579,13 +640,63 @@ class LessonGrader {
     process.env.emplace_back("ATTN_GRADE_INPUTS", tool_.inputs().string());
     process.max_output = 64 * 1024;
     process.channel = true;
-    const ProcessResult probe = run_process({program.string(), info.name}, process);
-    outcome.seconds = probe.seconds;
+    std::vector<std::string> argv = {program.string()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_process(argv, process);
+  }
 
+  // Whether the probe ran to its end and sent whole records, ended.
+  static bool ran_clean(const ProcessResult& probe) {
     bool whole = false;
     const std::vector<grading::Record> records = grading::parse_records(probe.channel, &whole);
     const bool ended = !records.empty() && records.back().kind == grading::RecordKind::end;
-    const bool clean = probe.ok() && ended && whole && !probe.channel_cut;
+    return probe.ok() && ended && whole && !probe.channel_cut;
+  }
+
+  // The outcome from how the probe ended and, when it ended cleanly, the decision: `decided`
+  // (the check reported), `passed`, and the evidence; `undecided` says why the check did not.
+  TestOutcome settle(const TestCaseInfo& info, const ProcessResult& probe, bool decided,
+                     bool passed, std::string evidence, const std::string& undecided) const {
+    TestOutcome outcome;
+    outcome.info = info;
+    outcome.seconds = probe.seconds;
+    if (!probe.started) {
+      outcome.status = TestStatus::error;
+      evidence = probe.start_error + "\n";
+    } else if (probe.timed_out) {
+      outcome.status = TestStatus::error;
+      evidence = fmt::format(
+                     "timed out after {:g} s: the test did not finish (an endless "
+                     "loop?)\n",
+                     options_.test_timeout_seconds) +
+                 evidence;
+    } else if (probe.signal != 0) {
+      outcome.status = TestStatus::error;
+      evidence =
+          fmt::format("crashed: {}\n", probe.status(options_.test_timeout_seconds)) + evidence;
+    } else if (!ran_clean(probe)) {
+      outcome.status = TestStatus::error;
+      evidence = fmt::format("the test program ended ({}) before the test finished\n",
+                             probe.status(options_.test_timeout_seconds)) +
+                 evidence;
+    } else if (!decided) {
+      outcome.status = TestStatus::error;
+      evidence = undecided;
+    } else {
+      outcome.status = passed ? TestStatus::passed : TestStatus::failed;
+    }
+    std::string printed = probe.out + probe.err;
+    if (!printed.empty() && outcome.status != TestStatus::passed) {
+      if (printed.size() > 1000) printed = "..." + printed.substr(printed.size() - 1000);
+      evidence += "your code printed:\n" + indent(printed, "  ");
+    }
+    outcome.output = shown(evidence, kMaxEvidence);
+    outcome.score = outcome.status == TestStatus::passed ? info.points : 0.0;
+    return outcome;
+  }
+
+  TestOutcome run_test(const fs::path& program, const TestCaseInfo& info, int index) {
+    const ProcessResult probe = run_probe(program, {info.name}, work_.run(index));
 
     // The check, from the instructor's copy, with what the probe sent.
     const fs::path recording = work_.trusted() / fmt::format("recording-{}", index);
@@ -614,6 +725,7 @@ class LessonGrader {
       }
     }
     std::string evidence;
+    std::vector<std::string> notes;
     if (entry.is_object() && entry.contains("failures")) {
       const auto& failures = entry["failures"];
       for (std::size_t i = 0; i < failures.size() && i < 3; ++i)
@@ -623,48 +735,47 @@ class LessonGrader {
     }
     if (entry.is_object() && entry.contains("notes")) {
       for (const auto& note : entry["notes"])
-        outcome.notes.push_back(shown(note.get<std::string>(), kMaxEvidence));
+        notes.push_back(shown(note.get<std::string>(), kMaxEvidence));
     }
     const bool check_passed = entry.is_object() && entry.value("passed", false) &&
                               !entry.contains("fatal") && checked.ok();
-    if (!probe.started) {
-      outcome.status = TestStatus::error;
-      evidence = probe.start_error + "\n";
-    } else if (probe.timed_out) {
-      outcome.status = TestStatus::error;
-      evidence = fmt::format(
-                     "timed out after {:g} s: the test did not finish (an endless "
-                     "loop?)\n",
-                     options_.test_timeout_seconds) +
-                 evidence;
-    } else if (probe.signal != 0) {
-      outcome.status = TestStatus::error;
-      evidence =
-          fmt::format("crashed: {}\n", probe.status(options_.test_timeout_seconds)) + evidence;
-    } else if (!clean) {
-      outcome.status = TestStatus::error;
-      evidence = fmt::format("the test program ended ({}) before the test finished\n",
-                             probe.status(options_.test_timeout_seconds)) +
-                 evidence;
-    } else if (!entry.is_object()) {
-      outcome.status = TestStatus::error;
-      // The check is the instructor's program: its last words help them, never the student.
-      std::string said =
-          checked.err.size() > 600 ? checked.err.substr(checked.err.size() - 600) : checked.err;
-      evidence = fmt::format("the grader's check did not report ({}): tell your instructor\n{}",
-                             checked.status(check.timeout_seconds),
-                             said.empty() ? "" : escape_controls(said) + "\n");
-    } else {
-      outcome.status = check_passed ? TestStatus::passed : TestStatus::failed;
-    }
-    std::string printed = probe.out + probe.err;
-    if (!printed.empty() && outcome.status != TestStatus::passed) {
-      if (printed.size() > 1000) printed = "..." + printed.substr(printed.size() - 1000);
-      evidence += "your code printed:\n" + indent(printed, "  ");
-    }
-    outcome.output = shown(evidence, kMaxEvidence);
-    outcome.score = outcome.status == TestStatus::passed ? info.points : 0.0;
+    // The check is the instructor's program: its last words help them, never the student.
+    const std::string said =
+        checked.err.size() > 600 ? checked.err.substr(checked.err.size() - 600) : checked.err;
+    TestOutcome outcome =
+        settle(info, probe, entry.is_object(), check_passed, evidence,
+               fmt::format("the grader's check did not report ({}): tell your instructor\n{}",
+                           checked.status(check.timeout_seconds),
+                           said.empty() ? "" : escape_controls(said) + "\n"));
+    outcome.notes = notes;
     return outcome;
+  }
+
+  // A data case: its arguments written beside the probe, which alone may read them; attn itself
+  // compares what came back with the expected value.
+  TestOutcome run_data_test(const TestCaseInfo& info, int index) {
+    std::size_t which = 0;
+    while (which < data_tests_.size() && data_tests_[which].data != info.data)
+      ++which;
+    const DataCase& c = cases_.at(which);
+    const fs::path dir = work_.run(index);
+    const fs::path arguments = dir / "arguments";
+    {
+      std::ofstream out(arguments, std::ios::binary);
+      out << c.arguments;
+    }
+    chmod(arguments.c_str(), 0644);
+    if (programs_.data.empty()) {
+      TestOutcome outcome;
+      outcome.info = info;
+      outcome.output = "the data cases' probe was not built";
+      return outcome;
+    }
+    const ProcessResult probe =
+        run_probe(programs_.data, {data_probe_key(c), "arguments"}, dir, arguments);
+    const DataVerdict verdict = judge_data_case(c, probe.channel);
+    return settle(info, probe, true, verdict.passed,
+                  verdict.evidence.empty() ? "" : verdict.evidence + "\n", "");
   }
 
   const Exercise& exercise_;
@@ -672,6 +783,8 @@ class LessonGrader {
   const Toolchain& tool_;
   WorkDir work_;
   Programs programs_;
+  std::vector<TestCaseInfo> data_tests_;
+  std::vector<DataCase> cases_;  // the data cases, in data_tests_'s order
 };
 
 }  // namespace
@@ -700,15 +813,14 @@ void remove_work_folder(const fs::path& folder) {
 }
 
 std::vector<TestCaseInfo> instructor_tests(const Exercise& exercise) {
-  const fs::path tests = instructor_folder(exercise) / exercise.tests().filename();
-  std::error_code ec;
-  if (!fs::is_regular_file(tests, ec)) {
+  const fs::path folder = instructor_folder(exercise);
+  if (!has_tests(folder, exercise.stem)) {
     throw Error(ErrorKind::bad_value, "grade",
                 fmt::format("this attn's course has no lesson {}: grade a tree released "
                             "by this attn (`attn assignments release`)",
                             exercise.folder.filename().string()));
   }
-  return parse_test_cases(tests);
+  return lesson_tests(folder, exercise.stem);
 }
 
 LessonOutcome grade_exercise(const Exercise& exercise, const GradeOptions& options) {

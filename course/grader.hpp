@@ -47,6 +47,7 @@ struct GradeOptions {
   double build_timeout_seconds = 600.0;
   std::size_t test_memory = std::size_t{1} << 30;  // address space of each test's process
   bool hidden_tests = true;  // false for a student's `attn check`: the visible tests only
+  bool full_compiler_messages = false;  // every line the compiler printed, not the first errors
   std::function<void(const std::string&)> progress;  // "building 03 softmax", when set
 };
 

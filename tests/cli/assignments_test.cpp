@@ -606,7 +606,7 @@ TEST_CASE(
   const auto check = run_attn({"check", "nothing"});
   CHECK(check.exit_code == 2);
   CHECK(check.err.find("unknown lesson 'nothing'") != std::string::npos);
-  const auto hint = run_attn({"hint"});
+  const auto hint = run_attn({"hint", "--dir", scratch.path.string()});
   CHECK(hint.exit_code == 2);
   CHECK(line_count(hint.err) == 1);
   const auto release = run_attn({"assignments", "release"});

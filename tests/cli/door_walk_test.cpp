@@ -109,7 +109,8 @@ std::vector<std::string> runnable(const Command& c) {
   static const std::map<std::string, std::vector<std::string>> extra = {{"summary", {"encoder"}},
                                                                         {"view", {"head"}},
                                                                         {"train", {"--steps", "1"}},
-                                                                        {"hint", {"softmax"}}};
+                                                                        {"hint", {"softmax"}},
+                                                                        {"reset", {"softmax"}}};
   std::vector<std::string> args = c.path;
   if (c.path == std::vector<std::string>{"tokenizer", "train"}) {
     args.insert(args.end(),
@@ -127,11 +128,11 @@ const std::map<std::string, std::string> kOutputs = {
     {"--save", "folder"},       {"--save-weights", "w.safetensors"},
     {"--export", "mine.png"},   {"--save-checkpoint", "thesis.safetensors"},
     {"--output", "notes.json"}, {"--out", "folder"},
-    {"--grader", "folder"}};
+    {"--grader", "folder"},     {"--reports", "folder"}};
 const std::set<std::string> kInputs = {
     "--input",  "--weights",     "--config", "--checkpoint", "--ids-file",
     "--vocab",  "--grad-output", "--dir",    "--pretrained", "--submission",
-    "--corpus", "--tokenizer",   "--resume"};
+    "--corpus", "--tokenizer",   "--resume", "--submissions"};
 
 bool names_a_path(const Option& o) {
   return o.placeholder.find("FILE") != std::string::npos ||
@@ -160,9 +161,15 @@ TEST_CASE("the walk finds every command, and every file option is an input or an
 TEST_CASE("every command that computes refuses --max-memory 1 before it allocates",
           "[cli][door][memory][bad-input]") {
   // These compute no tensors: they list, grade in confined child processes, or copy trees.
-  const std::set<std::string> without_tensors = {"attn list",        "attn grade",
-                                                 "attn check",       "attn hint",
-                                                 "attn assignments", "attn assignments release",
+  const std::set<std::string> without_tensors = {"attn list",
+                                                 "attn grade",
+                                                 "attn check",
+                                                 "attn hint",
+                                                 "attn assignments",
+                                                 "attn assignments release",
+                                                 "attn assignments add",
+                                                 "attn reset",
+                                                 "attn watch",
                                                  "attn tokenizer"};
   // The advice names an option to lower; or the file that is too large is named first.
   static const std::regex advice(R"((?:lower |fewer tokens \(|smaller )(--[a-z-]+))");

@@ -15,10 +15,13 @@
 #include <catch2/catch.hpp>
 
 #include "run_attn.hpp"
+#include "tmux_pane.hpp"
 #include "tolerant_text.hpp"
 
 using attn::testing::lines_of;
+using attn::testing::Pane;
 using attn::testing::run_attn;
+using attn::testing::shell;
 
 namespace {
 
@@ -177,75 +180,13 @@ TEST_CASE("view refuses what it cannot show, in one line", "[cli][view]") {
   }
 }
 
-// --interactive in a real terminal: tmux runs attn in a pane, send-keys types, capture-pane reads
-// the screen. The pane's shell then prints attn's exit code and whether the terminal is back in
-// line mode with echo.
-namespace {
-
-std::string shell(const std::string& command) {
-  std::string out;
-  if (FILE* pipe = popen(command.c_str(), "r")) {
-    char buffer[4096];
-    while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe))
-      out.append(buffer, n);
-    pclose(pipe);
-  }
-  return out;
-}
-
-class Pane {
- public:
-  explicit Pane(const std::string& attn_args)
-      : socket_(fmt::format("attn-view-test-{}", getpid())),
-        script_(std::filesystem::temp_directory_path() /
-                fmt::format("attn-view-test-{}.sh", getpid())) {
-    // The shell ignores Ctrl-C so that it outlives attn and reports how attn ended.
-    std::FILE* f = std::fopen(script_.c_str(), "w");
-    REQUIRE(f != nullptr);
-    std::fprintf(f, "trap '' INT\n%s %s\necho EXIT=$?\nstty -a\nsleep 60\n", ATTN_EXECUTABLE,
-                 attn_args.c_str());
-    std::fclose(f);
-    shell(
-        fmt::format("tmux -L {} kill-server 2>/dev/null; tmux -L {} -f /dev/null new-session "
-                    "-d -x 120 -y 50 -e NO_COLOR=1 -e LANG=C.UTF-8 sh {}",
-                    socket_, socket_, script_.string()));
-  }
-  ~Pane() {
-    shell(fmt::format("tmux -L {} kill-server 2>/dev/null", socket_));
-    std::filesystem::remove(script_);
-  }
-  Pane(const Pane&) = delete;
-  Pane& operator=(const Pane&) = delete;
-
-  std::string screen() const { return shell(fmt::format("tmux -L {} capture-pane -p", socket_)); }
-  void keys(const std::string& keys) const {
-    shell(fmt::format("tmux -L {} send-keys {}", socket_, keys));
-  }
-  // Waits (up to 30 s, polling) until the screen shows `text`; returns the screen.
-  std::string wait_for(const std::string& text) const {
-    std::string s;
-    for (int i = 0; i < 300; ++i) {
-      s = screen();
-      if (s.find(text) != std::string::npos) return s;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return s;
-  }
-
- private:
-  std::string socket_;
-  std::filesystem::path script_;
-};
-
-}  // namespace
-
 TEST_CASE(
     "view --interactive: keys move between layers, heads and queries, q and Ctrl-C restore "
     "the terminal",
     "[cli][view][interactive]") {
   REQUIRE(shell("command -v tmux") != "");  // setup.sh installs tmux
   SECTION("the head view: a layer down, the next query, one head alone, then q") {
-    Pane pane("view head --checkpoint reverse --interactive");
+    Pane pane(std::string(ATTN_EXECUTABLE) + " view head --checkpoint reverse --interactive");
     std::string s = pane.wait_for("q quit");
     REQUIRE(s.find("layer 0 of 2") != std::string::npos);
     CHECK(s.find("heads all · query 0 (c)") != std::string::npos);
@@ -263,7 +204,7 @@ TEST_CASE(
     CHECK(s.find("q quit") == std::string::npos);   // the alternate screen is gone
   }
   SECTION("the neuron view: the next head, then Ctrl-C") {
-    Pane pane("view neuron --checkpoint reverse --interactive");
+    Pane pane(std::string(ATTN_EXECUTABLE) + " view neuron --checkpoint reverse --interactive");
     std::string s = pane.wait_for("q quit");
     CHECK(s.find("layer 0 · head 0 · query 0") != std::string::npos);
     pane.keys("Right");

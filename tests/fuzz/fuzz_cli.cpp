@@ -26,8 +26,8 @@ constexpr std::array<const char*, 10> kLessons = {
 constexpr std::array<std::string_view, 9> kFileOptions = {
     "--input",  "--weights",  "--save",       "--save-weights", "--vocab",
     "--config", "--ids-file", "--max-memory", "--export"};
-constexpr std::array<std::string_view, 8> kOtherCommands = {
-    "grade", "check", "hint", "assignments", "bench", "summary", "list", "view"};
+constexpr std::array<std::string_view, 10> kOtherCommands = {
+    "grade", "check", "hint", "assignments", "bench", "summary", "list", "view", "watch", "reset"};
 
 bool dropped(std::string_view arg) {
   for (std::string_view option : kFileOptions) {

@@ -1,0 +1,326 @@
+#include "additions.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <regex>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "assignments.hpp"
+#include "base/error.hpp"
+#include "data_cases.hpp"
+#include "diagnostics.hpp"
+#include "grader.hpp"
+#include "io/file_io.hpp"
+#include "process.hpp"
+#include "report.hpp"
+#include "toolchain.hpp"
+
+namespace attn::course {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* const kAddedMark = ".attn-added";  // in an exercise folder that `add` made
+
+Error add_error(const std::string& what) {
+  return Error(ErrorKind::bad_value, "assignments", what);
+}
+
+std::string read_bytes(const fs::path& path) {
+  const std::vector<unsigned char> bytes = read_file(path.string(), path.filename().string());
+  return std::string(bytes.begin(), bytes.end());
+}
+
+// Files written into share/attn, each remembered with what was there before, so that a failure
+// puts every one back.
+class Installation {
+ public:
+  ~Installation() {
+    if (!kept_) undo();
+  }
+  void write(const fs::path& path, const std::string& bytes) {
+    std::error_code ec;
+    if (std::find_if(before_.begin(), before_.end(),
+                     [&](const auto& b) { return b.first == path; }) == before_.end()) {
+      std::optional<std::string> old;
+      if (fs::is_regular_file(path, ec)) old = read_bytes(path);
+      before_.emplace_back(path, old);
+    }
+    for (fs::path dir = path.parent_path(); !fs::exists(dir, ec); dir = dir.parent_path())
+      made_.push_back(dir);
+    fs::create_directories(path.parent_path(), ec);
+    const fs::path temporary =
+        path.parent_path() / fmt::format(".{}.{}", path.filename().string(), getpid());
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out << bytes;
+    out.close();
+    if (!out || (fs::rename(temporary, path, ec), ec)) {
+      fs::remove(temporary, ec);
+      throw Error(ErrorKind::write_failed, "assignments",
+                  fmt::format("cannot write {} ({}): add with the user that installed attn",
+                              path.string(), ec ? ec.message() : "write failed"));
+    }
+  }
+  void keep() { kept_ = true; }
+  void undo() {
+    std::error_code ec;
+    for (auto it = before_.rbegin(); it != before_.rend(); ++it) {
+      if (it->second) {
+        std::ofstream(it->first, std::ios::binary | std::ios::trunc) << *it->second;
+      } else {
+        fs::remove(it->first, ec);
+      }
+    }
+    for (auto it = made_.rbegin(); it != made_.rend(); ++it)
+      fs::remove_all(*it, ec);
+  }
+
+ private:
+  std::vector<std::pair<fs::path, std::optional<std::string>>> before_;
+  std::vector<fs::path> made_;
+  bool kept_ = false;
+};
+
+// The core functions `source` (the solution of a new exercise) calls: compiled as attn grades,
+// symbols read with nm, the exercise's own and the helpers left out (grader.cpp's check).
+std::string core_calls(const Toolchain& tool, const std::string& file, const std::string& source) {
+  const fs::path dir = make_work_folder();
+  std::string list;
+  std::string problem;
+  {
+    std::ofstream(dir / file, std::ios::binary) << source;
+    std::vector<std::string> argv = {tool.compiler};
+    argv.insert(argv.end(), tool.flags.begin(), tool.flags.end());
+    argv.insert(argv.end(), {"-std=c++20", "-O1", "-fdiagnostics-color=never",
+                             "-I" + tool.include().string(), "-c", file, "-o", "solution.o"});
+    ProcessOptions options;
+    options.timeout_seconds = 600;
+    options.working_dir = dir.string();
+    const ProcessResult compiled = run_process(argv, options);
+    if (!compiled.ok()) {
+      problem = trim_compiler_messages(compiled.err + compiled.out, file).text;
+    } else {
+      const ProcessResult symbols = run_process({"nm", "-C", "-u", "solution.o"}, options);
+      std::istringstream in(symbols.out);
+      for (std::string line; std::getline(in, line);) {
+        const std::size_t at = line.find("U attn::");
+        if (at == std::string::npos) continue;
+        const std::string signature = line.substr(at + 2);
+        if (!signature.starts_with("attn::exercise::")) list += signature + "\n";
+      }
+    }
+  }
+  remove_work_folder(dir);
+  if (!problem.empty()) throw add_error(fmt::format("{} does not compile:\n{}", file, problem));
+  return list;
+}
+
+// The first line of each failed test: "name: evidence".
+std::string failures(const LessonOutcome& outcome) {
+  if (!outcome.built) return "it did not compile:\n" + outcome.build_log;
+  std::string text;
+  for (const TestOutcome& test : outcome.tests) {
+    if (test.status == TestStatus::passed) continue;
+    std::string evidence = test.output.substr(0, test.output.find('\n'));
+    text += fmt::format("\n  '{}': {}", test.info.name, evidence);
+  }
+  return text;
+}
+
+// A student tree of one exercise holding `source`, graded by every test, hidden ones too.
+LessonOutcome grade_source(const Exercise& exercise, const std::string& source) {
+  const fs::path tree = make_work_folder();
+  LessonOutcome outcome;
+  try {
+    Exercise copy = exercise;
+    copy.folder = tree / "lessons" / exercise.folder.filename();
+    fs::create_directories(copy.folder);
+    std::ofstream(copy.source(), std::ios::binary) << source;
+    GradeOptions options;
+    options.hidden_tests = true;
+    outcome = grade_exercise(copy, options);
+  } catch (...) {
+    remove_work_folder(tree);
+    throw;
+  }
+  remove_work_folder(tree);
+  return outcome;
+}
+
+}  // namespace
+
+AdditionReport add_to_course(const fs::path& folder,
+                             const std::function<void(const std::string&)>& progress) {
+  const Toolchain& tool = toolchain();
+  if (!tool.has_grader()) {
+    throw add_error(
+        "this attn has no grader's part (a student's install): add to an instructor's attn, "
+        "built from the checkout or installed with `cmake --install build --component grader`");
+  }
+  std::error_code ec;
+  if (!fs::is_directory(folder / "lessons", ec)) {
+    throw add_error(fmt::format(
+        "'{}' holds no lessons/ folder: put cases in lessons/NN-name/cases/ and a new exercise in "
+        "lessons/NN-name/ (docs/instructor-guide.md)",
+        printable(folder.string())));
+  }
+  const fs::path course = tool.instructor_course(), student = tool.student_course();
+  const std::vector<Exercise> existing = find_exercises(course);
+  std::vector<fs::path> lessons;
+  for (const fs::directory_entry& entry : fs::directory_iterator(folder / "lessons", ec)) {
+    if (entry.path().filename().string().starts_with(".")) continue;
+    if (!entry.is_directory(ec) || !exercise_at(entry.path())) {
+      throw add_error(
+          fmt::format("lessons/{} is not a lesson folder: name it NN-name, e.g. "
+                      "lessons/21-gelu",
+                      printable(entry.path().filename().string())));
+    }
+    lessons.push_back(entry.path());
+  }
+  std::sort(lessons.begin(), lessons.end());
+  if (lessons.empty()) throw add_error("lessons/ holds no lesson folder: nothing to add");
+
+  AdditionReport report;
+  Installation install;
+  struct Touched {
+    Exercise exercise;  // in the instructor's course
+    std::string solution;
+    std::vector<std::string> data_names;
+  };
+  std::vector<Touched> touched;
+  for (const fs::path& from : lessons) {
+    const std::string name = from.filename().string();
+    Exercise exercise = *exercise_at(course / "lessons" / name);
+    const std::vector<DataCase> cases = read_data_cases(from);
+    const auto same = std::find_if(existing.begin(), existing.end(),
+                                   [&](const Exercise& e) { return e.folder.filename() == name; });
+    const bool added_before = same != existing.end() && fs::exists(same->folder / kAddedMark, ec);
+    const bool new_exercise = same == existing.end() || added_before;
+    for (const Exercise& other : existing) {
+      if (other.number == exercise.number && other.folder.filename() != name) {
+        throw add_error(
+            fmt::format("lessons/{}: lesson {:02} is {} already; give the new exercise "
+                        "a number of its own",
+                        name, exercise.number, other.label()));
+      }
+    }
+    std::string solution;
+    if (new_exercise) {
+      for (const std::string& file :
+           {exercise.stem + ".cpp", exercise.stem + ".hpp", std::string("hints.md")}) {
+        if (!fs::is_regular_file(from / file, ec)) {
+          throw add_error(
+              fmt::format("lessons/{} lacks {}: a new exercise needs {}.cpp (with its "
+                          "solution), {}.hpp and hints.md",
+                          name, file, exercise.stem, exercise.stem));
+        }
+      }
+      solution = read_bytes(from / (exercise.stem + ".cpp"));
+      const std::string stub = strip_solutions(solution, exercise.stem + ".cpp");
+      if (stub == solution) {
+        throw add_error(
+            fmt::format("lessons/{}/{}.cpp has no // BEGIN SOLUTION ... // END "
+                        "SOLUTION block: mark what the student writes",
+                        name, exercise.stem));
+      }
+      const std::string hints = read_bytes(from / "hints.md");
+      if (hints.find("## ") == std::string::npos) {
+        throw add_error(
+            fmt::format("lessons/{}/hints.md has no hint: start each with a line "
+                        "'## 1', '## 2', ...",
+                        name));
+      }
+      if (std::none_of(cases.begin(), cases.end(), [](const DataCase& c) { return !c.hidden; })) {
+        throw add_error(
+            fmt::format("lessons/{}/cases/ has no visible case: a new exercise needs "
+                        "at least one that students run with attn check",
+                        name));
+      }
+      const std::string header = read_bytes(from / (exercise.stem + ".hpp"));
+      install.write(tool.include() / (exercise.stem + ".hpp"), header);
+      for (const fs::path& root : {course, student}) {
+        const fs::path to = root / "lessons" / name;
+        install.write(to / (exercise.stem + ".cpp"), root == course ? solution : stub);
+        install.write(to / (exercise.stem + ".hpp"), header);
+        install.write(to / "hints.md", hints);
+        if (fs::is_regular_file(from / "lesson.md", ec))
+          install.write(to / "lesson.md", read_bytes(from / "lesson.md"));
+      }
+      install.write(exercise.folder / kAddedMark, "");
+      install.write(tool.core_calls(exercise.stem),
+                    core_calls(tool, exercise.stem + ".cpp", solution));
+    } else {
+      for (const fs::directory_entry& entry : fs::directory_iterator(from, ec)) {
+        if (entry.path().filename() != "cases") {
+          throw add_error(
+              fmt::format("lessons/{}/{}: {} is one of attn's exercises, which takes "
+                          "cases/ alone",
+                          name, printable(entry.path().filename().string()), same->label()));
+        }
+      }
+      if (cases.empty()) throw add_error(fmt::format("lessons/{}/cases/ holds no case", name));
+      solution = read_bytes(same->source());
+    }
+    double points = 0.0, hidden_points = 0.0;
+    int hidden = 0;
+    Touched entry{exercise, solution, {}};
+    for (const DataCase& c : cases) {
+      (c.hidden ? hidden_points : points) += c.points;
+      hidden += c.hidden ? 1 : 0;
+      entry.data_names.push_back(c.name);
+      for (const fs::path& root : {course, student}) {
+        if (root == student && c.hidden) continue;
+        const fs::path to = root / "lessons" / name / "cases";
+        install.write(to / c.file.filename(), read_bytes(c.file));
+        for (const std::string& npy : c.npy_files)
+          install.write(to / npy, read_bytes(c.file.parent_path() / npy));
+      }
+    }
+    report.lines.push_back(
+        fmt::format("{:02} {}: {}{} case{} ({} points visible, {} hidden in {} case{})",
+                    exercise.number, exercise.lesson, new_exercise ? "a new exercise with " : "",
+                    cases.size(), cases.size() == 1 ? "" : "s", number_string(points),
+                    number_string(hidden_points), hidden, hidden == 1 ? "" : "s"));
+    touched.push_back(std::move(entry));
+  }
+
+  // The solutions must pass every test, the cases with the ones there before.
+  if (progress) progress("grading the solutions by every case");
+  for (const Touched& t : touched) {
+    if (strip_solutions(t.solution, t.exercise.stem + ".cpp") == t.solution) {
+      report.warnings.push_back(fmt::format(
+          "this attn's course holds no solution of {} (a grader bundle's has stubs), so its new "
+          "cases were not checked against one: add them with the attn you release from",
+          t.exercise.label()));
+      continue;
+    }
+    const LessonOutcome solved = grade_source(t.exercise, t.solution);
+    if (!solved.passed()) {
+      throw add_error(fmt::format(
+          "the solution of {} fails its tests, so nothing was added; fix the case or the "
+          "solution:{}",
+          t.exercise.label(), failures(solved)));
+    }
+    const LessonOutcome stubbed =
+        grade_source(t.exercise, strip_solutions(t.solution, t.exercise.stem + ".cpp"));
+    for (const TestOutcome& test : stubbed.tests) {
+      if (test.status == TestStatus::passed && std::find(t.data_names.begin(), t.data_names.end(),
+                                                         test.info.name) != t.data_names.end()) {
+        report.warnings.push_back(
+            fmt::format("{}: the stub passes '{}', so it gives points for nothing",
+                        t.exercise.label(), test.info.name));
+      }
+    }
+  }
+  install.keep();
+  return report;
+}
+
+}  // namespace attn::course

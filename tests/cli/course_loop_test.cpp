@@ -1,0 +1,531 @@
+// The course loop in released trees: an assignment's bundle holds its lessons alone and grades
+// them alone; a folder of submissions grades to grades.csv; a student's check --all, hint without
+// a lesson, reset (asked, kept), compile errors cut to the first ones, compile_commands.json for
+// editors, and attn watch in a terminal (tmux) moving on as exercises pass.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "fixtures.hpp"
+#include "run_attn.hpp"
+#include "scratch.hpp"
+#include "tmux_pane.hpp"
+
+namespace fs = std::filesystem;
+using attn::testing::line_count;
+using attn::testing::Pane;
+using attn::testing::run_attn;
+using attn::testing::ScratchDir;
+using attn::testing::shell;
+using nlohmann::json;
+
+namespace {
+
+const fs::path kSource = ATTN_SOURCE_DIR;
+
+std::string read_text(const fs::path& path) {
+  return attn::testing::read_text(path.string());
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+std::string solution(const std::string& folder, const std::string& stem) {
+  return read_text(kSource / "lessons" / folder / (stem + ".cpp"));
+}
+
+std::set<std::string> names_in(const fs::path& dir) {
+  std::set<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir))
+    names.insert(entry.path().filename().string());
+  return names;
+}
+
+// A student tree released with the lessons given alone.
+fs::path release_student_tree(const fs::path& out, const std::vector<std::string>& lessons) {
+  std::vector<std::string> args = {"assignments", "release", "--out", out.string()};
+  for (const std::string& lesson : lessons)
+    args.insert(args.end(), {"--lesson", lesson});
+  const auto run = run_attn(args);
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  return out;
+}
+
+// softmax_exercise.cpp with a missing `;` and a std::sort of a const tensor: two errors, the
+// second inside the standard library's templates.
+std::string broken_softmax() {
+  std::string text = solution("03-softmax", "softmax_exercise");
+  const std::string declaration = "Tensor3 weights(scores.shape());";
+  REQUIRE(text.find(declaration) != std::string::npos);
+  text.replace(text.find(declaration), declaration.size(), "Tensor3 weights(scores.shape())");
+  const std::string masked = "Tensor3 masked(scores.shape());";
+  REQUIRE(text.find(masked) != std::string::npos);
+  text.replace(text.find(masked), masked.size(),
+               "Tensor3 masked(scores.shape());\n  std::sort(mask.begin(), mask.end());");
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("an assignment's grader bundle holds its lessons alone, and results.json their tests",
+          "[course-loop]") {
+  ScratchDir scratch("assignment-bundle");
+  const fs::path bundle = scratch.path / "source";
+  const auto release = run_attn({"assignments", "release", "--grader", bundle.string(), "--lesson",
+                                 "softmax", "--lesson", "04"});
+  INFO(release.err);
+  REQUIRE(release.exit_code == 0);
+  CHECK(release.out.find(": attn, the checks and expected values, 2 exercises") !=
+        std::string::npos);
+  const fs::path share = bundle / "share" / "attn";
+  CHECK(names_in(share / "grader" / "course" / "lessons") ==
+        std::set<std::string>{"03-softmax", "04-attention"});
+  CHECK(names_in(share / "course" / "lessons") ==
+        std::set<std::string>{"03-softmax", "04-attention"});
+  CHECK(fs::exists(share / "lib" / "libsoftmax_exercise_probe.a"));
+  CHECK(!fs::exists(share / "lib" / "libdot_product_exercise_probe.a"));
+  CHECK(fs::exists(share / "grader" / "libattention_exercise_probe_all.a"));
+  CHECK(!fs::exists(share / "grader" / "libgpt_exercise_probe_all.a"));
+  CHECK(!fs::exists(share / "grader" / "gpt_exercise_check"));
+  CHECK(fs::exists(share / "inputs" / "softmax"));
+  CHECK(!fs::exists(share / "inputs" / "layer-norm"));
+  CHECK(!fs::exists(share / "grader" / "expected" / "layer-norm"));
+
+  // Gradescope's run: the softmax solution passes, attention's stub fails, nothing else is there.
+  write_text(scratch.path / "submission" / "softmax_exercise.cpp",
+             solution("03-softmax", "softmax_exercise"));
+  const std::string command =
+      fmt::format("AUTOGRADER_ROOT='{}' bash '{}' >'{}' 2>&1", scratch.path.string(),
+                  (bundle / "run_autograder").string(), (scratch.path / "log.txt").string());
+  CHECK(std::system(command.c_str()) == 0);
+  INFO(read_text(scratch.path / "log.txt"));
+  const json report = json::parse(read_text(scratch.path / "results" / "results.json"));
+  std::set<std::string> lessons;
+  double softmax = 0.0, max_score = 0.0;
+  for (const json& test : report["tests"]) {
+    const std::string lesson = test["tags"][0];
+    lessons.insert(lesson);
+    INFO(test["name"].get<std::string>());
+    CHECK(test["status"] == (lesson == "softmax" ? "passed" : "failed"));
+    if (lesson == "softmax") softmax += test["score"].get<double>();
+    max_score += test["max_score"].get<double>();
+  }
+  CHECK(lessons == std::set<std::string>{"softmax", "attention"});
+  CHECK(softmax > 0.0);
+  CHECK(report["score"].get<double>() == softmax);
+  // The points of the two lessons' tests, and no other lesson's.
+  const std::string output = report["output"].get<std::string>();
+  CHECK(output.find("dot-product") == std::string::npos);
+  CHECK(max_score < 80.0);
+
+  // A lesson this attn does not have: one line, nothing written.
+  const auto unknown = run_attn({"assignments", "release", "--grader",
+                                 (scratch.path / "other").string(), "--lesson", "nonesuch"});
+  CHECK(unknown.exit_code == 2);
+  CHECK(line_count(unknown.err) == 1);
+  CHECK(unknown.err.find("--lesson") != std::string::npos);
+  CHECK(!fs::exists(scratch.path / "other"));
+}
+
+TEST_CASE("attn grade --submissions grades a folder per student into grades.csv and reports",
+          "[course-loop]") {
+  ScratchDir scratch("batch");
+  const fs::path submissions = scratch.path / "submissions";
+  // alice uploads the solution at the top level, bob a repository with the stub, carol code that
+  // does not compile; a file beside them is not a student.
+  write_text(submissions / "alice" / "softmax_exercise.cpp",
+             solution("03-softmax", "softmax_exercise"));
+  const fs::path stub_tree = release_student_tree(scratch.path / "stub", {"softmax"});
+  write_text(submissions / "bob, the second" / "lessons" / "03-softmax" / "softmax_exercise.cpp",
+             read_text(stub_tree / "lessons" / "03-softmax" / "softmax_exercise.cpp"));
+  write_text(submissions / "carol" / "softmax_exercise.cpp", broken_softmax());
+  write_text(submissions / "notes.txt", "not a student\n");
+  const fs::path reports = scratch.path / "grades";
+  const auto run = run_attn({"grade", "--submissions", submissions.string(), "--reports",
+                             reports.string(), "--lesson", "softmax"});
+  INFO(run.out << run.err);
+  REQUIRE(run.exit_code == 0);
+  CHECK(run.out.starts_with("graded 3 submissions:\n"));
+  CHECK(names_in(reports) == std::set<std::string>{"alice.json", "alice.txt",
+                                                   "bob, the second.json", "bob, the second.txt",
+                                                   "carol.json", "carol.txt", "grades.csv"});
+  std::istringstream csv(read_text(reports / "grades.csv"));
+  std::vector<std::string> rows;
+  for (std::string line; std::getline(csv, line);)
+    rows.push_back(line);
+  REQUIRE(rows.size() == 4);
+  CHECK(rows[0] == "student,lesson,score,max");
+  const json alice = json::parse(read_text(reports / "alice.json"));
+  const double full = alice["score"].get<double>();
+  CHECK(full > 0.0);
+  double max_score = 0.0;
+  for (const json& test : alice["tests"])
+    max_score += test["max_score"].get<double>();
+  CHECK(full == max_score);  // the hidden tests count too
+  const auto number = [](double value) { return fmt::format("{:g}", value); };
+  CHECK(rows[1] == fmt::format("alice,softmax,{},{}", number(full), number(max_score)));
+  CHECK(rows[2] == fmt::format("\"bob, the second\",softmax,0,{}", number(max_score)));
+  CHECK(rows[3] == fmt::format("carol,softmax,0,{}", number(max_score)));
+  CHECK(read_text(reports / "carol.txt").find("did not compile") != std::string::npos);
+  CHECK(read_text(reports / "alice.txt").find("graded softmax_exercise.cpp") != std::string::npos);
+
+  // The reports folder is never replaced, and --reports is needed.
+  const auto again = run_attn({"grade", "--submissions", submissions.string(), "--reports",
+                               reports.string(), "--lesson", "softmax"});
+  CHECK(again.exit_code == 2);
+  CHECK(line_count(again.err) == 1);
+  CHECK(again.err.find("already exists") != std::string::npos);
+  const auto missing = run_attn({"grade", "--submissions", submissions.string()});
+  CHECK(missing.exit_code == 2);
+  CHECK(line_count(missing.err) == 1);
+  CHECK(missing.err.find("--reports") != std::string::npos);
+  const auto empty = run_attn({"grade", "--submissions",
+                               (scratch.path / "stub" / "lessons" / "03-softmax").string(),
+                               "--reports", (scratch.path / "none").string()});
+  CHECK(empty.exit_code == 2);
+  CHECK(empty.err.find("holds no student folders") != std::string::npos);
+  CHECK(!fs::exists(scratch.path / "none"));
+}
+
+TEST_CASE("a student's loop: check --all, hint without a lesson, reset asked and kept",
+          "[course-loop]") {
+  ScratchDir scratch("loop");
+  const fs::path tree = release_student_tree(scratch.path / "tree", {"scaling", "softmax"});
+  CHECK(names_in(tree / "lessons") == std::set<std::string>{"02-scaling", "03-softmax"});
+  const fs::path source = tree / "lessons" / "03-softmax" / "softmax_exercise.cpp";
+  const std::string stub = read_text(source);
+  const std::string mine = solution("03-softmax", "softmax_exercise");
+  write_text(source, mine);
+
+  const auto all = run_attn({"check", "--all", "--dir", tree.string()});
+  INFO(all.out << all.err);
+  CHECK(all.exit_code == 1);
+  CHECK(all.out.find("1 of 2 exercises pass their visible tests.") != std::string::npos);
+  CHECK(all.out.find("02 scaling") != std::string::npos);
+  CHECK(all.out.find("1/2 exercises done") != std::string::npos);
+  const auto both = run_attn({"check", "--all", "softmax", "--dir", tree.string()});
+  CHECK(both.exit_code == 2);
+  CHECK(line_count(both.err) == 1);
+
+  // The next unfinished exercise is scaling: hint gives its hints.
+  const auto hint = run_attn({"hint", "--dir", tree.string()});
+  CHECK(hint.exit_code == 0);
+  CHECK(hint.out.starts_with("Hint 1 of "));
+  CHECK(hint.out.find(" for 02 scaling:") != std::string::npos);
+
+  // reset asks first: without a terminal and without --yes, nothing changes.
+  const std::string refused =
+      shell(fmt::format("'{}' reset softmax --dir '{}' </dev/null 2>&1; echo EXIT=$?",
+                        ATTN_EXECUTABLE, tree.string()));
+  CHECK(refused.find("--yes") != std::string::npos);
+  CHECK(refused.find("EXIT=2") != std::string::npos);
+  CHECK(read_text(source) == mine);
+  const auto reset = run_attn({"reset", "softmax", "--yes", "--dir", tree.string()});
+  INFO(reset.err);
+  CHECK(reset.exit_code == 0);
+  CHECK(read_text(source) == stub);
+  CHECK(reset.out.find("your version is in .attn/reset/softmax_exercise-1.cpp") !=
+        std::string::npos);
+  CHECK(read_text(tree / ".attn" / "reset" / "softmax_exercise-1.cpp") == mine);
+  const auto again = run_attn({"reset", "softmax", "--yes", "--dir", tree.string()});
+  CHECK(again.exit_code == 0);
+  CHECK(again.out.find("is the stub already") != std::string::npos);
+  CHECK(!fs::exists(tree / ".attn" / "reset" / "softmax_exercise-2.cpp"));
+  // A link is not followed nor replaced.
+  fs::remove(source);
+  fs::create_symlink(tree / "README.md", source);
+  const auto link = run_attn({"reset", "softmax", "--yes", "--dir", tree.string()});
+  CHECK(link.exit_code == 2);
+  CHECK(line_count(link.err) == 1);
+  CHECK(fs::is_symlink(source));
+}
+
+TEST_CASE("compile errors are cut to the first ones, placed in the student's file",
+          "[course-loop]") {
+  ScratchDir scratch("errors");
+  const fs::path tree = release_student_tree(scratch.path / "tree", {"softmax"});
+  write_text(tree / "lessons" / "03-softmax" / "softmax_exercise.cpp", broken_softmax());
+  const auto cut = run_attn({"check", "softmax", "--dir", tree.string(), "--color", "never"});
+  INFO(cut.out);
+  CHECK(cut.exit_code == 1);
+  // The missing ; first: GCC names the next line (33), clang the end of the declaration (32).
+  CHECK(std::regex_search(cut.out,
+                          std::regex(R"(softmax_exercise\.cpp:3[23]:[0-9]+: error: expected)")));
+  CHECK(cut.out.find("lines cut: ") != std::string::npos);
+  // The std::sort error is shown at the student's line: GCC says "required from here", clang
+  // "requested here".
+  const bool placed = cut.out.find("required from here") != std::string::npos ||
+                      cut.out.find("requested here") != std::string::npos;
+  CHECK(placed);
+  CHECK(cut.out.find("note: candidate") == std::string::npos);
+  CHECK(cut.out.find("In file included from") == std::string::npos);
+  const auto full =
+      run_attn({"check", "softmax", "--dir", tree.string(), "--color", "never", "--full-errors"});
+  CHECK(full.exit_code == 1);
+  CHECK(full.out.find("lines cut: ") == std::string::npos);
+  CHECK(line_count(full.out) > line_count(cut.out) + 20);
+}
+
+TEST_CASE("the released tree's compile_commands.json compiles each exercise, and follows a move",
+          "[course-loop]") {
+  ScratchDir scratch("compile-commands");
+  const fs::path tree = release_student_tree(scratch.path / "tree", {"softmax"});
+  const auto read_entries = [](const fs::path& dir) {
+    return json::parse(read_text(dir / "compile_commands.json"));
+  };
+  const json entries = read_entries(tree);
+  REQUIRE(entries.size() == 1);
+  CHECK(entries[0]["directory"] == (tree / "lessons" / "03-softmax").string());
+  // What an editor runs: the entry's command, as a syntax check.
+  std::string command = "cd '" + entries[0]["directory"].get<std::string>() + "' &&";
+  for (const json& argument : entries[0]["arguments"]) {
+    const std::string word = argument.get<std::string>();
+    command += " '" + (word == "-c" ? std::string("-fsyntax-only") : word) + "'";
+  }
+  command += " -o /dev/null 2>&1; echo EXIT=$?";
+  const std::string compiled = shell(command);
+  INFO(command << "\n" << compiled);
+  CHECK(compiled.find("EXIT=0") != std::string::npos);
+
+  // Moved (or cloned elsewhere): the next check writes it again for the new place.
+  const fs::path moved = scratch.path / "moved";
+  fs::rename(tree, moved);
+  run_attn({"check", "softmax", "--dir", moved.string()});
+  CHECK(read_entries(moved)[0]["directory"] == (moved / "lessons" / "03-softmax").string());
+  // A file of the student's own is left alone.
+  write_text(moved / "compile_commands.json", "[{\"file\": \"mine.cpp\"}]\n");
+  run_attn({"check", "softmax", "--dir", moved.string()});
+  CHECK(read_text(moved / "compile_commands.json") == "[{\"file\": \"mine.cpp\"}]\n");
+}
+
+TEST_CASE("attn watch checks on every save and moves on when an exercise passes (tmux)",
+          "[course-loop]") {
+  REQUIRE(shell("command -v tmux") != "");  // setup.sh installs tmux
+  ScratchDir scratch("watch");
+  const fs::path tree = release_student_tree(scratch.path / "tree", {"scaling", "softmax"});
+  Pane pane(fmt::format("cd '{}' && '{}' watch", tree.string(), ATTN_EXECUTABLE), "attn-watch");
+  std::string screen = pane.wait_for("Watching lessons/02-scaling/scaling_exercise.cpp", 300);
+  INFO(screen);
+  REQUIRE(screen.find("Watching lessons/02-scaling/scaling_exercise.cpp") != std::string::npos);
+  CHECK(screen.find("0/2 exercises done") != std::string::npos);
+  pane.keys("h Enter");
+  screen = pane.wait_for("Hint 1 of ");
+  CHECK(screen.find("for 02 scaling:") != std::string::npos);
+  // Saved by rename, as many editors do: a new file moved over the old.
+  write_text(tree / "lessons" / "02-scaling" / "new.tmp",
+             solution("02-scaling", "scaling_exercise"));
+  fs::rename(tree / "lessons" / "02-scaling" / "new.tmp",
+             tree / "lessons" / "02-scaling" / "scaling_exercise.cpp");
+  screen = pane.wait_for("Watching lessons/03-softmax/softmax_exercise.cpp", 300);
+  CHECK(screen.find("✓ 02 scaling is done; on to 03 softmax.") != std::string::npos);
+  CHECK(screen.find("1/2 exercises done") != std::string::npos);
+  // Written in place.
+  write_text(tree / "lessons" / "03-softmax" / "softmax_exercise.cpp",
+             solution("03-softmax", "softmax_exercise"));
+  screen = pane.wait_for("EXIT=", 300);
+  CHECK(screen.find("Every exercise passes. Well done.") != std::string::npos);
+  CHECK(screen.find("EXIT=0") != std::string::npos);
+
+  // q ends a watch of one lesson.
+  Pane pinned(fmt::format("'{}' watch softmax --dir '{}'", ATTN_EXECUTABLE, tree.string()),
+              "attn-watch-q");
+  screen = pinned.wait_for("Watching lessons/03-softmax", 300);
+  CHECK(screen.find("✓ 03 softmax is done.") != std::string::npos);
+  pinned.keys("q Enter");
+  screen = pinned.wait_for("EXIT=");
+  CHECK(screen.find("EXIT=0") != std::string::npos);
+}
+
+namespace {
+
+// An instructor's additions: two cases for softmax (one hidden, expecting a throw) and a new
+// exercise, leaky ReLU, with a visible and a hidden case. The expected values are the test's own
+// reference, in double precision.
+void write_additions(const fs::path& folder, double wrong_by = 0.0) {
+  const std::vector<double> scores = {500.0, 501.0, 499.0};
+  double sum = 0.0;
+  for (const double s : scores)
+    sum += std::exp(s - 501.0);
+  json expected = json::array();
+  for (const double s : scores)
+    expected.push_back(std::exp(s - 501.0) / sum + wrong_by);
+  const fs::path softmax = folder / "lessons" / "03-softmax" / "cases";
+  write_text(softmax / "large.json",
+             json{{"name", "softmax of scores near 500 (the instructor's case)"},
+                  {"call", "softmax"},
+                  {"arguments", {json::array({json::array({scores})})}},
+                  {"expected", json::array({json::array({expected})})},
+                  {"points", 2},
+                  {"tolerance", {{"atol", 1e-5}, {"rtol", 1e-4}}}}
+                 .dump());
+  // Python's json writes -Infinity bare; attn reads it so.
+  write_text(
+      softmax / "mask-shape.json",
+      "{\"name\": \"apply_mask refuses a (1,2) mask for scores (1,1,3)\", \"call\": \"apply_mask\","
+      " \"arguments\": [[[[1, 2, 3]]], [[0, -Infinity]]],"
+      " \"throws\": \"std::invalid_argument\", \"points\": 1, \"hidden\": true}\n");
+
+  const fs::path relu = folder / "lessons" / "21-leaky-relu";
+  write_text(
+      relu / "leaky_relu_exercise.hpp",
+      "// Lesson 21: leaky ReLU, max(x, slope * x) elementwise.\n#pragma once\n\n"
+      "#include \"base/tensor.hpp\"\n\nnamespace attn::exercise {\n\n"
+      "Tensor2 leaky_relu(const Tensor2& x, float slope);\n\n}  // namespace attn::exercise\n");
+  write_text(relu / "leaky_relu_exercise.cpp",
+             "#include \"leaky_relu_exercise.hpp\"\n\nnamespace attn::exercise {\n\n"
+             "Tensor2 leaky_relu(const Tensor2& x, float slope) {\n"
+             "  // TODO(lesson 21): x where x > 0, slope * x elsewhere.\n"
+             "  // BEGIN SOLUTION\n"
+             "  Tensor2 y(x.shape());\n"
+             "  for (std::size_t i = 0; i < x.size(); ++i)\n"
+             "    y.data()[i] = x.data()[i] > 0 ? x.data()[i] : slope * x.data()[i];\n"
+             "  return y;\n"
+             "  // END SOLUTION\n}\n\n}  // namespace attn::exercise\n");
+  write_text(relu / "hints.md", "# Hints\n\n## 1\n\nLoop over x.data().\n\n## 2\n\nKeep x > 0.\n");
+  const json x = {{-2.0, -0.5, 0.0}, {0.5, 1.0, 3.0}};
+  const auto leaky = [&](double slope) {
+    json y = x;
+    for (auto& row : y)
+      for (auto& v : row)
+        v = v.get<double>() > 0 ? v.get<double>() : slope * v.get<double>();
+    return y;
+  };
+  write_text(relu / "cases" / "relu.json", json{{"name", "leaky_relu with slope 0 is ReLU"},
+                                                {"call", "leaky_relu"},
+                                                {"arguments", {x, 0.0}},
+                                                {"expected", leaky(0.0)},
+                                                {"points", 3}}
+                                               .dump());
+  write_text(relu / "cases" / "slope.json", json{{"name", "leaky_relu with slope 0.1"},
+                                                 {"call", "leaky_relu"},
+                                                 {"arguments", {x, 0.1}},
+                                                 {"expected", leaky(0.1)},
+                                                 {"points", 2},
+                                                 {"hidden", true}}
+                                                .dump());
+}
+
+std::vector<std::string> csv_rows(const fs::path& file) {
+  std::istringstream csv(read_text(file));
+  std::vector<std::string> rows;
+  for (std::string line; std::getline(csv, line);)
+    rows.push_back(line);
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "an instructor adds cases and an exercise to an installed attn and grades three "
+    "submissions to CSV",
+    "[course-loop]") {
+  ScratchDir scratch("additions");
+  // An instructor's attn, installed: the student's part and the grader's.
+  const fs::path installed = scratch.path / "attn";
+  for (const char* component : {"", "--component grader"}) {
+    REQUIRE(shell(fmt::format("cmake --install '{}' --prefix '{}' {} >/dev/null 2>&1; echo $?",
+                              ATTN_EXECUTABLE_DIR, installed.string(), component)) == "0\n");
+  }
+  const std::string attn = (installed / "bin" / "attn").string();
+  const auto run_installed = [&](const std::string& arguments) {
+    return shell(fmt::format("'{}' {} 2>&1; echo EXIT=$?", attn, arguments));
+  };
+  const fs::path course = installed / "share" / "attn" / "grader" / "course" / "lessons";
+
+  // Expected values that the solution does not reproduce: refused, nothing kept.
+  write_additions(scratch.path / "wrong", 0.05);
+  const std::string refused =
+      run_installed("assignments add '" + (scratch.path / "wrong").string() + "'");
+  INFO(refused);
+  CHECK(refused.find("EXIT=2") != std::string::npos);
+  CHECK(refused.find("the solution of 03 softmax fails its tests, so nothing was added") !=
+        std::string::npos);
+  CHECK(refused.find("softmax of scores near 500 (the instructor's case)") != std::string::npos);
+  CHECK(!fs::exists(course / "21-leaky-relu"));
+  CHECK(!fs::exists(course / "03-softmax" / "cases"));
+  CHECK(!fs::exists(installed / "share" / "attn" / "include" / "leaky_relu_exercise.hpp"));
+
+  write_additions(scratch.path / "mine");
+  const std::string added =
+      run_installed("assignments add '" + (scratch.path / "mine").string() + "'");
+  INFO(added);
+  REQUIRE(added.find("EXIT=0") != std::string::npos);
+  CHECK(added.find("03 softmax: 2 cases (2 points visible, 1 hidden in 1 case)") !=
+        std::string::npos);
+  CHECK(added.find("21 leaky-relu: a new exercise with 2 cases (3 points visible, 2 hidden in 1 "
+                   "case)") != std::string::npos);
+
+  // The student tree: the new exercise's stub and visible case, not the hidden one.
+  const fs::path tree = scratch.path / "student";
+  REQUIRE(run_installed(fmt::format("assignments release --out '{}' --lesson softmax --lesson "
+                                    "leaky-relu",
+                                    tree.string()))
+              .find("EXIT=0") != std::string::npos);
+  const fs::path relu = tree / "lessons" / "21-leaky-relu";
+  CHECK(fs::exists(relu / "cases" / "relu.json"));
+  CHECK(!fs::exists(relu / "cases" / "slope.json"));
+  CHECK(!fs::exists(tree / "lessons" / "03-softmax" / "cases" / "mask-shape.json"));
+  CHECK(read_text(relu / "leaky_relu_exercise.cpp").find("BEGIN SOLUTION") == std::string::npos);
+  const std::string stub_check = run_installed("check leaky-relu --dir '" + tree.string() + "'");
+  CHECK(stub_check.find("EXIT=1") != std::string::npos);
+  CHECK(stub_check.find("leaky_relu threw std::logic_error: not implemented") != std::string::npos);
+
+  // Three submissions: alice solves both, bob only the new one, carol forgets the slope.
+  const fs::path submissions = scratch.path / "submissions";
+  const std::string relu_solution =
+      read_text(scratch.path / "mine" / "lessons" / "21-leaky-relu" / "leaky_relu_exercise.cpp");
+  write_text(submissions / "alice" / "softmax_exercise.cpp",
+             solution("03-softmax", "softmax_exercise"));
+  write_text(submissions / "alice" / "leaky_relu_exercise.cpp", relu_solution);
+  write_text(submissions / "bob" / "lessons" / "21-leaky-relu" / "leaky_relu_exercise.cpp",
+             relu_solution);
+  std::string forgot = relu_solution;
+  forgot.replace(forgot.find("slope * x.data()[i]"), std::string("slope * x.data()[i]").size(),
+                 "0.0f");
+  write_text(submissions / "carol" / "leaky_relu_exercise.cpp", forgot);
+  const fs::path reports = scratch.path / "grades";
+  const std::string graded =
+      run_installed(fmt::format("grade --submissions '{}' --reports '{}' --lesson softmax --lesson "
+                                "leaky-relu",
+                                submissions.string(), reports.string()));
+  INFO(graded);
+  REQUIRE(graded.find("EXIT=0") != std::string::npos);
+  const std::vector<std::string> rows = csv_rows(reports / "grades.csv");
+  REQUIRE(rows.size() == 7);
+  CHECK(rows[0] == "student,lesson,score,max");
+  const json alice = json::parse(read_text(reports / "alice.json"));
+  double softmax_max = 0.0;
+  bool instructors_case = false;
+  for (const json& test : alice["tests"]) {
+    if (test["tags"][0] == "softmax") softmax_max += test["max_score"].get<double>();
+    instructors_case =
+        instructors_case ||
+        test["name"] == "03 softmax: softmax of scores near 500 (the instructor's case)";
+  }
+  CHECK(instructors_case);
+  const std::string softmax_max_text = fmt::format("{:g}", softmax_max);
+  CHECK(rows[1] == "alice,softmax," + softmax_max_text + "," + softmax_max_text);
+  CHECK(rows[2] == "alice,leaky-relu,5,5");
+  CHECK(rows[3] == "bob,softmax,0," + softmax_max_text);
+  CHECK(rows[4] == "bob,leaky-relu,5,5");
+  CHECK(rows[5] == "carol,softmax,0," + softmax_max_text);
+  CHECK(rows[6] == "carol,leaky-relu,3,5");
+  CHECK(read_text(reports / "carol.txt").find("the first at [0, 0]: got 0, expected -0.2") !=
+        std::string::npos);
+}
