@@ -373,6 +373,15 @@ std::string parse_error_message(const CLI::App& app, const CLI::App* sub,
   if (dynamic_cast<const CLI::ValidationError*>(&e) != nullptr && opt != nullptr) {
     return what;  // "--seq: " and our validator's words: "'0' is not a size: give a whole number ..."
   }
+  if (dynamic_cast<const CLI::ValidationError*>(&e) != nullptr && sub != nullptr) {
+    // A positional argument's value: CLI11 puts its name ("shell: ") before our validator's
+    // words, which say what the argument is.
+    for (const CLI::Option* positional :
+         sub->get_options([](const CLI::Option* o) { return o->get_positional(); })) {
+      const std::string prefix = positional->get_name() + ": ";
+      if (what.starts_with(prefix)) return what.substr(prefix.size());
+    }
+  }
   return fmt::format("{} (see `{} --help`)", what, where);
 }
 
