@@ -1,6 +1,6 @@
 // attn's commands and options as data, read from the CLI11 App tree at run time: what the shell
-// completions (cli/completions.cpp) are made from, so that they hold exactly what `attn --help`
-// and each command's --help list, in the same order.
+// completions (cli/completions.cpp) and the man page (cli/man.cpp) are made from, so that they
+// hold exactly what `attn --help` and each command's --help list, in the same order.
 #pragma once
 
 #include <string>

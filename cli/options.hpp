@@ -69,7 +69,7 @@ CLI::Validator not_empty_validator(std::string option, std::string example);
 CLI::Validator choice_validator(std::string what, std::vector<std::string> words);
 
 // The words of a choice travel in its validator's name (CLI11 prints a validator's name nowhere),
-// so that the shell completions (command_tree.hpp) read them off the option.
+// so that the shell completions and the man page (command_tree.hpp) read them off the option.
 std::string choice_validator_name(const std::vector<std::string>& words);
 // The words `option` takes: those of its choice_validator or enum_validator, or of offer_words;
 // empty for an option that takes any value, or none.

@@ -208,7 +208,7 @@ TEST_CASE("attn completions bash completes commands, subcommands, options and ch
   CHECK(bash.complete({"attn", "view", "head", ""}).empty());
   CHECK(bash.complete({"attn", "completions", ""}) == Words{"bash", "zsh", "fish"});
   CHECK(bash.complete({"attn", "assignments", ""}) == Words{"release"});
-  CHECK(bash.complete({"attn", "--"}) == Words{"--help"});
+  CHECK(bash.complete({"attn", "--"}) == Words{"--help", "--version"});
 
   const Words softmax = bash.complete({"attn", "softmax", "--"});
   for (const char* option : {"--help", "--temperature", "--mask", "--seed", "--format", "--quiet"})

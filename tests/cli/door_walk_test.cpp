@@ -160,11 +160,11 @@ TEST_CASE("the walk finds every command, and every file option is an input or an
 TEST_CASE("every command that computes refuses --max-memory 1 before it allocates",
           "[cli][door][memory][bad-input]") {
   // These compute no tensors: they list, grade in confined child processes, copy trees, or print
-  // attn's own command table for the shells.
-  const std::set<std::string> without_tensors = {"attn list",        "attn grade",
-                                                 "attn check",       "attn hint",
-                                                 "attn assignments", "attn assignments release",
-                                                 "attn tokenizer",   "attn completions"};
+  // attn's own command table for the shells and man.
+  const std::set<std::string> without_tensors = {
+      "attn list",      "attn grade",       "attn check",
+      "attn hint",      "attn assignments", "attn assignments release",
+      "attn tokenizer", "attn completions", "attn man"};
   // The advice names an option to lower; or the file that is too large is named first.
   static const std::regex advice(R"((?:lower |fewer tokens \(|smaller )(--[a-z-]+))");
   static const std::regex file_first(

@@ -1,6 +1,6 @@
-// Runs a program other than attn (a shell) as a child process in a given folder, and captures its
-// exit code, stdout and stderr, for the tests of what attn writes for other programs: its shell
-// completions.
+// Runs a program other than attn (a shell, groff) as a child process in a given folder, and
+// captures its exit code, stdout and stderr, for the tests of what attn writes for other programs:
+// its shell completions and its man page.
 #pragma once
 
 #include <fcntl.h>
