@@ -1,6 +1,6 @@
 // attn man: attn's manual page (roff, section 1) on stdout, made at run time from the App tree
 // (command_tree.hpp): every command as `attn --help` lists it, with its description and its
-// options' help. Read it with `attn man | man -l -`.
+// options' help. Read it with `attn man | man -l -`; `cmake --install` puts it in share/man/man1.
 #include <cstdint>
 #include <cstdio>
 #include <string>

@@ -296,6 +296,23 @@ TEST_CASE("attn completions fish is a script fish sources and completes with",
   CHECK(fish.complete("attn softmax --save ") == Words{"out/"});
 }
 
+TEST_CASE("the build writes into share/ the scripts and man page attn prints",
+          "[cli][completions]") {
+  const fs::path share = fs::path(ATTN_EXECUTABLE_DIR) / "share";
+  const std::vector<std::pair<std::string, Words>> files = {
+      {"bash-completion/completions/attn", {"completions", "bash"}},
+      {"zsh/site-functions/_attn", {"completions", "zsh"}},
+      {"fish/vendor_completions.d/attn.fish", {"completions", "fish"}},
+      {"man/man1/attn.1", {"man"}}};
+  for (const auto& [file, args] : files) {
+    INFO(file);
+    REQUIRE(fs::exists(share / file));
+    const auto printed = run_attn(args);
+    REQUIRE(printed.exit_code == 0);
+    CHECK(attn::testing::read_text((share / file).string()) == printed.out);
+  }
+}
+
 TEST_CASE("attn completions refuses a shell it does not complete, with the ones it does",
           "[cli][completions][bad-input]") {
   attn::testing::check_refused(
