@@ -27,6 +27,7 @@ packages=(
   clang-format                                          # the formatting check (clang-format-14)
   tmux                                                  # the test that drives attn view --interactive
   chromium                                              # the browser tests: exported pages, screenshots
+  zsh fish groff-base                                   # the tests of attn's completions and man page
   debootstrap                                           # the grader bundle on a fresh Debian 12 (.ci/run)
 )
 if [ "$mode" = asan ]; then

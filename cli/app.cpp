@@ -18,6 +18,7 @@
 #include "errors.hpp"
 #include "lesson.hpp"
 #include "matmul.hpp"
+#include "version.hpp"
 
 namespace attn::cli {
 
@@ -57,6 +58,8 @@ int run(int argc, const char* const* argv) {
       "real and prints every intermediate tensor as PyTorch prints it.",
       "attn"};
   app.require_subcommand(0, 1);
+  app.set_version_flag("-V,--version", fmt::format("attn {}", attn_version()),
+                       "print attn's version and exit");
   app.footer("Run `attn <command> --help` for a command's options.");
   for (const Command& command : commands_in_order())
     command.setup(app, context);
@@ -90,6 +93,10 @@ int run(int argc, const char* const* argv) {
     return kExitOk;
   } catch (const CLI::CallForAllHelp&) {
     std::fputs(app.help("", CLI::AppFormatMode::All).c_str(), stdout);
+    return kExitOk;
+  } catch (const CLI::CallForVersion& e) {
+    // CLI11 carries the version line as the exception's text.
+    std::fputs((std::string(e.what()) + "\n").c_str(), stdout);
     return kExitOk;
   } catch (const CLI::ParseError& e) {
     return fail(command_label(current()), parse_error_message(app, deepest(), e));

@@ -151,7 +151,22 @@ std::string extras_message(const CLI::App& app, const CLI::App* sub) {
     return fmt::format("unexpected argument '{}': attn runs one command at a time, e.g. `attn {}`",
                        first, first);
   }
-  if (option_names(*sub) == std::vector<std::string>{"--help"}) {
+  const bool only_help = option_names(*sub) == std::vector<std::string>{"--help"};
+  // A command with positional arguments (attn view VIEW, attn summary MODEL) took them
+  // already: name what it takes.
+  std::vector<std::string> positionals;
+  for (const CLI::Option* opt :
+       sub->get_options([](const CLI::Option* o) { return o->get_positional(); }))
+    positionals.push_back(opt->get_option_text().empty() ? opt->get_name()
+                                                         : opt->get_option_text());
+  if (!positionals.empty()) {
+    std::string takes = positionals.size() == 1 ? "one argument, " + positionals.front()
+                                                : "the arguments " + or_list(positionals, "and");
+    return fmt::format("unexpected argument '{}': `{}` takes {}{} (`{} --help` lists {})", first,
+                       where, takes, only_help ? "" : ", and options", where,
+                       only_help && positionals.size() == 1 ? "it" : "them");
+  }
+  if (only_help) {
     return fmt::format("unexpected argument '{}': `{}` takes no arguments", first, where);
   }
   return fmt::format("unexpected argument '{}': `{}` takes only options (`{} --help` lists them)",
@@ -357,6 +372,15 @@ std::string parse_error_message(const CLI::App& app, const CLI::App* sub,
   }
   if (dynamic_cast<const CLI::ValidationError*>(&e) != nullptr && opt != nullptr) {
     return what;  // "--seq: " and our validator's words: "'0' is not a size: give a whole number ..."
+  }
+  if (dynamic_cast<const CLI::ValidationError*>(&e) != nullptr && sub != nullptr) {
+    // A positional argument's value: CLI11 puts its name ("shell: ") before our validator's
+    // words, which say what the argument is.
+    for (const CLI::Option* positional :
+         sub->get_options([](const CLI::Option* o) { return o->get_positional(); })) {
+      const std::string prefix = positional->get_name() + ": ";
+      if (what.starts_with(prefix)) return what.substr(prefix.size());
+    }
   }
   return fmt::format("{} (see `{} --help`)", what, where);
 }

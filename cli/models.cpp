@@ -79,11 +79,15 @@ void add_model_options(CLI::App& app, ModelCliOptions& o, bool with_d_model) {
                "encoder: the layers only, on hidden states (B, T, D)");
 }
 
-std::string model_names() {
+std::vector<std::string> model_words() {
   std::vector<std::string> names;
   for (const lessons::ModelInfo* m : models())
     names.emplace_back(m->name);
-  return or_list(names);
+  return names;
+}
+
+std::string model_names() {
+  return or_list(model_words());
 }
 
 const lessons::ModelInfo& find_model(const std::string& name, std::string_view command) {

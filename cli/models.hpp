@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -24,6 +25,8 @@ void add_model_options(CLI::App& app, ModelCliOptions& options, bool with_d_mode
 
 // "embedding, self-attention, ... or encoder"
 std::string model_names();
+// {"embedding", "self-attention", ..., "encoder"}
+std::vector<std::string> model_words();
 // The model of that name; throws attn::Error about "model" listing the names.
 const lessons::ModelInfo& find_model(const std::string& name, std::string_view command);
 // Throws attn::Error about the first model option given that the model does not read; `usage` is

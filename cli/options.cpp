@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -31,10 +32,46 @@ std::string choice_error(std::string_view what, const std::vector<std::string>& 
   return fmt::format("'{}' is not {}: use {}", printable(text), what, or_list(words));
 }
 
+namespace {
+constexpr std::string_view kChoiceTag = "one of:";
+}  // namespace
+
+std::string choice_validator_name(const std::vector<std::string>& words) {
+  std::string name(kChoiceTag);
+  for (const std::string& word : words)
+    name += " " + word;
+  return name;
+}
+
 CLI::Validator choice_validator(std::string what, std::vector<std::string> words) {
+  std::string name = choice_validator_name(words);
   return CLI::Validator([what = std::move(what), words = std::move(words)](
                             std::string& text) { return choice_error(what, words, text); },
-                        "");
+                        "", std::move(name));
+}
+
+std::vector<std::string> offered_words(CLI::Option& option) {
+  // CLI11 2.1.2 reaches an option's validators by index only, and throws past the last one.
+  for (int i = 0;; ++i) {
+    const CLI::Validator* validator = nullptr;
+    try {
+      validator = option.get_validator(i);
+    } catch (const CLI::OptionNotFound&) {
+      return {};
+    }
+    const std::string& name = validator->get_name();
+    if (!name.starts_with(kChoiceTag)) continue;
+    std::vector<std::string> words;
+    std::istringstream in(name.substr(kChoiceTag.size()));
+    for (std::string word; in >> word;)
+      words.push_back(word);
+    return words;
+  }
+}
+
+CLI::Option* offer_words(CLI::Option* option, const std::vector<std::string>& words) {
+  return option->check([](const std::string&) { return std::string(); }, "",
+                       choice_validator_name(words));
 }
 
 CLI::Validator size_validator(std::size_t max) {

@@ -68,6 +68,16 @@ CLI::Validator not_empty_validator(std::string option, std::string example);
 // One of `words`; anything else is refused with the words to use.
 CLI::Validator choice_validator(std::string what, std::vector<std::string> words);
 
+// The words of a choice travel in its validator's name (CLI11 prints a validator's name nowhere),
+// so that the shell completions and the man page (command_tree.hpp) read them off the option.
+std::string choice_validator_name(const std::vector<std::string>& words);
+// The words `option` takes: those of its choice_validator or enum_validator, or of offer_words;
+// empty for an option that takes any value, or none.
+std::vector<std::string> offered_words(CLI::Option& option);
+// Offers `words` for `option` in the completions without checking them: for a value its command
+// checks itself, with a message of its own (attn view's kind, attn summary's model).
+CLI::Option* offer_words(CLI::Option* option, const std::vector<std::string>& words);
+
 // The refusal of `text` when it is none of `words`, or "" when it is one.
 std::string choice_error(std::string_view what, const std::vector<std::string>& words,
                          const std::string& text);
@@ -79,6 +89,7 @@ CLI::Validator enum_validator(std::string what, std::vector<std::pair<std::strin
   std::vector<std::string> words;
   for (const auto& choice : choices)
     words.push_back(choice.first);
+  std::string name = choice_validator_name(words);
   return CLI::Validator(
       [what = std::move(what), words = std::move(words),
        choices = std::move(choices)](std::string& text) {
@@ -87,7 +98,7 @@ CLI::Validator enum_validator(std::string what, std::vector<std::pair<std::strin
           if (error.empty() && text == word) text = std::to_string(static_cast<int>(value));
         return error;
       },
-      "");
+      "", std::move(name));
 }
 
 // "a", "a or b", "a, b or c" (or with another conjunction: "a, b and c").

@@ -151,7 +151,8 @@ void setup(CLI::App& app, Context& context) {
   CLI::App* sub = app.add_subcommand(
       "summary", "torchinfo's summary table for a lesson's model: " + model_names());
   // The model's name is checked in run_summary, whose message lists the models.
-  sub->add_option("model", o->model, "one of: " + model_names())->option_text("MODEL");
+  offer_words(sub->add_option("model", o->model, "one of: " + model_names()), model_words())
+      ->option_text("MODEL");
   add_pretrained_option(*sub, o->pretrained)
       ->check(not_empty_validator("--pretrained", "bert-base-uncased"));
   sub->add_option("--batch", r.batch, "B of the input (default 1)")

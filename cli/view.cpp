@@ -406,7 +406,10 @@ void setup(CLI::App& app, Context& context) {
       "view",
       "bertviz's views of attention: head (one layer's heads), model (every layer x head), "
       "neuron (how one query's weights are made)");
-  sub->add_option("kind", o->kind, "head, model or neuron")->required()->option_text("VIEW");
+  offer_words(sub->add_option("kind", o->kind, "head, model or neuron"),
+              {"head", "model", "neuron"})
+      ->required()
+      ->option_text("VIEW");
   sub->add_option("--checkpoint", o->checkpoint,
                   "a trained model (attn train, or shipped: reverse, sort, histogram, "
                   "previous-token, transformer-reverse); default: the book's encoder")

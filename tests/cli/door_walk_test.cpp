@@ -160,7 +160,8 @@ TEST_CASE("the walk finds every command, and every file option is an input or an
 
 TEST_CASE("every command that computes refuses --max-memory 1 before it allocates",
           "[cli][door][memory][bad-input]") {
-  // These compute no tensors: they list, grade in confined child processes, or copy trees.
+  // These compute no tensors: they list, grade in confined child processes, copy trees, watch
+  // files, or print attn's own command table for the shells and man.
   const std::set<std::string> without_tensors = {"attn list",
                                                  "attn grade",
                                                  "attn check",
@@ -170,7 +171,9 @@ TEST_CASE("every command that computes refuses --max-memory 1 before it allocate
                                                  "attn assignments add",
                                                  "attn reset",
                                                  "attn watch",
-                                                 "attn tokenizer"};
+                                                 "attn tokenizer",
+                                                 "attn completions",
+                                                 "attn man"};
   // The advice names an option to lower; or the file that is too large is named first.
   static const std::regex advice(R"((?:lower |fewer tokens \(|smaller )(--[a-z-]+))");
   static const std::regex file_first(

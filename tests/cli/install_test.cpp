@@ -226,6 +226,12 @@ TEST_CASE("an installed attn teaches, releases and grades from any folder", "[in
     const fs::path attn = prefix / "bin" / "attn";
     REQUIRE(fs::exists(attn));
     CHECK(fs::exists(prefix / "share" / "attn" / "toolchain.json"));
+    // Its shell completions and man page, where bash-completion, zsh, fish and man look.
+    for (const char* file : {"bash-completion/completions/attn", "zsh/site-functions/_attn",
+                             "fish/vendor_completions.d/attn.fish", "man/man1/attn.1"}) {
+      INFO(file);
+      CHECK(fs::exists(prefix / "share" / file));
+    }
 
     // Run from a folder that is neither the checkout nor the build.
     const fs::path work = scratch.path / "work";

@@ -70,7 +70,8 @@ const std::map<std::string, std::string>& positional_values() {
   static const std::map<std::string, std::string> values = {{"view kind", "head"},
                                                             {"summary model", "encoder"},
                                                             {"hint lesson", "softmax"},
-                                                            {"check lesson", "softmax"}};
+                                                            {"check lesson", "softmax"},
+                                                            {"completions shell", "bash"}};
   return values;
 }
 
