@@ -8,6 +8,7 @@
 #include "command.hpp"
 #include "door.hpp"
 #include "lesson_io.hpp"
+#include "mine_option.hpp"
 #include "options.hpp"
 #include "pretrained.hpp"
 #include "state_dict.hpp"
@@ -26,6 +27,7 @@ struct AttentionCliOptions {
   std::size_t head = 0;
   AblateCliOptions ablate;
   std::string ablated, ablated_words;  // the line --ablate prints, and its heads
+  bool mine = false;
 };
 
 // Head `o.head` of `attention` on what its layer reads, `x` (1,T,D), as seed 000's AttentionHead.
@@ -122,7 +124,14 @@ void setup(CLI::App& app, Context& context) {
       ->check(CLI::NonNegativeNumber)
       ->option_text("H");
   add_ablate_option(*sub, o->ablate, "with --checkpoint");
+  add_mine_option(*sub, o->mine);
   door_callback(*sub, [o, sub, &context] {
+    if (o->mine && (o->mask.mask != "none" || !o->mask.lengths.empty())) {
+      throw Error(ErrorKind::bad_value, "attention",
+                  "it runs your scaled_dot_product_attention on the lesson's queries, keys and "
+                  "values without a mask: drop --mask and --lengths")
+          .about("mine");
+    }
     load_lesson_input(o->cli, context);
     o->lesson.common = o->cli.lesson;
     if (o->head_size != 0) o->lesson.head_size = o->head_size;
@@ -132,6 +141,7 @@ void setup(CLI::App& app, Context& context) {
     use_checkpoint(*o, *sub, context);
     lessons::LessonRun run = lessons::run_attention(o->lesson);
     if (!o->ablated.empty()) run.prose(o->ablated);
+    add_mine_steps(run, o->mine);
     context.exit_code = publish(run, o->cli.output, context);
   });
 }

@@ -613,6 +613,7 @@ void setup(CLI::App& app, Context& context) {
       ->add_option("--lesson", *release_lessons,
                    "release only this lesson's exercise, with its points (repeatable; default: "
                    "every exercise): one assignment's tree or bundle")
+      ->check(not_empty_validator("--lesson", "softmax"))
       ->option_text("NAME");
   release
       ->add_option("--dir", *source_dir,

@@ -21,6 +21,8 @@
 #include "io/npy.hpp"
 #include "io/shipped.hpp"
 #include "io/tokenizer.hpp"
+#include "mine.hpp"
+#include "mine_option.hpp"
 #include "save.hpp"
 
 namespace attn::cli {
@@ -144,12 +146,16 @@ EncoderConfig resolve_config(const std::string& path) {
 void add_plain_lesson_command(CLI::App& app, Context& context, std::string_view name,
                               lessons::LessonRun (*run)(const lessons::LessonOptions&)) {
   auto o = std::make_shared<LessonCliOptions>();
+  auto mine = std::make_shared<bool>(false);
   CLI::App* sub = add_lesson_command(app, name);
   add_lesson_options(*sub, *o);
   add_heatmap_option(*sub, o->output);
-  door_callback(*sub, [o, run, &context] {
+  if (!course::mine_calls(std::string(name)).empty()) add_mine_option(*sub, *mine);
+  door_callback(*sub, [o, run, mine, &context] {
     load_lesson_input(*o, context);
-    context.exit_code = publish(run(o->lesson), o->output, context);
+    lessons::LessonRun result = run(o->lesson);
+    add_mine_steps(result, *mine);
+    context.exit_code = publish(result, o->output, context);
   });
 }
 

@@ -5,6 +5,7 @@
 #include "command.hpp"
 #include "door.hpp"
 #include "lesson_io.hpp"
+#include "mine_option.hpp"
 #include "options.hpp"
 
 namespace attn::cli {
@@ -15,6 +16,7 @@ struct SoftmaxCliOptions {
   LessonCliOptions cli;
   lessons::SoftmaxLessonOptions lesson;
   std::string mask = "none";
+  bool mine = false;
 };
 
 void setup(CLI::App& app, Context& context) {
@@ -29,11 +31,14 @@ void setup(CLI::App& app, Context& context) {
   sub->add_option("--mask", o->mask, "none (default) or causal: -inf above the diagonal")
       ->check(choice_validator("a mask", {"none", "causal"}))
       ->option_text("none|causal");
+  add_mine_option(*sub, o->mine);
   door_callback(*sub, [o, &context] {
     load_lesson_input(o->cli, context);
     o->lesson.common = o->cli.lesson;
     o->lesson.causal = o->mask == "causal";
-    context.exit_code = publish(lessons::run_softmax_lesson(o->lesson), o->cli.output, context);
+    lessons::LessonRun run = lessons::run_softmax_lesson(o->lesson);
+    add_mine_steps(run, o->mine);
+    context.exit_code = publish(run, o->cli.output, context);
   });
 }
 

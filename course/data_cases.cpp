@@ -79,6 +79,30 @@ Node number_node(double value) {
   return node;
 }
 
+// An array's numbers as nested lists, its last axis innermost.
+Node array_node(const Array& array) {
+  if (array.rank() == 0) return number_node(array.real(0));
+  std::size_t at = 0;
+  const auto build = [&](auto&& self, std::size_t axis) -> Node {
+    Node level;
+    level.tag = Tag::group;
+    for (std::size_t i = 0; i < array.shape[axis]; ++i) {
+      if (axis + 1 < array.rank()) {
+        level.items.push_back(self(self, axis + 1));
+      } else if (is_floating(array.dtype)) {
+        level.items.push_back(number_node(array.real(at++)));
+      } else {
+        Node integer;
+        integer.tag = Tag::i64;
+        integer.integer = array.integer(at++);
+        level.items.push_back(integer);
+      }
+    }
+    return level;
+  };
+  return build(build, 0);
+}
+
 // A JSON value as a value tree: lists are groups, {"npy": FILE} the file's array as nested lists.
 Node to_node(const nlohmann::json& value, const fs::path& file, int depth = 0) {
   if (depth > 16) throw case_error(file, "lists nested more than 16 deep");
@@ -118,19 +142,7 @@ Node to_node(const nlohmann::json& value, const fs::path& file, int depth = 0) {
     }
     npy_files().push_back(name);
     const Array array = read_npy((file.parent_path() / name).string());
-    if (array.rank() == 0) return number_node(array.real(0));
-    // Nested groups, the array's last axis innermost.
-    std::size_t at = 0;
-    const auto build = [&](auto&& self, std::size_t axis) -> Node {
-      Node level;
-      level.tag = Tag::group;
-      for (std::size_t i = 0; i < array.shape[axis]; ++i) {
-        level.items.push_back(axis + 1 == array.rank() ? number_node(array.real(at++))
-                                                       : self(self, axis + 1));
-      }
-      return level;
-    };
-    return build(build, 0);
+    return array_node(array);
   } else {
     throw case_error(file,
                      "a value must be a number, true or false, text, a list, null or "
@@ -379,7 +391,65 @@ std::string compare(const Node& got, const Node& want, const DataCase& c,
   return found;
 }
 
+Node decoded(const std::string& bytes) {
+  grading::Reader in(bytes.data(), bytes.size());
+  return grading::decode_node(in);
+}
+
 }  // namespace
+
+std::string encode_array(const Array& array) {
+  return encoded(array_node(array));
+}
+
+std::string encode_arguments(const std::vector<const Array*>& arguments) {
+  Node list;
+  list.tag = Tag::group;
+  for (const Array* argument : arguments) {
+    if (argument != nullptr) {
+      list.items.push_back(array_node(*argument));
+    } else {
+      list.items.emplace_back();
+      list.items.back().none = true;
+    }
+  }
+  return encoded(list);
+}
+
+std::string compare_value(const std::string& got, int field, const std::string& expected,
+                          double atol, double rtol) {
+  try {
+    const Node value = decoded(got);
+    const Node* part = &value;
+    if (field >= 0) {
+      if (value.tag != Tag::group || static_cast<std::size_t>(field) >= value.items.size())
+        return fmt::format("returned {}, not a struct with a field {}", kind_of(value), field);
+      part = &value.items[static_cast<std::size_t>(field)];
+    }
+    DataCase c;
+    c.atol = atol;
+    c.rtol = rtol;
+    return compare(*part, decoded(expected), c, "");
+  } catch (const grading::DeliveryError& e) {
+    return fmt::format("what came back could not be read: {}", e.what());
+  }
+}
+
+std::optional<Array> value_array(const std::string& value, int field) {
+  try {
+    const Node node = decoded(value);
+    const Node* part = &node;
+    if (field >= 0) {
+      if (node.tag != Tag::group || static_cast<std::size_t>(field) >= node.items.size())
+        return std::nullopt;
+      part = &node.items[static_cast<std::size_t>(field)];
+    }
+    if (part->tag != Tag::tensor || part->none) return std::nullopt;
+    return make_float32(part->shape, part->data);
+  } catch (const grading::DeliveryError&) {
+    return std::nullopt;
+  }
+}
 
 std::vector<DataCase> read_data_cases(const fs::path& lesson_folder) {
   const fs::path folder = lesson_folder / "cases";

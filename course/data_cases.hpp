@@ -17,8 +17,11 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "base/array.hpp"
 
 namespace attn::course {
 
@@ -55,5 +58,18 @@ struct DataVerdict {
 // whole and ended: the value returned, compared with the expected one within the tolerance, or
 // the exception thrown.
 DataVerdict judge_data_case(const DataCase& c, const std::string& channel);
+
+// An array as a case's argument or expected value (nested lists of its numbers), in the bytes of
+// course/harness/values.hpp.
+std::string encode_array(const Array& array);
+// A call's arguments, each an array or, when null, a null pointer.
+std::string encode_arguments(const std::vector<const Array*>& arguments);
+// "" when `got` (a value a probe sent, or one field of it: `field` >= 0 picks a struct's field)
+// matches `expected` within atol + rtol * |expected|, else what differs; `call` names the
+// function in the text.
+std::string compare_value(const std::string& got, int field, const std::string& expected,
+                          double atol, double rtol);
+// The tensor in `value` (or its field `field`), as a float32 array; nullopt when it holds none.
+std::optional<Array> value_array(const std::string& value, int field);
 
 }  // namespace attn::course

@@ -422,6 +422,43 @@ class LessonGrader {
     return lesson;
   }
 
+  // The student's functions called on `cases`' arguments, each in its own confined run: what
+  // each returned, or why it did not.
+  CallsOutcome run_calls(const std::vector<DataCase>& cases) {
+    CallsOutcome out;
+    cases_ = cases;
+    link_visible_ = false;
+    out.built = build(out.build_log);
+    if (!out.built) return out;
+    for (std::size_t i = 0; i < cases_.size(); ++i) {
+      const fs::path dir = work_.run(static_cast<int>(i) + 1);
+      const fs::path arguments = dir / "arguments";
+      {
+        std::ofstream file(arguments, std::ios::binary);
+        file << cases_[i].arguments;
+      }
+      chmod(arguments.c_str(), 0644);
+      const ProcessResult probe =
+          run_probe(programs_.data, {data_probe_key(cases_[i]), "arguments"}, dir, arguments);
+      CallResult call;
+      const std::vector<grading::Record> records = grading::parse_records(probe.channel);
+      if (ran_clean(probe) && records.size() == 2 &&
+          records.front().kind == grading::RecordKind::value) {
+        call.returned = true;
+        call.value = records.front().payload;
+      } else if (ran_clean(probe) && records.size() == 2) {
+        call.problem = judge_data_case(cases_[i], probe.channel).evidence;
+      } else {
+        call.problem = fmt::format("{} did not return: {}", cases_[i].call,
+                                   probe.timed_out || probe.signal != 0 || !probe.started
+                                       ? probe.status(options_.test_timeout_seconds)
+                                       : "the program ended before the call did");
+      }
+      out.calls.push_back(call);
+    }
+    return out;
+  }
+
  private:
   Confinement build_confinement(const fs::path& write, std::vector<fs::path> extra) const {
     Confinement c;
@@ -544,7 +581,7 @@ class LessonGrader {
                                     : fmt::format(" (of the core it may use {})", listed(names)));
       return false;
     }
-    if (fs::exists(tool_.visible_probe(exercise_.stem)) &&
+    if (link_visible_ && fs::exists(tool_.visible_probe(exercise_.stem)) &&
         !link({"-Wl,--whole-archive", "probe.a", "-Wl,--no-whole-archive",
                tool_.probe_main().string()},
               tool_.visible_probe(exercise_.stem), "visible", log)) {
@@ -557,8 +594,10 @@ class LessonGrader {
   // and linked with the student's object like any probe.
   template <class Compiler>
   bool build_data_probe(const Compiler& compiler, std::string& log) {
-    for (const TestCaseInfo& info : data_tests_)
-      cases_.push_back(find_case(info));
+    if (cases_.empty()) {
+      for (const TestCaseInfo& info : data_tests_)
+        cases_.push_back(find_case(info));
+    }
     if (cases_.empty()) return true;
     WorkDir::for_child(work_.build());
     {
@@ -785,6 +824,7 @@ class LessonGrader {
   Programs programs_;
   std::vector<TestCaseInfo> data_tests_;
   std::vector<DataCase> cases_;  // the data cases, in data_tests_'s order
+  bool link_visible_ = true;     // the visible tests' probe too (not for run_calls)
 };
 
 }  // namespace
@@ -821,6 +861,13 @@ std::vector<TestCaseInfo> instructor_tests(const Exercise& exercise) {
                             exercise.folder.filename().string()));
   }
   return lesson_tests(folder, exercise.stem);
+}
+
+CallsOutcome run_student_calls(const Exercise& exercise, const std::vector<DataCase>& cases,
+                               const GradeOptions& options) {
+  require_grader_out_of_reach(toolchain());
+  LessonGrader grader(exercise, options);
+  return grader.run_calls(cases);
 }
 
 LessonOutcome grade_exercise(const Exercise& exercise, const GradeOptions& options) {

@@ -51,6 +51,24 @@ struct GradeOptions {
   std::function<void(const std::string&)> progress;  // "building 03 softmax", when set
 };
 
+struct DataCase;
+
+// What one call of the student's function gave back.
+struct CallResult {
+  bool returned = false;
+  std::string value;    // what it returned, in the bytes of harness/values.hpp
+  std::string problem;  // otherwise: what it threw, or how its process ended
+};
+struct CallsOutcome {
+  bool built = false;
+  std::string build_log;  // the compiler's messages when it failed
+  std::vector<CallResult> calls;
+};
+// Calls the functions of `exercise` (the student's source) with each case's arguments, compiled
+// and run as a test is: attn LESSON --mine. The cases' expected values are not used.
+CallsOutcome run_student_calls(const Exercise& exercise, const std::vector<DataCase>& cases,
+                               const GradeOptions& options);
+
 // Grades `exercise` of a student's tree by the instructor's tests of the same exercise.
 LessonOutcome grade_exercise(const Exercise& exercise, const GradeOptions& options);
 

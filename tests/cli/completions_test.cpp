@@ -207,7 +207,7 @@ TEST_CASE("attn completions bash completes commands, subcommands, options and ch
   CHECK(bash.complete({"attn", "view", "--layer", "2", ""}) == Words{"head", "model", "neuron"});
   CHECK(bash.complete({"attn", "view", "head", ""}).empty());
   CHECK(bash.complete({"attn", "completions", ""}) == Words{"bash", "zsh", "fish"});
-  CHECK(bash.complete({"attn", "assignments", ""}) == Words{"release"});
+  CHECK(bash.complete({"attn", "assignments", ""}) == Words{"add", "release"});
   CHECK(bash.complete({"attn", "--"}) == Words{"--help", "--version"});
 
   const Words softmax = bash.complete({"attn", "softmax", "--"});
@@ -268,7 +268,7 @@ TEST_CASE("attn completions zsh is a completion function zsh autoloads and runs"
   CHECK(zsh.complete("attn softmax --mask ") == Words{"causal", "none"});
   CHECK(zsh.complete("attn softmax --mask=") == Words{"causal", "none"});
   CHECK(zsh.complete("attn assignments release --") ==
-        Words{"--dir", "--grader", "--help", "--out"});
+        Words{"--dir", "--grader", "--help", "--lesson", "--out"});
   CHECK(zsh.complete("attn tokenizer train --co") == Words{"--color", "--corpus"});
   CHECK(contains(zsh.complete("attn softmax --input "), "x.npy"));
 }
@@ -288,7 +288,7 @@ TEST_CASE("attn completions fish is a script fish sources and completes with",
   CHECK(fish.complete("attn view --layer 2 ") == Words{"head", "model", "neuron"});
   CHECK(fish.complete("attn view head ").empty());
   CHECK(fish.complete("attn completions ") == Words{"bash", "fish", "zsh"});
-  CHECK(fish.complete("attn assignments ") == Words{"release"});
+  CHECK(fish.complete("attn assignments ") == Words{"add", "release"});
   CHECK(fish.complete("attn softmax --mask ") == Words{"causal", "none"});
   CHECK(fish.complete("attn softmax --ma") == Words{"--mask", "--max-memory"});
   CHECK(fish.complete("attn tokenizer train --co") == Words{"--color", "--corpus"});

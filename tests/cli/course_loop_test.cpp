@@ -529,3 +529,62 @@ TEST_CASE(
   CHECK(read_text(reports / "carol.txt").find("the first at [0, 0]: got 0, expected -0.2") !=
         std::string::npos);
 }
+
+TEST_CASE("attn LESSON --mine runs the student's own functions on the lesson's tensors",
+          "[course-loop]") {
+  ScratchDir scratch("mine");
+  const fs::path tree = release_student_tree(scratch.path / "tree", {"dot-product", "softmax"});
+  const fs::path softmax = tree / "lessons" / "03-softmax" / "softmax_exercise.cpp";
+  write_text(softmax, solution("03-softmax", "softmax_exercise"));
+  const fs::path here = fs::current_path();
+  const auto in_tree = [&](const std::vector<std::string>& args) {
+    fs::current_path(tree / "lessons");
+    const auto run = run_attn(args);
+    fs::current_path(here);
+    return run;
+  };
+
+  const auto same = in_tree({"softmax", "--mine", "--color", "never"});
+  INFO(same.out << same.err);
+  CHECK(same.exit_code == 0);
+  CHECK(same.out.find("lessons/03-softmax/softmax_exercise.cpp") != std::string::npos);
+  CHECK(same.out.find("output from your softmax(input)") != std::string::npos);
+  CHECK(same.out.find("your output is attn's") != std::string::npos);
+  CHECK(same.out.find("the same as attn's output within atol 1e-05 + rtol 0.0001") !=
+        std::string::npos);
+  // With the mask, the student's softmax gets the masked scores, -inf included.
+  const auto masked = in_tree({"softmax", "--mine", "--mask", "causal", "--format", "json"});
+  CHECK(masked.exit_code == 0);
+  CHECK(masked.out.find("\"yours_output\"") != std::string::npos);
+  CHECK(masked.out.find("output from your softmax(masked)") != std::string::npos);
+
+  // Rows left unnormalised: the step differs, and the command fails.
+  std::string unnormalised = solution("03-softmax", "softmax_exercise");
+  const std::string divide = "weights(b, t, s) /= sum;";
+  REQUIRE(unnormalised.find(divide) != std::string::npos);
+  unnormalised.replace(unnormalised.find(divide), divide.size(), "(void)sum;");
+  write_text(softmax, unnormalised);
+  const auto differs = in_tree({"softmax", "--mine", "--color", "never"});
+  CHECK(differs.exit_code == 1);
+  CHECK(differs.out.find("output differs from attn's: ") != std::string::npos);
+  CHECK(differs.out.find("elements differ beyond atol") != std::string::npos);
+
+  // The stub: what it threw, for each of the three steps it computes.
+  const auto stub = in_tree({"dot-product", "--mine", "--color", "never"});
+  CHECK(stub.exit_code == 1);
+  CHECK(stub.out.find("dot_product_attention threw std::logic_error: not implemented") !=
+        std::string::npos);
+  CHECK(stub.out.find("your weights is attn's") != std::string::npos);
+
+  // Outside a tree, and on a masked attention lesson: one line, exit 2.
+  fs::current_path(scratch.path);
+  const auto outside = run_attn({"softmax", "--mine"});
+  fs::current_path(here);
+  CHECK(outside.exit_code == 2);
+  CHECK(line_count(outside.err) == 1);
+  CHECK(outside.err.find("--mine: it runs your exercise from your assignment tree") !=
+        std::string::npos);
+  const auto mask = in_tree({"attention", "--mine", "--mask", "causal"});
+  CHECK(mask.exit_code == 2);
+  CHECK(mask.err.find("drop --mask") != std::string::npos);
+}

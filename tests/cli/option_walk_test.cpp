@@ -67,11 +67,10 @@ using Command = std::vector<std::string>;
 // A valid value for each positional a command requires: the walk fails on a positional missing
 // here, so that a new one is added rather than skipped.
 const std::map<std::string, std::string>& positional_values() {
-  static const std::map<std::string, std::string> values = {{"view kind", "head"},
-                                                            {"summary model", "encoder"},
-                                                            {"hint lesson", "softmax"},
-                                                            {"check lesson", "softmax"},
-                                                            {"completions shell", "bash"}};
+  static const std::map<std::string, std::string> values = {
+      {"view kind", "head"},       {"summary model", "encoder"},      {"hint lesson", "softmax"},
+      {"check lesson", "softmax"}, {"completions shell", "bash"},     {"watch lesson", "softmax"},
+      {"reset lesson", "softmax"}, {"assignments add folder", "mine"}};
   return values;
 }
 

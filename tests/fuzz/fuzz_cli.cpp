@@ -22,10 +22,11 @@ namespace {
 constexpr std::array<const char*, 10> kLessons = {
     "tokens",     "dot-product",         "scaling",    "softmax",      "attention",
     "multi-head", "positional-encoding", "layer-norm", "feed-forward", "encoder"};
-// --max-memory reads no file, but it would lift the limit for every later run.
-constexpr std::array<std::string_view, 9> kFileOptions = {
+// --max-memory reads no file, but it would lift the limit for every later run; --mine compiles
+// the student's exercise of the tree around the working directory.
+constexpr std::array<std::string_view, 10> kFileOptions = {
     "--input",  "--weights",  "--save",       "--save-weights", "--vocab",
-    "--config", "--ids-file", "--max-memory", "--export"};
+    "--config", "--ids-file", "--max-memory", "--export",       "--mine"};
 constexpr std::array<std::string_view, 10> kOtherCommands = {
     "grade", "check", "hint", "assignments", "bench", "summary", "list", "view", "watch", "reset"};
 
