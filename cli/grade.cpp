@@ -644,17 +644,19 @@ void setup(CLI::App& app, Context& context) {
                                     ? fmt::format("{} solutions replaced by stubs", summary.stubs)
                                     : std::string("each with stubs to fill in");
       out += fmt::format(
-          "wrote {}: {} exercises, {}, {} tests worth {} points (hidden tests left out)\n",
-          *out_dir, summary.exercises, stubs, summary.visible_tests,
-          number_string(summary.visible_points));
+          "wrote {}: {} exercise{}, {}, {} tests worth {} points (hidden tests left "
+          "out)\n",
+          *out_dir, summary.exercises, summary.exercises == 1 ? "" : "s", stubs,
+          summary.visible_tests, number_string(summary.visible_points));
       out += fmt::format("Students start with `cd {} && attn check`.\n", *out_dir);
     }
     if (!grader_dir->empty()) {
       const ReleaseSummary summary = release_grader(course_tree(), *grader_dir, only_graded);
       out += fmt::format(
-          "wrote {}: attn, the checks and expected values, {} exercises with stubs for "
+          "wrote {}: attn, the checks and expected values, {} exercise{} with stubs for "
           "solutions, {} tests worth {} points ({} hidden)\n",
-          *grader_dir, summary.exercises, summary.visible_tests + summary.hidden_tests,
+          *grader_dir, summary.exercises, summary.exercises == 1 ? "" : "s",
+          summary.visible_tests + summary.hidden_tests,
           number_string(summary.visible_points + summary.hidden_points), summary.hidden_tests);
       out += fmt::format(
           "For Gradescope: `cd {} && zip -r ../autograder.zip .`, then upload the "

@@ -100,8 +100,8 @@ std::vector<TestCaseInfo> lesson_tests(const fs::path& folder, const std::string
   std::error_code ec;
   if (fs::exists(folder / (stem + "_test.cpp"), ec))
     tests = parse_test_cases(folder / (stem + "_test.cpp"));
-  std::string lesson = folder.filename().string();
-  lesson = lesson.substr(std::min<std::size_t>(3, lesson.size()));
+  const std::optional<Exercise> exercise = exercise_at(folder);
+  const std::string lesson = exercise ? exercise->lesson : folder.filename().string();
   for (const DataCase& c : read_data_cases(folder)) {
     for (const TestCaseInfo& test : tests) {
       if (test.name == c.name) {
