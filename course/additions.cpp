@@ -122,14 +122,20 @@ std::string core_calls(const Toolchain& tool, const std::string& file, const std
   return list;
 }
 
-// The first line of each failed test: "name: evidence".
+// What failed, on one line: the compiler's first error, or each failed test's name and the first
+// line of its evidence.
 std::string failures(const LessonOutcome& outcome) {
-  if (!outcome.built) return "it did not compile:\n" + outcome.build_log;
+  const auto first_line = [](const std::string& text, const std::string& marker) {
+    std::size_t at = text.find(marker);
+    at = at == std::string::npos ? 0 : text.rfind('\n', at) + 1;
+    return text.substr(at, text.find('\n', at) - at);
+  };
+  if (!outcome.built) return "it does not compile: " + first_line(outcome.build_log, "error:");
   std::string text;
   for (const TestOutcome& test : outcome.tests) {
     if (test.status == TestStatus::passed) continue;
-    std::string evidence = test.output.substr(0, test.output.find('\n'));
-    text += fmt::format("\n  '{}': {}", test.info.name, evidence);
+    text += fmt::format("{}'{}': {}", text.empty() ? "" : "; ", test.info.name,
+                        first_line(test.output, ""));
   }
   return text;
 }
@@ -305,7 +311,7 @@ AdditionReport add_to_course(const fs::path& folder,
     if (!solved.passed()) {
       throw add_error(fmt::format(
           "the solution of {} fails its tests, so nothing was added; fix the case or the "
-          "solution:{}",
+          "solution: {}",
           t.exercise.label(), failures(solved)));
     }
     const LessonOutcome stubbed =
