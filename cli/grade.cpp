@@ -590,9 +590,7 @@ void setup(CLI::App& app, Context& context) {
       out += "  " + line + "\n";
     for (const std::string& warning : report.warnings)
       out += "warning: " + warning + "\n";
-    out +=
-        "Each solution passes every case. Release again for students and Gradescope: "
-        "`attn assignments release --out DIR --grader DIR`.\n";
+    out += report.next + "\n";
     std::fputs(out.c_str(), stdout);
     context.exit_code = kExitOk;
   });

@@ -160,16 +160,79 @@ LessonOutcome grade_source(const Exercise& exercise, const std::string& source) 
   return outcome;
 }
 
+// A student's install takes what a released tree holds of the exercises and cases its course
+// lacks: the stub, the header, the hints, the visible cases and the list of the core's functions
+// the exercise may call. Nothing here decides a grade (the instructor's attn does), so nothing is
+// checked against a solution.
+AdditionReport add_to_student_course(const fs::path& tree) {
+  const Toolchain& tool = toolchain();
+  std::error_code ec;
+  if (!fs::is_regular_file(tree / "assignments.json", ec)) {
+    throw add_error(fmt::format(
+        "'{}' is not a released tree (no assignments.json): a student's attn takes the course's "
+        "new exercises from the tree `attn assignments release --out` wrote; cases and exercises "
+        "of your own go to an instructor's attn",
+        printable(tree.string())));
+  }
+  const fs::path student = tool.student_course();
+  const std::vector<Exercise> existing = find_exercises(student);
+  AdditionReport report;
+  Installation install;
+  for (const Exercise& exercise : find_exercises(tree)) {
+    const fs::path to = student / "lessons" / exercise.folder.filename();
+    const bool known = std::any_of(existing.begin(), existing.end(), [&](const Exercise& e) {
+      return e.folder.filename() == exercise.folder.filename();
+    });
+    int cases = 0;
+    if (!known) {
+      const fs::path calls = exercise.folder / (exercise.stem + ".core-calls");
+      if (!fs::is_regular_file(calls, ec) || !fs::is_regular_file(exercise.header(), ec) ||
+          !fs::is_regular_file(exercise.source(), ec)) {
+        throw add_error(
+            fmt::format("{}: a new exercise needs {}.cpp, {}.hpp and {}.core-calls, "
+                        "as `attn assignments release` writes them",
+                        exercise.label(), exercise.stem, exercise.stem, exercise.stem));
+      }
+      const std::string header = read_bytes(exercise.header());
+      install.write(tool.include() / exercise.header().filename(), header);
+      install.write(to / exercise.header().filename(), header);
+      install.write(
+          to / exercise.source().filename(),
+          strip_solutions(read_bytes(exercise.source()), exercise.source().filename().string()));
+      for (const char* extra : {"hints.md", "lesson.md"}) {
+        if (fs::is_regular_file(exercise.folder / extra, ec))
+          install.write(to / extra, read_bytes(exercise.folder / extra));
+      }
+      install.write(tool.core_calls(exercise.stem), read_bytes(calls));
+    }
+    for (const DataCase& c : read_data_cases(exercise.folder)) {
+      if (c.hidden) continue;
+      const fs::path file = to / "cases" / c.file.filename();
+      const std::string bytes = read_bytes(c.file);
+      if (fs::is_regular_file(file, ec) && read_bytes(file) == bytes) continue;
+      install.write(file, bytes);
+      for (const std::string& npy : c.npy_files)
+        install.write(to / "cases" / npy, read_bytes(c.file.parent_path() / npy));
+      ++cases;
+    }
+    if (!known || cases > 0) {
+      report.lines.push_back(fmt::format("{}: {}{} case{}", exercise.label(),
+                                         known ? "" : "a new exercise with ", cases,
+                                         cases == 1 ? "" : "s"));
+    }
+  }
+  if (report.lines.empty()) report.lines.push_back("nothing new: this attn has every exercise");
+  report.next = "Run their visible tests with `attn check LESSON` in your tree.";
+  install.keep();
+  return report;
+}
+
 }  // namespace
 
 AdditionReport add_to_course(const fs::path& folder,
                              const std::function<void(const std::string&)>& progress) {
   const Toolchain& tool = toolchain();
-  if (!tool.has_grader()) {
-    throw add_error(
-        "this attn has no grader's part (a student's install): add to an instructor's attn, "
-        "built from the checkout or installed with `cmake --install build --component grader`");
-  }
+  if (!tool.has_grader()) return add_to_student_course(folder);
   std::error_code ec;
   if (!fs::is_directory(folder / "lessons", ec)) {
     throw add_error(fmt::format(
@@ -325,6 +388,10 @@ AdditionReport add_to_course(const fs::path& folder,
       }
     }
   }
+  report.next =
+      "Each solution passes every case. Release again for students and Gradescope: `attn "
+      "assignments release --out DIR --grader DIR`; a student's attn takes the new exercises "
+      "from the released tree with `attn assignments add TREE`.";
   install.keep();
   return report;
 }

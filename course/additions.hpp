@@ -26,8 +26,13 @@ namespace attn::course {
 struct AdditionReport {
   std::vector<std::string> lines;  // what was added, one line per lesson
   std::vector<std::string> warnings;
+  std::string next;  // what to do now
 };
 
+// A student's install (no grader's part) takes a released tree instead: the exercises and visible
+// cases its course lacks, as the tree holds them (stubs), unchecked, since its checks decide no
+// grade.
+//
 // attn::Error naming the file and the problem when the folder, a case or an exercise is not
 // right, when a solution fails a case, or when share/attn cannot be written.
 // `progress` hears when the grading of the solutions starts (it takes minutes).

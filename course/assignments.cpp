@@ -480,6 +480,13 @@ ReleaseSummary release_tree(const fs::path& tree, const fs::path& out, bool keep
       if (fs::exists(exercise.folder / extra, ec))
         files.emplace_back(folder / extra, read_text(exercise.folder / extra));
     }
+    // An exercise `attn assignments add` made: the core's functions it may call, so that a
+    // student's attn can take it from this tree.
+    if (fs::exists(exercise.folder / ".attn-added", ec) &&
+        fs::is_regular_file(toolchain().core_calls(exercise.stem), ec)) {
+      files.emplace_back(folder / (exercise.stem + ".core-calls"),
+                         read_text(toolchain().core_calls(exercise.stem)));
+    }
     released.push_back(exercise);
     released.back().folder = target / folder;
     lessons.push_back({{"number", exercise.number},

@@ -486,6 +486,32 @@ TEST_CASE(
   CHECK(stub_check.find("EXIT=1") != std::string::npos);
   CHECK(stub_check.find("leaky_relu threw std::logic_error: not implemented") != std::string::npos);
 
+  // A student's own attn (no grader's part) takes the new exercise and the visible case from the
+  // released tree, and checks a solution by it.
+  const fs::path own = scratch.path / "own";
+  REQUIRE(shell(fmt::format("cmake --install '{}' --prefix '{}' >/dev/null 2>&1; echo $?",
+                            ATTN_EXECUTABLE_DIR, own.string())) == "0\n");
+  const auto run_own = [&](const std::string& arguments) {
+    return shell(
+        fmt::format("'{}' {} 2>&1; echo EXIT=$?", (own / "bin" / "attn").string(), arguments));
+  };
+  CHECK(run_own("check leaky-relu --dir '" + tree.string() + "'").find("EXIT=2") !=
+        std::string::npos);
+  const std::string taken = run_own("assignments add '" + tree.string() + "'");
+  INFO(taken);
+  CHECK(taken.find("21 leaky-relu: a new exercise with 1 case") != std::string::npos);
+  CHECK(taken.find("03 softmax: 1 case") != std::string::npos);
+  CHECK(taken.find("EXIT=0") != std::string::npos);
+  write_text(
+      relu / "leaky_relu_exercise.cpp",
+      read_text(scratch.path / "mine" / "lessons" / "21-leaky-relu" / "leaky_relu_exercise.cpp"));
+  const std::string own_check = run_own("check leaky-relu --dir '" + tree.string() + "'");
+  INFO(own_check);
+  CHECK(own_check.find("EXIT=0") != std::string::npos);
+  CHECK(own_check.find("3/3") != std::string::npos);
+  CHECK(run_own("assignments add '" + (scratch.path / "mine").string() + "'").find("EXIT=2") !=
+        std::string::npos);
+
   // Three submissions: alice solves both, bob only the new one, carol forgets the slope.
   const fs::path submissions = scratch.path / "submissions";
   const std::string relu_solution =
