@@ -26,29 +26,9 @@ using attn::testing::run_attn;
 using attn::testing::run_program;
 using attn::testing::ScratchDir;
 using Words = std::vector<std::string>;
+using attn::testing::help_commands;
 
 namespace {
-
-// The commands of `attn --help`'s "Subcommands:" section, in its order.
-Words help_commands() {
-  const auto help = run_attn({"--help"});
-  REQUIRE(help.exit_code == 0);
-  static const std::regex entry(R"(^  ([a-z][a-z0-9-]*)\s)");
-  Words names;
-  std::istringstream in(help.out);
-  bool inside = false;
-  for (std::string line; std::getline(in, line);) {
-    if (line == "Subcommands:") {
-      inside = true;
-    } else if (inside && line.empty()) {
-      break;
-    } else if (std::smatch m; inside && std::regex_search(line, m, entry)) {
-      names.push_back(m[1]);
-    }
-  }
-  REQUIRE(names.size() >= 20);
-  return names;
-}
 
 // `attn completions <shell>` written to dir/name.
 void write_script(const std::string& shell, const fs::path& path) {

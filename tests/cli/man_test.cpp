@@ -19,6 +19,7 @@
 
 namespace fs = std::filesystem;
 using attn::testing::find_program;
+using attn::testing::help_commands;
 using attn::testing::run_attn;
 using attn::testing::run_program;
 
@@ -32,27 +33,6 @@ std::string project_version() {
   std::smatch m;
   REQUIRE(std::regex_search(cmake, m, project));
   return m[1];
-}
-
-// The commands of `attn --help`'s "Subcommands:" section.
-std::vector<std::string> help_commands() {
-  const auto help = run_attn({"--help"});
-  REQUIRE(help.exit_code == 0);
-  static const std::regex entry(R"(^  ([a-z][a-z0-9-]*)\s)");
-  std::vector<std::string> names;
-  std::istringstream in(help.out);
-  bool inside = false;
-  for (std::string line; std::getline(in, line);) {
-    if (line == "Subcommands:") {
-      inside = true;
-    } else if (inside && line.empty()) {
-      break;
-    } else if (std::smatch m; inside && std::regex_search(line, m, entry)) {
-      names.push_back(m[1]);
-    }
-  }
-  REQUIRE(names.size() >= 20);
-  return names;
 }
 
 }  // namespace

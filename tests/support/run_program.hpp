@@ -10,13 +10,38 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "fixtures.hpp"
+#include "run_attn.hpp"
 
 namespace attn::testing {
+
+// The commands of `attn --help`'s "Subcommands:" section, in its order: what the completions and
+// the man page must each hold.
+inline std::vector<std::string> help_commands() {
+  const auto help = run_attn({"--help"});
+  REQUIRE(help.exit_code == 0);
+  static const std::regex entry(R"(^  ([a-z][a-z0-9-]*)\s)");
+  std::vector<std::string> names;
+  std::istringstream in(help.out);
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line == "Subcommands:") {
+      inside = true;
+    } else if (inside && line.empty()) {
+      break;
+    } else if (std::smatch m; inside && std::regex_search(line, m, entry)) {
+      names.push_back(m[1]);
+    }
+  }
+  REQUIRE(names.size() >= 20);
+  return names;
+}
 
 struct ProgramResult {
   int exit_code = -1;  // 128 + signal number when killed by a signal
