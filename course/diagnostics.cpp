@@ -22,6 +22,10 @@ struct Line {
 
 constexpr std::size_t kMaxLine = 300;  // characters of one shown line
 
+bool is_message(Kind kind) {
+  return kind == Kind::error || kind == Kind::warning || kind == Kind::note;
+}
+
 std::vector<Line> classify(const std::string& log) {
   // file:line:col: kind: message (GCC and clang)
   static const std::regex diagnostic(
@@ -53,11 +57,12 @@ std::vector<Line> classify(const std::string& log) {
       line.file = m[1];
     } else if (std::regex_match(text, include)) {
       line.kind = Kind::include;
-    } else if (std::regex_match(text, caret) ||
+    } else if (std::regex_match(text, caret) || (!lines.empty() && is_message(lines.back().kind)) ||
                (!text.empty() && (text[0] == ' ' || text[0] == '\t') && !lines.empty() &&
-                (lines.back().kind == Kind::excerpt || lines.back().kind == Kind::error ||
-                 lines.back().kind == Kind::warning || lines.back().kind == Kind::note))) {
-      line.kind = Kind::excerpt;  // clang's excerpt has no '|': the indented lines after a message
+                lines.back().kind == Kind::excerpt)) {
+      // clang's excerpt has no '|': the source line right after a message, as it is in the
+      // file (a line such as "#error" starts at column 0), then its indented caret lines.
+      line.kind = Kind::excerpt;
     }
     lines.push_back(std::move(line));
   }

@@ -56,13 +56,15 @@ struct Graded {
   json report;
 };
 
-Graded grade(const fs::path& tree, std::vector<std::string> lessons = {"softmax"}) {
+Graded grade(const fs::path& tree, std::vector<std::string> lessons = {"softmax"},
+             const std::vector<std::string>& more = {}) {
   const fs::path results = tree.parent_path() / "results.json";
   std::vector<std::string> args = {"grade",          "--dir",      tree.string(),
                                    "--format",       "gradescope", "--output",
                                    results.string(), "--timeout",  "10"};
   for (const std::string& lesson : lessons)
     args.insert(args.end(), {"--lesson", lesson});
+  args.insert(args.end(), more.begin(), more.end());
   Graded g;
   g.run = run_attn(args);
   INFO(g.run.err);
@@ -602,14 +604,23 @@ TEST_CASE("a compiler message of megabytes of odd bytes is capped after escaping
   std::string bomb;
   for (int i = 0; i < 2200; ++i)
     bomb += "#error " + std::string(400, '\xff') + "\n";
-  const Graded g = grade(tree_with_attack(scratch.path, bomb, false));
-  CHECK(g.report["score"] == 0.0);
-  // Bounds: 64 KiB per output, 256 KiB for the whole results file.
-  CHECK(g.report["output"].get<std::string>().size() < 64 * 1024);
-  for (const json& test : g.report["tests"])
-    CHECK(test["output"].get<std::string>().size() < 64 * 1024);
-  CHECK(g.report.dump().size() < 256 * 1024);
-  // GCC quotes the bytes as they are (escaped by attn), clang as "<FF>".
-  const std::string output = all_output(g.report);
-  CHECK((output.find("\\xff") != std::string::npos || output.find("<FF>") != std::string::npos));
+  const fs::path tree = tree_with_attack(scratch.path, bomb, false);
+  // By default the first errors are shown; with --full-errors every line, up to the bounds.
+  for (const bool full : {false, true}) {
+    INFO((full ? "--full-errors" : "the first errors"));
+    const Graded g =
+        grade(tree, {"softmax"},
+              full ? std::vector<std::string>{"--full-errors"} : std::vector<std::string>{});
+    CHECK(g.report["score"] == 0.0);
+    // Bounds: 64 KiB per output, 256 KiB for the whole results file.
+    CHECK(g.report["output"].get<std::string>().size() < 64 * 1024);
+    for (const json& test : g.report["tests"])
+      CHECK(test["output"].get<std::string>().size() < 64 * 1024);
+    CHECK(g.report.dump().size() < 256 * 1024);
+    // GCC quotes the bytes in its message and its excerpt (escaped by attn), clang in its
+    // excerpt, as "<FF>".
+    const std::string output = all_output(g.report);
+    CHECK((output.find("\\xff") != std::string::npos || output.find("<FF>") != std::string::npos));
+    CHECK((output.find(" lines cut: ") == std::string::npos) == full);
+  }
 }
