@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <exception>
+#include <filesystem>
 #include <regex>
 #include <string_view>
 #include <utility>
@@ -9,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "assignments.hpp"
 #include "command.hpp"
 #include "options.hpp"
 
@@ -114,7 +117,27 @@ std::vector<std::string> options_in(const std::string& message) {
   return names;
 }
 
+// Whether `word` names an exercise that the course added (`attn assignments add`), in the tree
+// around the working directory or in the course this attn carries.
+bool is_added_exercise(std::string_view word) {
+  for (const bool here : {true, false}) {
+    try {
+      const std::filesystem::path tree = here ? course::find_tree("") : course::course_tree();
+      for (const course::Exercise& exercise : course::find_exercises(tree))
+        if (exercise.lesson == word) return true;
+    } catch (const std::exception&) {
+    }
+  }
+  return false;
+}
+
 std::string unknown_command_message(const CLI::App& app, std::string_view word) {
+  if (is_added_exercise(word)) {
+    return fmt::format(
+        "'{}' is an exercise your course added, with no lesson to run: `attn check {}` checks it, "
+        "`attn hint {}` gives its hints",
+        word, word, word);
+  }
   return fmt::format(
       "unknown command '{}'{}: `attn list` shows the lessons, `attn --help` the commands", word,
       did_you_mean(closest(word, command_names(app))));

@@ -1,6 +1,9 @@
 // attn list: the lessons in course order, with each exercise's progress.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -21,6 +24,27 @@ using course::load_progress;
 using course::Progress;
 
 namespace {
+
+// The title of an added exercise's lesson.md ("# Leaky ReLU" gives "Leaky ReLU"), as far as one
+// line of the list holds.
+std::string added_summary(const Exercise& exercise) {
+  std::ifstream in(exercise.folder / "lesson.md");
+  for (std::string line; std::getline(in, line);) {
+    const std::size_t start = line.find_first_not_of("# \t");
+    if (start == std::string::npos) continue;
+    std::string title = line.substr(start);
+    while (!title.empty() && (title.back() == '\r' || title.back() == ' '))
+      title.pop_back();
+    if (title.size() > 70) {
+      std::size_t cut = 67;
+      while (cut > 0 && (static_cast<unsigned char>(title[cut]) & 0xc0) == 0x80)
+        --cut;
+      title = title.substr(0, cut) + "...";
+    }
+    return "(added) " + title;
+  }
+  return "(added by your course)";
+}
 
 void setup(CLI::App& app, Context& context) {
   CLI::App* sub = app.add_subcommand("list", "the lessons in order, with your exercises' progress");
@@ -52,7 +76,22 @@ void setup(CLI::App& app, Context& context) {
       out +=
           fmt::format("{:02}  {:<20} {:<8} {}\n", lesson.number, lesson.name, mark, lesson.summary);
     }
+    // Exercises the course added (`attn assignments add`): no lesson to run, only to check.
+    bool added = false;
+    for (const Exercise& exercise : exercises) {
+      const auto& all = lessons::catalog();
+      if (std::any_of(all.begin(), all.end(), [&](const lessons::LessonInfo& lesson) {
+            return lesson.name == exercise.lesson;
+          }))
+        continue;
+      added = true;
+      out += fmt::format("{:02}  {:<20} {:<8} {}\n", exercise.number, exercise.lesson,
+                         lesson_done(progress, exercise) ? "done" : "pending",
+                         added_summary(exercise));
+    }
     out += "\nRun one with `attn <lesson>`, e.g. `attn dot-product`.\n";
+    if (added)
+      out += "An exercise your course added has no lesson to run: `attn check NAME` checks it.\n";
     if (!exercises.empty()) out += exercise_progress_text(tree, exercises);
     out += outside;
     std::fputs(out.c_str(), stdout);

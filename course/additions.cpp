@@ -68,6 +68,18 @@ class Installation {
                               path.string(), ec ? ec.message() : "write failed"));
     }
   }
+  void remove(const fs::path& path) {
+    std::error_code ec;
+    if (std::find_if(before_.begin(), before_.end(),
+                     [&](const auto& b) { return b.first == path; }) == before_.end()) {
+      before_.emplace_back(path, read_bytes(path));
+    }
+    if (!fs::remove(path, ec) || ec) {
+      throw Error(ErrorKind::write_failed, "assignments",
+                  fmt::format("cannot remove {} ({}): add with the user that installed attn",
+                              path.string(), ec ? ec.message() : "remove failed"));
+    }
+  }
   void keep() { kept_ = true; }
   void undo() {
     std::error_code ec;
@@ -87,6 +99,42 @@ class Installation {
   std::vector<fs::path> made_;
   bool kept_ = false;
 };
+
+// Removes the files of `cases` (an installed lesson's cases/ folder) that `kept` does not name:
+// cases an earlier add installed that the folder added now no longer holds, or holds hidden.
+// Returns how many cases (.json files) went.
+int remove_stale_cases(Installation& install, const fs::path& cases,
+                       const std::vector<std::string>& kept) {
+  std::error_code ec;
+  std::vector<fs::path> stale;
+  for (const fs::directory_entry& entry : fs::directory_iterator(cases, ec)) {
+    const std::string file = entry.path().filename().string();
+    if (entry.is_regular_file(ec) && std::find(kept.begin(), kept.end(), file) == kept.end())
+      stale.push_back(entry.path());
+  }
+  int removed = 0;
+  for (const fs::path& path : stale) {
+    install.remove(path);
+    removed += path.extension() == ".json" ? 1 : 0;
+  }
+  return removed;
+}
+
+std::string removed_text(int removed) {
+  if (removed == 0) return "";
+  return fmt::format("; {} earlier case{} removed", removed, removed == 1 ? "" : "s");
+}
+
+// The files of `cases` that a course gets: every case, or the visible ones, with their arrays.
+std::vector<std::string> case_files(const std::vector<DataCase>& cases, bool visible_only) {
+  std::vector<std::string> files;
+  for (const DataCase& c : cases) {
+    if (visible_only && c.hidden) continue;
+    files.push_back(c.file.filename().string());
+    files.insert(files.end(), c.npy_files.begin(), c.npy_files.end());
+  }
+  return files;
+}
 
 // The core functions `source` (the solution of a new exercise) calls: compiled as attn grades,
 // symbols read with nm, the exercise's own and the helpers left out (grader.cpp's check).
@@ -205,7 +253,10 @@ AdditionReport add_to_student_course(const fs::path& tree) {
       }
       install.write(tool.core_calls(exercise.stem), read_bytes(calls));
     }
-    for (const DataCase& c : read_data_cases(exercise.folder)) {
+    const std::vector<DataCase> tree_cases = read_data_cases(exercise.folder);
+    const int removed =
+        remove_stale_cases(install, to / "cases", case_files(tree_cases, /*visible_only=*/true));
+    for (const DataCase& c : tree_cases) {
       if (c.hidden) continue;
       const fs::path file = to / "cases" / c.file.filename();
       const std::string bytes = read_bytes(c.file);
@@ -215,10 +266,10 @@ AdditionReport add_to_student_course(const fs::path& tree) {
         install.write(to / "cases" / npy, read_bytes(c.file.parent_path() / npy));
       ++cases;
     }
-    if (!known || cases > 0) {
-      report.lines.push_back(fmt::format("{}: {}{} case{}", exercise.label(),
+    if (!known || cases > 0 || removed > 0) {
+      report.lines.push_back(fmt::format("{}: {}{} case{}{}", exercise.label(),
                                          known ? "" : "a new exercise with ", cases,
-                                         cases == 1 ? "" : "s"));
+                                         cases == 1 ? "" : "s", removed_text(removed)));
     }
   }
   if (report.lines.empty()) report.lines.push_back("nothing new: this attn has every exercise");
@@ -340,6 +391,12 @@ AdditionReport add_to_course(const fs::path& folder,
     double points = 0.0, hidden_points = 0.0;
     int hidden = 0;
     Touched entry{exercise, solution, {}};
+    int removed = 0;
+    for (const fs::path& root : {course, student}) {
+      const int gone = remove_stale_cases(install, root / "lessons" / name / "cases",
+                                          case_files(cases, /*visible_only=*/root == student));
+      if (root == course) removed = gone;
+    }
     for (const DataCase& c : cases) {
       (c.hidden ? hidden_points : points) += c.points;
       hidden += c.hidden ? 1 : 0;
@@ -352,11 +409,11 @@ AdditionReport add_to_course(const fs::path& folder,
           install.write(to / npy, read_bytes(c.file.parent_path() / npy));
       }
     }
-    report.lines.push_back(
-        fmt::format("{:02} {}: {}{} case{} ({} points visible, {} hidden in {} case{})",
-                    exercise.number, exercise.lesson, new_exercise ? "a new exercise with " : "",
-                    cases.size(), cases.size() == 1 ? "" : "s", number_string(points),
-                    number_string(hidden_points), hidden, hidden == 1 ? "" : "s"));
+    report.lines.push_back(fmt::format(
+        "{:02} {}: {}{} case{} ({} points visible, {} hidden in {} case{}){}", exercise.number,
+        exercise.lesson, new_exercise ? "a new exercise with " : "", cases.size(),
+        cases.size() == 1 ? "" : "s", number_string(points), number_string(hidden_points), hidden,
+        hidden == 1 ? "" : "s", removed_text(removed)));
     touched.push_back(std::move(entry));
   }
 

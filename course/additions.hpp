@@ -13,7 +13,8 @@
 // its exercises) and must pass them all; a case the stub passes is reported. Then the files go
 // into share/attn: the instructor's course (every case, the solution), the student's course
 // (visible cases, the stub), the new exercise's header and its list of the core's functions it may
-// call (those its solution calls). All or nothing: a failure puts back what was there.
+// call (those its solution calls). A lesson added again gets exactly the folder's cases (one gone
+// since leaves). All or nothing: a failure puts back what was there.
 #pragma once
 
 #include <filesystem>

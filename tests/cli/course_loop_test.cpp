@@ -398,6 +398,7 @@ void write_additions(const fs::path& folder, double wrong_by = 0.0) {
              "  return y;\n"
              "  // END SOLUTION\n}\n\n}  // namespace attn::exercise\n");
   write_text(relu / "hints.md", "# Hints\n\n## 1\n\nLoop over x.data().\n\n## 2\n\nKeep x > 0.\n");
+  write_text(relu / "lesson.md", "# Leaky ReLU: x where x > 0, slope * x elsewhere\n");
   const json x = {{-2.0, -0.5, 0.0}, {0.5, 1.0, 3.0}};
   const auto leaky = [&](double slope) {
     json y = x;
@@ -421,6 +422,15 @@ void write_additions(const fs::path& folder, double wrong_by = 0.0) {
                                                 .dump());
 }
 
+// attn installed at `prefix`: the student's part, and the grader's when `grader`.
+void install_attn(const fs::path& prefix, bool grader) {
+  for (const char* component : {"", "--component grader"}) {
+    if (!grader && *component != '\0') break;
+    REQUIRE(shell(fmt::format("cmake --install '{}' --prefix '{}' {} >/dev/null 2>&1; echo $?",
+                              ATTN_EXECUTABLE_DIR, prefix.string(), component)) == "0\n");
+  }
+}
+
 std::vector<std::string> csv_rows(const fs::path& file) {
   std::istringstream csv(read_text(file));
   std::vector<std::string> rows;
@@ -438,10 +448,7 @@ TEST_CASE(
   ScratchDir scratch("additions");
   // An instructor's attn, installed: the student's part and the grader's.
   const fs::path installed = scratch.path / "attn";
-  for (const char* component : {"", "--component grader"}) {
-    REQUIRE(shell(fmt::format("cmake --install '{}' --prefix '{}' {} >/dev/null 2>&1; echo $?",
-                              ATTN_EXECUTABLE_DIR, installed.string(), component)) == "0\n");
-  }
+  install_attn(installed, /*grader=*/true);
   const std::string attn = (installed / "bin" / "attn").string();
   const auto run_installed = [&](const std::string& arguments) {
     return shell(fmt::format("'{}' {} 2>&1; echo EXIT=$?", attn, arguments));
@@ -489,8 +496,7 @@ TEST_CASE(
   // A student's own attn (no grader's part) takes the new exercise and the visible case from the
   // released tree, and checks a solution by it.
   const fs::path own = scratch.path / "own";
-  REQUIRE(shell(fmt::format("cmake --install '{}' --prefix '{}' >/dev/null 2>&1; echo $?",
-                            ATTN_EXECUTABLE_DIR, own.string())) == "0\n");
+  install_attn(own, /*grader=*/false);
   const auto run_own = [&](const std::string& arguments) {
     return shell(
         fmt::format("'{}' {} 2>&1; echo EXIT=$?", (own / "bin" / "attn").string(), arguments));
@@ -509,8 +515,26 @@ TEST_CASE(
   INFO(own_check);
   CHECK(own_check.find("EXIT=0") != std::string::npos);
   CHECK(own_check.find("3/3") != std::string::npos);
+  // attn list shows it among the lessons, done; it has no lesson to run.
+  const std::string listed = shell(fmt::format("cd '{}' && '{}' list 2>&1; echo EXIT=$?",
+                                               tree.string(), (own / "bin" / "attn").string()));
+  INFO(listed);
+  CHECK(std::regex_search(
+      listed,
+      std::regex(R"(\n21  leaky-relu +done +\(added\) Leaky ReLU: x where x > 0, slope \* x)")));
+  const std::string run = run_own("leaky-relu");
+  CHECK(run.find("'leaky-relu' is an exercise your course added, with no lesson to run: `attn "
+                 "check leaky-relu`") != std::string::npos);
+  CHECK(run.find("EXIT=2") != std::string::npos);
   CHECK(run_own("assignments add '" + (scratch.path / "mine").string() + "'").find("EXIT=2") !=
         std::string::npos);
+  // A tree released later without the softmax case: taking it again removes the case.
+  fs::remove(tree / "lessons" / "03-softmax" / "cases" / "large.json");
+  const std::string retaken = run_own("assignments add '" + tree.string() + "'");
+  INFO(retaken);
+  CHECK(retaken.find("03 softmax: 0 cases; 1 earlier case removed") != std::string::npos);
+  CHECK(!fs::exists(own / "share" / "attn" / "course" / "lessons" / "03-softmax" / "cases" /
+                    "large.json"));
 
   // Three submissions: alice solves both, bob only the new one, carol forgets the slope.
   const fs::path submissions = scratch.path / "submissions";
@@ -554,6 +578,61 @@ TEST_CASE(
   CHECK(rows[6] == "carol,leaky-relu,3,5");
   CHECK(read_text(reports / "carol.txt").find("the first at [0, 0]: got 0, expected -0.2") !=
         std::string::npos);
+}
+
+TEST_CASE("adding a folder again replaces its cases: one gone or hidden since leaves the courses",
+          "[course-loop]") {
+  ScratchDir scratch("re-add");
+  const fs::path installed = scratch.path / "attn";
+  install_attn(installed, /*grader=*/true);
+  const auto add = [&](const fs::path& folder) {
+    return shell(fmt::format("'{}' assignments add '{}' 2>&1; echo EXIT=$?",
+                             (installed / "bin" / "attn").string(), folder.string()));
+  };
+  const fs::path share = installed / "share" / "attn";
+  const fs::path course = share / "grader" / "course" / "lessons" / "03-softmax" / "cases";
+  const fs::path student = share / "course" / "lessons" / "03-softmax" / "cases";
+  // Softmax's two cases, as the other test writes them: large.json visible, mask-shape.json
+  // hidden.
+  const fs::path first = scratch.path / "first";
+  write_additions(first);
+  fs::remove_all(first / "lessons" / "21-leaky-relu");
+  REQUIRE(add(first).find("EXIT=0") != std::string::npos);
+  REQUIRE(fs::exists(student / "large.json"));
+  const std::string mask_case = read_text(course / "mask-shape.json");
+
+  // Again, with mask-shape.json gone and large.json hidden, but large.json's values wrong:
+  // refused, and both courses are as they were.
+  const fs::path second = scratch.path / "second";
+  write_additions(second, 0.05);
+  fs::remove_all(second / "lessons" / "21-leaky-relu");
+  fs::remove(second / "lessons" / "03-softmax" / "cases" / "mask-shape.json");
+  const auto hide = [](const fs::path& file) {
+    json c = json::parse(read_text(file));
+    c["hidden"] = true;
+    write_text(file, c.dump());
+  };
+  hide(second / "lessons" / "03-softmax" / "cases" / "large.json");
+  const std::string refused = add(second);
+  INFO(refused);
+  CHECK(refused.find("EXIT=2") != std::string::npos);
+  CHECK(read_text(course / "mask-shape.json") == mask_case);
+  CHECK(fs::exists(student / "large.json"));
+
+  // With the right values: the hidden case leaves the student's course, the removed one both.
+  write_additions(second);
+  fs::remove_all(second / "lessons" / "21-leaky-relu");
+  fs::remove(second / "lessons" / "03-softmax" / "cases" / "mask-shape.json");
+  hide(second / "lessons" / "03-softmax" / "cases" / "large.json");
+  const std::string replaced = add(second);
+  INFO(replaced);
+  CHECK(replaced.find("EXIT=0") != std::string::npos);
+  CHECK(replaced.find("03 softmax: 1 case (0 points visible, 2 hidden in 1 case); 1 earlier case "
+                      "removed") != std::string::npos);
+  CHECK(!fs::exists(course / "mask-shape.json"));
+  CHECK(fs::exists(course / "large.json"));
+  CHECK(!fs::exists(student / "large.json"));
+  CHECK(!fs::exists(student / "mask-shape.json"));
 }
 
 TEST_CASE("attn LESSON --mine runs the student's own functions on the lesson's tensors",
