@@ -6,6 +6,7 @@
 #include "command.hpp"
 #include "door.hpp"
 #include "lesson_io.hpp"
+#include "mine_option.hpp"
 #include "options.hpp"
 
 namespace attn::cli {
@@ -17,6 +18,7 @@ struct PositionalEncodingCliOptions {
   lessons::PositionalEncodingLessonOptions lesson;
   std::size_t max_positions = 0;  // 0: not given
   std::string weights;
+  bool mine = false;
 };
 
 void run(PositionalEncodingCliOptions& o, Context& context) {
@@ -37,7 +39,9 @@ void run(PositionalEncodingCliOptions& o, Context& context) {
   o.lesson.common = o.cli.lesson;
   if (o.max_positions != 0) o.lesson.max_positions = o.max_positions;
   load_weights_option(o.lesson, o.weights, context);
-  context.exit_code = publish(lessons::run_positional_encoding(o.lesson), o.cli.output, context);
+  lessons::LessonRun result = lessons::run_positional_encoding(o.lesson);
+  add_mine_steps(result, o.mine);
+  context.exit_code = publish(result, o.cli.output, context);
 }
 
 void setup(CLI::App& app, Context& context) {
@@ -54,6 +58,7 @@ void setup(CLI::App& app, Context& context) {
       ->check(size_validator())
       ->option_text("P");
   add_weights_options(*sub, o->weights, o->cli.output);
+  add_mine_option(*sub, o->mine);
   door_callback(*sub, [o, &context] { run(*o, context); });
 }
 

@@ -18,6 +18,8 @@ std::vector<MineCall> mine_calls(const std::string& lesson) {
         {"dot_product_attention", {"input"}, {{0, "raw_weights"}, {1, "weights"}, {2, "output"}}}};
   }
   if (lesson == "softmax") return {{"softmax", {"masked|tempered|input"}, {{-1, "output"}}}};
+  if (lesson == "positional-encoding")
+    return {{"add_positions", {"input", "pe"}, {{-1, "output"}}}};
   if (lesson == "attention") {
     return {{"scaled_dot_product_attention",
              {"queries", "keys", "values", "mask"},

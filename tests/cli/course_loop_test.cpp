@@ -638,7 +638,8 @@ TEST_CASE("adding a folder again replaces its cases: one gone or hidden since le
 TEST_CASE("attn LESSON --mine runs the student's own functions on the lesson's tensors",
           "[course-loop]") {
   ScratchDir scratch("mine");
-  const fs::path tree = release_student_tree(scratch.path / "tree", {"dot-product", "softmax"});
+  const fs::path tree = release_student_tree(scratch.path / "tree",
+                                             {"dot-product", "softmax", "positional-encoding"});
   const fs::path softmax = tree / "lessons" / "03-softmax" / "softmax_exercise.cpp";
   write_text(softmax, solution("03-softmax", "softmax_exercise"));
   const fs::path here = fs::current_path();
@@ -673,6 +674,16 @@ TEST_CASE("attn LESSON --mine runs the student's own functions on the lesson's t
   CHECK(differs.exit_code == 1);
   CHECK(differs.out.find("output differs from attn's: ") != std::string::npos);
   CHECK(differs.out.find("elements differ beyond atol") != std::string::npos);
+
+  // A learned table: the student's add_positions gets the lesson's input and its rows of it.
+  write_text(tree / "lessons" / "06-positional-encoding" / "positional_encoding_exercise.cpp",
+             solution("06-positional-encoding", "positional_encoding_exercise"));
+  const auto positions =
+      in_tree({"positional-encoding", "--mine", "--kind", "learned", "--color", "never"});
+  INFO(positions.out << positions.err);
+  CHECK(positions.exit_code == 0);
+  CHECK(positions.out.find("output from your add_positions(input, pe)") != std::string::npos);
+  CHECK(positions.out.find("your output is attn's") != std::string::npos);
 
   // The stub: what it threw, for each of the three steps it computes.
   const auto stub = in_tree({"dot-product", "--mine", "--color", "never"});
