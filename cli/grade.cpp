@@ -435,7 +435,9 @@ void setup(CLI::App& app, Context& context) {
   auto lesson = std::make_shared<std::string>();
   auto every = std::make_shared<bool>(false);
   CLI::App* check = app.add_subcommand(
-      "check", "run one lesson's exercise tests (default: the next unfinished one)");
+      "check",
+      "run one lesson's exercise tests (default: the lesson folder you are in, else the next "
+      "unfinished one)");
   check->add_option("lesson", *lesson, "the lesson, e.g. softmax or 03")->option_text("LESSON");
   add_grade_options(*check, *c);
   check->add_flag("--all", *every, "run every exercise's visible tests");
@@ -455,7 +457,7 @@ void setup(CLI::App& app, Context& context) {
       chosen = all;
     } else if (!lesson->empty()) {
       chosen.push_back(exercise_named(all, *lesson, ""));
-    } else if (const Exercise* next = next_exercise(tree, all); next != nullptr) {
+    } else if (const Exercise* next = current_exercise(tree, all); next != nullptr) {
       chosen.push_back(*next);
     } else {
       std::fputs(exercise_progress_text(tree, all).c_str(), stdout);
@@ -473,7 +475,9 @@ void setup(CLI::App& app, Context& context) {
   auto stage = std::make_shared<int>(0);
   CLI::App* hint =
       app.add_subcommand("hint", "a hint for a lesson's exercise, one stage at a time");
-  hint->add_option("lesson", *h, "the lesson, e.g. softmax (default: the next unfinished one)")
+  hint->add_option("lesson", *h,
+                   "the lesson, e.g. softmax (default: the lesson folder you are in, else the "
+                   "next unfinished one)")
       ->option_text("LESSON");
   hint->add_option("--stage", *stage, "show this stage again (1 = the first hint)")
       ->check(whole_number_validator(1, 100))
@@ -485,7 +489,7 @@ void setup(CLI::App& app, Context& context) {
   door_callback(*hint, [h, hint_dir, stage, &context] {
     const fs::path tree = find_tree(*hint_dir);
     const std::vector<Exercise> all = find_exercises(tree);
-    const Exercise* next = h->empty() ? next_exercise(tree, all) : &exercise_named(all, *h, "");
+    const Exercise* next = h->empty() ? current_exercise(tree, all) : &exercise_named(all, *h, "");
     if (next == nullptr) {
       std::fputs(
           (exercise_progress_text(tree, all) + "`attn hint LESSON` shows a lesson's hints again.\n")

@@ -1,5 +1,5 @@
-// attn watch: attn check again each time the exercise is saved. It checks the next unfinished
-// exercise (or the lesson given), then sleeps until inotify says the exercise's source was written
+// attn watch: attn check again each time the exercise is saved. It checks the exercise of the
+// lesson folder it runs in, else the next unfinished one (or the lesson given), then sleeps until inotify says the exercise's source was written
 // (an editor that saves by renaming a new file over it counts too); when an exercise passes, it
 // moves on to the next. Typed commands: h and Enter for a hint, c to check now, q to quit.
 #include <poll.h>
@@ -129,7 +129,7 @@ int run_watch(const WatchOptions& o) {
   course::refresh_compile_commands(tree, all);
   const bool pinned = !o.lesson.empty();
   const Exercise* current =
-      pinned ? &course::exercise_named(all, o.lesson, "") : course::next_exercise(tree, all);
+      pinned ? &course::exercise_named(all, o.lesson, "") : course::current_exercise(tree, all);
   const bool terminal = isatty(STDOUT_FILENO) != 0;
   const bool color = render::use_color(o.color == "always"  ? render::ColorMode::always
                                        : o.color == "never" ? render::ColorMode::never
@@ -191,8 +191,8 @@ void setup(CLI::App& app, Context& context) {
   CLI::App* sub = app.add_subcommand(
       "watch", "check the exercise again on every save, and move on to the next when it passes");
   sub->add_option("lesson", o->lesson,
-                  "watch this lesson's exercise only (default: the next unfinished one, then the "
-                  "ones after it)")
+                  "watch this lesson's exercise only (default: the lesson folder you are in, else "
+                  "the next unfinished one, then the ones after it)")
       ->option_text("LESSON");
   sub->add_option("--dir", o->dir,
                   "the assignment tree (default: the one around the working directory)")

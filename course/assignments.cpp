@@ -638,6 +638,21 @@ const Exercise* next_exercise(const fs::path& tree, const std::vector<Exercise>&
   return nullptr;
 }
 
+const Exercise* current_exercise(const fs::path& tree, const std::vector<Exercise>& exercises) {
+  std::error_code ec;
+  const fs::path here = fs::weakly_canonical(fs::current_path(ec), ec);
+  if (!ec) {
+    for (const Exercise& exercise : exercises) {
+      const fs::path folder = fs::weakly_canonical(exercise.folder, ec);
+      if (ec) continue;
+      const auto [end, rest] =
+          std::mismatch(folder.begin(), folder.end(), here.begin(), here.end());
+      if (end == folder.end()) return &exercise;
+    }
+  }
+  return next_exercise(tree, exercises);
+}
+
 std::string stub_source(const Exercise& exercise) {
   const fs::path source =
       course_tree() / "lessons" / exercise.folder.filename() / exercise.source().filename();

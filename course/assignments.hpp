@@ -107,6 +107,10 @@ void write_new_folder(const std::filesystem::path& out,
 // The first exercise not done (lesson_done) in course order; nullptr when every one is.
 const Exercise* next_exercise(const std::filesystem::path& tree,
                               const std::vector<Exercise>& exercises);
+// The exercise a command without a lesson is about: the one whose folder holds the working
+// directory (a student who cd'd into lessons/03-softmax means softmax), else next_exercise.
+const Exercise* current_exercise(const std::filesystem::path& tree,
+                                 const std::vector<Exercise>& exercises);
 
 // The stub a student starts from: attn's course's source of `exercise`, solutions replaced.
 std::string stub_source(const Exercise& exercise);

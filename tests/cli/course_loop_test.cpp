@@ -203,8 +203,10 @@ TEST_CASE("attn grade --submissions grades a folder per student into grades.csv 
   CHECK(!fs::exists(scratch.path / "none"));
 }
 
-TEST_CASE("a student's loop: check --all, hint without a lesson, reset asked and kept",
-          "[course-loop]") {
+TEST_CASE(
+    "a student's loop: check --all, hint without a lesson or in its folder, reset asked and "
+    "kept",
+    "[course-loop]") {
   ScratchDir scratch("loop");
   const fs::path tree = release_student_tree(scratch.path / "tree", {"scaling", "softmax"});
   CHECK(names_in(tree / "lessons") == std::set<std::string>{"02-scaling", "03-softmax"});
@@ -228,6 +230,15 @@ TEST_CASE("a student's loop: check --all, hint without a lesson, reset asked and
   CHECK(hint.exit_code == 0);
   CHECK(hint.out.starts_with("Hint 1 of "));
   CHECK(hint.out.find(" for 02 scaling:") != std::string::npos);
+  // Inside a lesson's folder, check and hint mean that lesson.
+  const fs::path here = fs::current_path();
+  fs::current_path(tree / "lessons" / "03-softmax");
+  const auto hint_here = run_attn({"hint"});
+  const auto check_here = run_attn({"check", "--color", "never"});
+  fs::current_path(here);
+  CHECK(hint_here.out.find(" for 03 softmax:") != std::string::npos);
+  CHECK(check_here.exit_code == 0);
+  CHECK(check_here.out.starts_with("03 softmax "));
 
   // reset asks first: without a terminal and without --yes, nothing changes.
   const std::string refused =
