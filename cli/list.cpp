@@ -46,6 +46,18 @@ std::string added_summary(const Exercise& exercise) {
   return "(added by your course)";
 }
 
+// What the list says of an exercise: done; changed (passed, then edited since); its score at the
+// last check, when that failed and the file is as it was; pending otherwise.
+std::string status(const Progress& progress, const Exercise& exercise) {
+  if (lesson_done(progress, exercise)) return "done";
+  const auto it = progress.lessons.find(exercise.lesson);
+  if (it == progress.lessons.end()) return "pending";
+  if (it->second.passed) return "changed";
+  if (it->second.fingerprint == course::fingerprint(exercise.source()))
+    return fmt::format("{:g}/{:g}", it->second.score, it->second.max_score);
+  return "pending";
+}
+
 void setup(CLI::App& app, Context& context) {
   CLI::App* sub = app.add_subcommand("list", "the lessons in order, with your exercises' progress");
   door_callback(*sub, [&context] {
@@ -70,8 +82,7 @@ void setup(CLI::App& app, Context& context) {
     for (const lessons::LessonInfo& lesson : lessons::catalog()) {
       std::string mark;
       for (const Exercise& exercise : exercises) {
-        if (exercise.lesson == lesson.name)
-          mark = lesson_done(progress, exercise) ? "done" : "pending";
+        if (exercise.lesson == lesson.name) mark = status(progress, exercise);
       }
       out +=
           fmt::format("{:02}  {:<20} {:<8} {}\n", lesson.number, lesson.name, mark, lesson.summary);
@@ -86,12 +97,16 @@ void setup(CLI::App& app, Context& context) {
         continue;
       added = true;
       out += fmt::format("{:02}  {:<20} {:<8} {}\n", exercise.number, exercise.lesson,
-                         lesson_done(progress, exercise) ? "done" : "pending",
-                         added_summary(exercise));
+                         status(progress, exercise), added_summary(exercise));
     }
     out += "\nRun one with `attn <lesson>`, e.g. `attn dot-product`.\n";
     if (added)
       out += "An exercise your course added has no lesson to run: `attn check NAME` checks it.\n";
+    if (!exercises.empty()) {
+      out +=
+          "done: passed, unchanged since; changed: edited since it passed; 3/11: the last "
+          "check's score.\n";
+    }
     if (!exercises.empty()) out += exercise_progress_text(tree, exercises);
     out += outside;
     std::fputs(out.c_str(), stdout);

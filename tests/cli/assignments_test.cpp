@@ -525,12 +525,14 @@ TEST_CASE("a student's solution copied into a released tree passes, and list mar
   CHECK(list.out.find("04  attention            pending") != std::string::npos);
   CHECK(list.out.find("1/17 exercises done") != std::string::npos);
 
-  // Editing the file again makes it pending until it is checked again.
+  // Editing the file again marks it changed until it is checked again.
   std::ofstream(student / "lessons" / "03-softmax" / "softmax_exercise.cpp", std::ios::app) << "\n";
   fs::current_path(student);
   const auto edited = run_attn({"list"});
   fs::current_path(dir);
-  CHECK(edited.out.find("03  softmax              pending") != std::string::npos);
+  CHECK(edited.out.find("03  softmax              changed") != std::string::npos);
+  CHECK(edited.out.find("changed: edited since it passed") != std::string::npos);
+  CHECK(edited.out.find("0/17 exercises done") != std::string::npos);
 }
 
 TEST_CASE("attn hint gives the hints one stage at a time and never past the last",

@@ -239,6 +239,12 @@ TEST_CASE(
   CHECK(hint_here.out.find(" for 03 softmax:") != std::string::npos);
   CHECK(check_here.exit_code == 0);
   CHECK(check_here.out.starts_with("03 softmax "));
+  // attn list: softmax done, scaling with the score of its failed check.
+  fs::current_path(tree);
+  const auto list = run_attn({"list"});
+  fs::current_path(here);
+  CHECK(list.out.find("03  softmax              done") != std::string::npos);
+  CHECK(std::regex_search(list.out, std::regex(R"(\n02  scaling +0/[0-9]+ +why scores)")));
 
   // reset asks first: without a terminal and without --yes, nothing changes.
   const std::string refused =
