@@ -12,6 +12,7 @@
 #include "door.hpp"
 #include "io/npy.hpp"
 #include "lesson_io.hpp"
+#include "mine_option.hpp"
 #include "models.hpp"
 #include "options.hpp"
 #include "pretrained.hpp"
@@ -25,6 +26,7 @@ struct BackwardCliOptions {
   std::string model, weights, grad_output;
   ModelCliOptions models;
   CheckpointCliOptions pretrained;  // --pretrained, --text, --pair, --layer
+  bool mine = false;
 };
 
 // --grad-output, when given.
@@ -144,7 +146,14 @@ void setup(CLI::App& app, Context& context) {
   sub->add_option("--layer", o->pretrained.layer, "with --pretrained: the layer (default 0)")
       ->check(CLI::NonNegativeNumber)
       ->option_text("L");
+  add_mine_option(*sub, o->mine);
   door_callback(*sub, [o, sub, &context] {
+    if (o->mine && (!o->pretrained.pretrained.empty() || !o->model.empty())) {
+      throw Error(ErrorKind::bad_value, "backward",
+                  "it runs your softmax_backward on the lesson's own head: drop --model and "
+                  "--pretrained")
+          .about("mine");
+    }
     if (!o->pretrained.pretrained.empty()) {
       context.exit_code = run_pretrained(*o, *sub, context);
       return;
@@ -162,7 +171,9 @@ void setup(CLI::App& app, Context& context) {
       return;
     }
     refuse_model_options(*sub);
-    context.exit_code = publish(lessons::run_backward(o->lesson.lesson), o->lesson.output, context);
+    lessons::LessonRun run = lessons::run_backward(o->lesson.lesson);
+    add_mine_steps(run, o->mine);
+    context.exit_code = publish(run, o->lesson.output, context);
   });
 }
 

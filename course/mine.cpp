@@ -20,6 +20,8 @@ std::vector<MineCall> mine_calls(const std::string& lesson) {
   if (lesson == "softmax") return {{"softmax", {"masked|tempered|input"}, {{-1, "output"}}}};
   if (lesson == "positional-encoding")
     return {{"add_positions", {"input", "pe"}, {{-1, "output"}}}};
+  if (lesson == "backward")
+    return {{"softmax_backward", {"weights", "d_weights"}, {{-1, "d_softmax"}}}};
   if (lesson == "attention") {
     return {{"scaled_dot_product_attention",
              {"queries", "keys", "values", "mask"},

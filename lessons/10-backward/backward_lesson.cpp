@@ -175,14 +175,16 @@ LessonRun run_backward(const LessonOptions& options) {
 
   const AttentionGradients a = scaled_dot_product_attention_backward(s, g);
   const Tensor3 d_weights = batched_matmul_transposed(g, s.values);  // (B,T,T)
-  const Tensor3 d_scores =
-      softmax_backward(s.weights, d_weights) / std::sqrt(static_cast<float>(hs));
+  const Tensor3 d_softmax = softmax_backward(s.weights, d_weights);  // (B,T,T)
+  const Tensor3 d_scores = d_softmax / std::sqrt(static_cast<float>(hs));
   run.section("d_values");
   run.step("d_values", "dV = Pᵀ G", to_array(a.values));
   run.section("d_weights");
   run.step("d_weights", "dP = G Vᵀ", to_array(d_weights));
   run.section("d_scores");
-  run.step("d_scores", fmt::format("dS = P ⊙ (dP - rowsum(P ⊙ dP)) / √{}", hs), to_array(d_scores));
+  run.step("d_softmax", "P ⊙ (dP - rowsum(P ⊙ dP)): through the softmax", to_array(d_softmax));
+  run.step("d_scores", fmt::format("dS = P ⊙ (dP - rowsum(P ⊙ dP)) / √{}: through the scaling", hs),
+           to_array(d_scores));
   run.section("d_queries");
   run.step("d_queries", "dQ = dS K", to_array(a.queries));
   run.section("d_keys");

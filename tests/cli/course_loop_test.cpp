@@ -655,8 +655,8 @@ TEST_CASE("adding a folder again replaces its cases: one gone or hidden since le
 TEST_CASE("attn LESSON --mine runs the student's own functions on the lesson's tensors",
           "[course-loop]") {
   ScratchDir scratch("mine");
-  const fs::path tree = release_student_tree(scratch.path / "tree",
-                                             {"dot-product", "softmax", "positional-encoding"});
+  const fs::path tree = release_student_tree(
+      scratch.path / "tree", {"dot-product", "softmax", "positional-encoding", "backward"});
   const fs::path softmax = tree / "lessons" / "03-softmax" / "softmax_exercise.cpp";
   write_text(softmax, solution("03-softmax", "softmax_exercise"));
   const fs::path here = fs::current_path();
@@ -701,6 +701,16 @@ TEST_CASE("attn LESSON --mine runs the student's own functions on the lesson's t
   CHECK(positions.exit_code == 0);
   CHECK(positions.out.find("output from your add_positions(input, pe)") != std::string::npos);
   CHECK(positions.out.find("your output is attn's") != std::string::npos);
+
+  // softmax_backward on the lesson's P and dP, before the division by √hs.
+  write_text(tree / "lessons" / "10-backward" / "backward_exercise.cpp",
+             solution("10-backward", "backward_exercise"));
+  const auto backward = in_tree({"backward", "--mine", "--color", "never"});
+  INFO(backward.out << backward.err);
+  CHECK(backward.exit_code == 0);
+  CHECK(backward.out.find("d_softmax from your softmax_backward(weights, d_weights)") !=
+        std::string::npos);
+  CHECK(backward.out.find("your d_softmax is attn's") != std::string::npos);
 
   // The stub: what it threw, for each of the three steps it computes.
   const auto stub = in_tree({"dot-product", "--mine", "--color", "never"});
