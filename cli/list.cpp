@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <string>
 
 #include <fmt/format.h>
@@ -25,25 +24,10 @@ using course::Progress;
 
 namespace {
 
-// The title of an added exercise's lesson.md ("# Leaky ReLU" gives "Leaky ReLU"), as far as one
-// line of the list holds.
+// An added exercise's title: the first line of its lesson.md.
 std::string added_summary(const Exercise& exercise) {
-  std::ifstream in(exercise.folder / "lesson.md");
-  for (std::string line; std::getline(in, line);) {
-    const std::size_t start = line.find_first_not_of("# \t");
-    if (start == std::string::npos) continue;
-    std::string title = line.substr(start);
-    while (!title.empty() && (title.back() == '\r' || title.back() == ' '))
-      title.pop_back();
-    if (title.size() > 70) {
-      std::size_t cut = 67;
-      while (cut > 0 && (static_cast<unsigned char>(title[cut]) & 0xc0) == 0x80)
-        --cut;
-      title = title.substr(0, cut) + "...";
-    }
-    return "(added) " + title;
-  }
-  return "(added by your course)";
+  const std::string title = course::exercise_title(exercise);
+  return title.empty() ? "(added by your course)" : "(added) " + title;
 }
 
 // What the list says of an exercise: done; changed (passed, then edited since); its score at the

@@ -39,7 +39,8 @@ std::string read_bytes(const fs::path& path) {
 }
 
 // Files written into share/attn, each remembered with what was there before, so that a failure
-// puts every one back.
+// puts every one back: a file replaced or removed is first renamed aside (its mode, or the link
+// it was, kept), and renamed back on undo.
 class Installation {
  public:
   ~Installation() {
@@ -47,15 +48,10 @@ class Installation {
   }
   void write(const fs::path& path, const std::string& bytes) {
     std::error_code ec;
-    if (std::find_if(before_.begin(), before_.end(),
-                     [&](const auto& b) { return b.first == path; }) == before_.end()) {
-      std::optional<std::string> old;
-      if (fs::is_regular_file(path, ec)) old = read_bytes(path);
-      before_.emplace_back(path, old);
-    }
     for (fs::path dir = path.parent_path(); !fs::exists(dir, ec); dir = dir.parent_path())
       made_.push_back(dir);
     fs::create_directories(path.parent_path(), ec);
+    set_aside(path);
     const fs::path temporary =
         path.parent_path() / fmt::format(".{}.{}", path.filename().string(), getpid());
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
@@ -63,59 +59,98 @@ class Installation {
     out.close();
     if (!out || (fs::rename(temporary, path, ec), ec)) {
       fs::remove(temporary, ec);
-      throw Error(ErrorKind::write_failed, "assignments",
-                  fmt::format("cannot write {} ({}): add with the user that installed attn",
-                              path.string(), ec ? ec.message() : "write failed"));
+      throw cannot("write", path, ec);
     }
   }
-  void remove(const fs::path& path) {
+  void remove(const fs::path& path) { set_aside(path); }
+  void keep() {
+    kept_ = true;
     std::error_code ec;
-    if (std::find_if(before_.begin(), before_.end(),
-                     [&](const auto& b) { return b.first == path; }) == before_.end()) {
-      before_.emplace_back(path, read_bytes(path));
-    }
-    if (!fs::remove(path, ec) || ec) {
-      throw Error(ErrorKind::write_failed, "assignments",
-                  fmt::format("cannot remove {} ({}): add with the user that installed attn",
-                              path.string(), ec ? ec.message() : "remove failed"));
-    }
+    for (const Change& change : changes_)
+      if (!change.aside.empty()) fs::remove(change.aside, ec);
   }
-  void keep() { kept_ = true; }
   void undo() {
     std::error_code ec;
-    for (auto it = before_.rbegin(); it != before_.rend(); ++it) {
-      if (it->second) {
-        std::ofstream(it->first, std::ios::binary | std::ios::trunc) << *it->second;
-      } else {
-        fs::remove(it->first, ec);
-      }
+    for (auto it = changes_.rbegin(); it != changes_.rend(); ++it) {
+      fs::remove(it->path, ec);
+      if (!it->aside.empty()) fs::rename(it->aside, it->path, ec);
     }
     for (auto it = made_.rbegin(); it != made_.rend(); ++it)
       fs::remove_all(*it, ec);
   }
 
  private:
-  std::vector<std::pair<fs::path, std::optional<std::string>>> before_;
+  struct Change {
+    fs::path path;
+    fs::path aside;  // where what was at `path` waits; empty when there was nothing
+  };
+  static Error cannot(const char* what, const fs::path& path, const std::error_code& ec) {
+    return Error(ErrorKind::write_failed, "assignments",
+                 fmt::format("cannot {} {} ({}): add with the user that installed attn", what,
+                             path.string(), ec ? ec.message() : "write failed"));
+  }
+  // The first time `path` is touched: what is there (a file or a link) is renamed aside.
+  void set_aside(const fs::path& path) {
+    if (std::any_of(changes_.begin(), changes_.end(),
+                    [&](const Change& c) { return c.path == path; })) {
+      std::error_code ec;
+      if (fs::symlink_status(path, ec).type() != fs::file_type::not_found) fs::remove(path, ec);
+      return;
+    }
+    Change change{path, {}};
+    std::error_code ec;
+    if (fs::symlink_status(path, ec).type() != fs::file_type::not_found) {
+      change.aside =
+          path.parent_path() / fmt::format(".{}.attn-undo.{}", path.filename().string(), getpid());
+      fs::rename(path, change.aside, ec);
+      if (ec) throw cannot("replace", path, ec);
+    }
+    changes_.push_back(std::move(change));
+  }
+
+  std::vector<Change> changes_;
   std::vector<fs::path> made_;
   bool kept_ = false;
 };
 
-// Removes the files of `cases` (an installed lesson's cases/ folder) that `kept` does not name:
-// cases an earlier add installed that the folder added now no longer holds, or holds hidden.
-// Returns how many cases (.json files) went.
-int remove_stale_cases(Installation& install, const fs::path& cases,
-                       const std::vector<std::string>& kept) {
+// Each installed cases/ folder lists the files attn wrote into it (kWritten): adding a lesson
+// again removes those the folder added now no longer holds (or holds hidden, for the student's
+// course), and nothing else.
+constexpr const char* kWritten = ".attn-written";
+
+// Makes `cases` (an installed lesson's cases/ folder) ready for the files `kept`: the ones an
+// earlier add wrote that `kept` does not name are removed, and the list is `kept`. Returns how
+// many cases (.json files) went. attn::Error when `cases` is a link.
+int replace_cases(Installation& install, const fs::path& cases,
+                  const std::vector<std::string>& kept) {
   std::error_code ec;
-  std::vector<fs::path> stale;
-  for (const fs::directory_entry& entry : fs::directory_iterator(cases, ec)) {
-    const std::string file = entry.path().filename().string();
-    if (entry.is_regular_file(ec) && std::find(kept.begin(), kept.end(), file) == kept.end())
-      stale.push_back(entry.path());
+  const fs::file_type type = fs::symlink_status(cases, ec).type();
+  if (type == fs::file_type::symlink ||
+      (type != fs::file_type::not_found && type != fs::file_type::directory)) {
+    throw add_error(
+        fmt::format("{} is not a folder attn made (a link or a file): remove it, "
+                    "then add again",
+                    printable(cases.string())));
+  }
+  std::vector<std::string> written;
+  if (fs::symlink_status(cases / kWritten, ec).type() == fs::file_type::regular) {
+    std::istringstream list(read_bytes(cases / kWritten));
+    for (std::string name; std::getline(list, name);)
+      if (!name.empty() && name.find('/') == std::string::npos && name[0] != '.')
+        written.push_back(name);
   }
   int removed = 0;
-  for (const fs::path& path : stale) {
-    install.remove(path);
-    removed += path.extension() == ".json" ? 1 : 0;
+  for (const std::string& name : written) {
+    if (std::find(kept.begin(), kept.end(), name) != kept.end()) continue;
+    if (fs::symlink_status(cases / name, ec).type() != fs::file_type::regular) continue;
+    install.remove(cases / name);
+    removed += fs::path(name).extension() == ".json" ? 1 : 0;
+  }
+  if (!kept.empty() || !written.empty()) {
+    std::string list;
+    for (const std::string& name : kept)
+      list += name + "\n";
+    install.write(cases / kWritten, list);
   }
   return removed;
 }
@@ -255,7 +290,7 @@ AdditionReport add_to_student_course(const fs::path& tree) {
     }
     const std::vector<DataCase> tree_cases = read_data_cases(exercise.folder);
     const int removed =
-        remove_stale_cases(install, to / "cases", case_files(tree_cases, /*visible_only=*/true));
+        replace_cases(install, to / "cases", case_files(tree_cases, /*visible_only=*/true));
     for (const DataCase& c : tree_cases) {
       if (c.hidden) continue;
       const fs::path file = to / "cases" / c.file.filename();
@@ -393,8 +428,8 @@ AdditionReport add_to_course(const fs::path& folder,
     Touched entry{exercise, solution, {}};
     int removed = 0;
     for (const fs::path& root : {course, student}) {
-      const int gone = remove_stale_cases(install, root / "lessons" / name / "cases",
-                                          case_files(cases, /*visible_only=*/root == student));
+      const int gone = replace_cases(install, root / "lessons" / name / "cases",
+                                     case_files(cases, /*visible_only=*/root == student));
       if (root == course) removed = gone;
     }
     for (const DataCase& c : cases) {

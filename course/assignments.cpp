@@ -812,12 +812,18 @@ Progress load_progress(const fs::path& tree) {
   if (!json.is_object()) return progress;
   if (json.contains("lessons") && json["lessons"].is_object()) {
     for (const auto& [name, entry] : json["lessons"].items()) {
-      if (!entry.is_object()) continue;
+      // An entry with a field missing or of another type counts as never graded.
+      if (!entry.is_object() || !entry.contains("passed") || !entry["passed"].is_boolean() ||
+          !entry.contains("score") || !entry["score"].is_number() || !entry.contains("max_score") ||
+          !entry["max_score"].is_number() || !entry.contains("fingerprint") ||
+          !entry["fingerprint"].is_string()) {
+        continue;
+      }
       LessonProgress lesson;
-      lesson.passed = entry.value("passed", false);
-      lesson.score = entry.value("score", 0.0);
-      lesson.max_score = entry.value("max_score", 0.0);
-      lesson.fingerprint = entry.value("fingerprint", "");
+      lesson.passed = entry["passed"].get<bool>();
+      lesson.score = entry["score"].get<double>();
+      lesson.max_score = entry["max_score"].get<double>();
+      lesson.fingerprint = entry["fingerprint"].get<std::string>();
       progress.lessons[name] = lesson;
     }
   }
@@ -881,6 +887,21 @@ bool lesson_done(const Progress& progress, const Exercise& exercise) {
   const auto it = progress.lessons.find(exercise.lesson);
   return it != progress.lessons.end() && it->second.passed &&
          it->second.fingerprint == fingerprint(exercise.source());
+}
+
+std::string exercise_title(const Exercise& exercise) {
+  const fs::path path = exercise.folder / "lesson.md";
+  const std::optional<std::string> text = read_regular_file(
+      open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), 1 << 20);
+  if (!text) return "";
+  std::istringstream in(text->starts_with("\xef\xbb\xbf") ? text->substr(3) : *text);
+  for (std::string line; std::getline(in, line);) {
+    const std::size_t start = line.find_first_not_of("# \t\r");
+    if (start == std::string::npos) continue;
+    const std::size_t end = line.find_last_not_of(" \t\r");
+    return printable(line.substr(start, end + 1 - start), 70);
+  }
+  return "";
 }
 
 // The staged hints of hints.md: the text under each "## N" heading.

@@ -148,6 +148,10 @@ std::string fingerprint(const std::filesystem::path& file);
 // Passed at its last grading, and the source unchanged since.
 bool lesson_done(const Progress& progress, const Exercise& exercise);
 
+// The first line of text of the exercise's lesson.md, without its '#'s, printable and at most
+// about 70 characters; "" when there is none (no file, a link, not a file, over 1 MiB).
+std::string exercise_title(const Exercise& exercise);
+
 // The staged hints of the exercise's hints.md: the text under each "## N" heading.
 std::vector<std::string> read_hints(const Exercise& exercise);
 // "Progress: [#####>----] 3/9 exercises done" and the next exercise to do.

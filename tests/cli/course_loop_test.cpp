@@ -2,6 +2,7 @@
 // them alone; a folder of submissions grades to grades.csv; a student's check --all, hint without
 // a lesson, reset (asked, kept), compile errors cut to the first ones, compile_commands.json for
 // editors, and attn watch in a terminal (tmux) moving on as exercises pass.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -245,6 +246,17 @@ TEST_CASE(
   fs::current_path(here);
   CHECK(list.out.find("03  softmax              done") != std::string::npos);
   CHECK(std::regex_search(list.out, std::regex(R"(\n02  scaling +0/[0-9]+ +why scores)")));
+  // A progress file with a field of another type counts as no progress, and is written again.
+  write_text(tree / ".attn" / "progress.json", R"({"lessons": {"softmax": {"passed": 1}}})");
+  fs::current_path(tree);
+  const auto damaged = run_attn({"list"});
+  const auto rechecked = run_attn({"check", "softmax"});
+  const auto listed = run_attn({"list"});
+  fs::current_path(here);
+  CHECK(damaged.exit_code == 0);
+  CHECK(damaged.out.find("03  softmax              pending") != std::string::npos);
+  CHECK(rechecked.exit_code == 0);
+  CHECK(listed.out.find("03  softmax              done") != std::string::npos);
 
   // reset asks first: without a terminal and without --yes, nothing changes.
   const std::string refused =
@@ -539,6 +551,18 @@ TEST_CASE(
   CHECK(std::regex_search(
       listed,
       std::regex(R"(\n21  leaky-relu +done +\(added\) Leaky ReLU: x where x > 0, slope \* x)")));
+  // A title is shown printable, from a file only: never a FIFO's endless read.
+  const auto list_own = [&] {
+    return shell(fmt::format("cd '{}' && timeout 60 '{}' list 2>&1; echo EXIT=$?", tree.string(),
+                             (own / "bin" / "attn").string()));
+  };
+  write_text(relu / "lesson.md", "\xef\xbb\xbf# \x1b[2JLeaky\r\n");
+  CHECK(list_own().find("(added) \\x1b[2JLeaky\n") != std::string::npos);
+  fs::remove(relu / "lesson.md");
+  REQUIRE(mkfifo((relu / "lesson.md").c_str(), 0600) == 0);
+  const std::string fifo = list_own();
+  CHECK(fifo.find("(added by your course)") != std::string::npos);
+  CHECK(fifo.find("EXIT=0") != std::string::npos);
   const std::string run = run_own("leaky-relu");
   CHECK(run.find("'leaky-relu' is an exercise your course added, with no lesson to run: `attn "
                  "check leaky-relu`") != std::string::npos);
@@ -617,6 +641,9 @@ TEST_CASE("adding a folder again replaces its cases: one gone or hidden since le
   REQUIRE(add(first).find("EXIT=0") != std::string::npos);
   REQUIRE(fs::exists(student / "large.json"));
   const std::string mask_case = read_text(course / "mask-shape.json");
+  // A file attn did not write, and one it did whose mode someone changed.
+  write_text(course / "notes.txt", "the instructor's notes\n");
+  fs::permissions(course / "large.json", fs::perms::owner_read | fs::perms::owner_write);
 
   // Again, with mask-shape.json gone and large.json hidden, but large.json's values wrong:
   // refused, and both courses are as they were.
@@ -635,6 +662,8 @@ TEST_CASE("adding a folder again replaces its cases: one gone or hidden since le
   CHECK(refused.find("EXIT=2") != std::string::npos);
   CHECK(read_text(course / "mask-shape.json") == mask_case);
   CHECK(fs::exists(student / "large.json"));
+  CHECK(fs::status(course / "large.json").permissions() ==
+        (fs::perms::owner_read | fs::perms::owner_write));
 
   // With the right values: the hidden case leaves the student's course, the removed one both.
   write_additions(second);
@@ -650,6 +679,18 @@ TEST_CASE("adding a folder again replaces its cases: one gone or hidden since le
   CHECK(fs::exists(course / "large.json"));
   CHECK(!fs::exists(student / "large.json"));
   CHECK(!fs::exists(student / "mask-shape.json"));
+  CHECK(read_text(course / "notes.txt") == "the instructor's notes\n");
+
+  // A cases folder that is a link is not followed.
+  const fs::path elsewhere = scratch.path / "elsewhere";
+  write_text(elsewhere / "large.json", "{}");
+  fs::remove_all(student);
+  fs::create_directory_symlink(elsewhere, student);
+  const std::string linked = add(second);
+  INFO(linked);
+  CHECK(linked.find("is not a folder attn made (a link or a file)") != std::string::npos);
+  CHECK(linked.find("EXIT=2") != std::string::npos);
+  CHECK(read_text(elsewhere / "large.json") == "{}");
 }
 
 TEST_CASE("attn LESSON --mine runs the student's own functions on the lesson's tensors",
