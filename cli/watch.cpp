@@ -150,11 +150,18 @@ int run_watch(const WatchOptions& o) {
         std::fflush(stdout);
         return kExitOk;
       }
-      note = fmt::format("✓ {} is done; on to {}.\n\n", current->label(), next->label());
-      current = next;
-      std::fputs(screen.c_str(), stdout);
-      std::fflush(stdout);
-      continue;
+      if (next != current) {
+        note = fmt::format("✓ {} is done; on to {}.\n\n", current->label(), next->label());
+        current = next;
+        std::fputs(screen.c_str(), stdout);
+        std::fflush(stdout);
+        continue;
+      }
+      // It passed, yet it is the next one still: its progress could not be recorded.
+      screen += fmt::format(
+          "\n{} passes, but .attn/progress.json could not be written (is .attn a folder you can "
+          "write?), so watch stays on it: `attn watch LESSON` watches another.\n",
+          current->label());
     }
     inotify.watch(current->folder);
     screen += fmt::format(

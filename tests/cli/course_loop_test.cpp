@@ -381,6 +381,27 @@ TEST_CASE("attn watch checks on every save and moves on when an exercise passes 
   CHECK(screen.find("EXIT=0") != std::string::npos);
 }
 
+TEST_CASE("attn watch stays on a passing exercise whose progress cannot be recorded",
+          "[course-loop]") {
+  ScratchDir scratch("watch-unrecorded");
+  const fs::path tree = release_student_tree(scratch.path / "tree", {"scaling", "softmax"});
+  write_text(tree / "lessons" / "02-scaling" / "scaling_exercise.cpp",
+             solution("02-scaling", "scaling_exercise"));
+  // .attn is a file: the pass cannot be written, so the next unfinished exercise is this one.
+  fs::remove_all(tree / ".attn");
+  write_text(tree / ".attn", "");
+  const fs::path out = scratch.path / "watch.txt";
+  const std::string seen = shell(fmt::format(
+      "cd '{}' && (timeout 120 '{}' watch </dev/null >'{}' 2>&1 & pid=$!; for i in $(seq 1200); "
+      "do grep -q '^Watching' '{}' && break; sleep 0.1; done; kill $pid); cat '{}'",
+      tree.string(), ATTN_EXECUTABLE, out.string(), out.string(), out.string()));
+  INFO(seen);
+  CHECK(seen.find("02 scaling passes, but .attn/progress.json could not be written") !=
+        std::string::npos);
+  CHECK(seen.find("is done; on to") == std::string::npos);
+  CHECK(seen.find("Watching lessons/02-scaling/scaling_exercise.cpp") != std::string::npos);
+}
+
 namespace {
 
 // An instructor's additions: two cases for softmax (one hidden, expecting a throw) and a new
