@@ -7,6 +7,7 @@
 #include "base/error.hpp"
 #include "data_cases.hpp"
 #include "grader.hpp"
+#include "report.hpp"
 
 namespace attn::course {
 
@@ -81,7 +82,7 @@ MineRun run_mine(const fs::path& tree, const std::string& lesson,
   GradeOptions options;
   const CallsOutcome outcome = run_student_calls(exercise, cases, options);
   if (!outcome.built) {
-    run.problem = outcome.build_log;
+    run.problem = escape_controls(outcome.build_log);
     return run;
   }
   for (std::size_t i = 0; i < calls.size(); ++i) {
@@ -92,7 +93,7 @@ MineRun run_mine(const fs::path& tree, const std::string& lesson,
       const Array* attns = find_step(steps, step);
       const CallResult& result = outcome.calls[i];
       if (!result.returned) {
-        mine.detail = result.problem;
+        mine.detail = escape_controls(result.problem);  // the student's text: never raw
       } else if (attns == nullptr) {
         mine.detail = "attn's run has no such step to compare with";
       } else {

@@ -763,6 +763,18 @@ TEST_CASE("attn LESSON --mine runs the student's own functions on the lesson's t
   CHECK(positions.exit_code == 0);
   CHECK(positions.out.find("output from your add_positions(input, pe)") != std::string::npos);
   CHECK(positions.out.find("your output is attn's") != std::string::npos);
+  // What the student's code throws reaches the terminal escaped.
+  std::string escaping = solution("06-positional-encoding", "positional_encoding_exercise");
+  const std::string body = "Tensor3 add_positions(const Tensor3& x, const Tensor2& pe) {";
+  REQUIRE(escaping.find(body) != std::string::npos);
+  escaping.insert(escaping.find(body) + body.size(),
+                  "\n  throw std::invalid_argument(\"\\x1b[2Jcleared\");");
+  write_text(tree / "lessons" / "06-positional-encoding" / "positional_encoding_exercise.cpp",
+             escaping);
+  const auto escaped = in_tree({"positional-encoding", "--mine", "--color", "never"});
+  CHECK(escaped.exit_code == 1);
+  CHECK(escaped.out.find('\x1b') == std::string::npos);
+  CHECK(escaped.out.find("threw std::invalid_argument: ^[[2Jcleared") != std::string::npos);
 
   // softmax_backward on the lesson's P and dP, before the division by √hs.
   write_text(tree / "lessons" / "10-backward" / "backward_exercise.cpp",
