@@ -260,6 +260,7 @@ AdditionReport add_to_student_course(const fs::path& tree) {
   const fs::path student = tool.student_course();
   const std::vector<Exercise> existing = find_exercises(student);
   AdditionReport report;
+  const HeldSignals held;  // a signal stops the add after what it wrote is put back
   Installation install;
   for (const Exercise& exercise : find_exercises(tree)) {
     const fs::path to = student / "lessons" / exercise.folder.filename();
@@ -309,6 +310,7 @@ AdditionReport add_to_student_course(const fs::path& tree) {
   }
   if (report.lines.empty()) report.lines.push_back("nothing new: this attn has every exercise");
   report.next = "Run their visible tests with `attn check LESSON` in your tree.";
+  if (ending_signal_held()) throw add_error("stopped by a signal: nothing was added");
   install.keep();
   return report;
 }
@@ -343,6 +345,7 @@ AdditionReport add_to_course(const fs::path& folder,
   if (lessons.empty()) throw add_error("lessons/ holds no lesson folder: nothing to add");
 
   AdditionReport report;
+  const HeldSignals held;  // a signal stops the add after what it wrote is put back
   Installation install;
   struct Touched {
     Exercise exercise;  // in the instructor's course
@@ -463,6 +466,7 @@ AdditionReport add_to_course(const fs::path& folder,
       continue;
     }
     const LessonOutcome solved = grade_source(t.exercise, t.solution);
+    if (ending_signal_held()) throw add_error("stopped by a signal: nothing was added");
     if (!solved.passed()) {
       throw add_error(fmt::format(
           "the solution of {} fails its tests, so nothing was added; fix the case or the "
@@ -484,6 +488,7 @@ AdditionReport add_to_course(const fs::path& folder,
       "Each solution passes every case. Release again for students and Gradescope: `attn "
       "assignments release --out DIR --grader DIR`; a student's attn takes the new exercises "
       "from the released tree with `attn assignments add TREE`.";
+  if (ending_signal_held()) throw add_error("stopped by a signal: nothing was added");
   install.keep();
   return report;
 }

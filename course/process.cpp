@@ -358,9 +358,22 @@ void guard_cleans_up() {
   }
 }
 
+// While HeldSignals lives: the first ending signal, kept for its end.
+volatile sig_atomic_t holding = 0;
+volatile sig_atomic_t held_signal = 0;
+
 // SIGTERM, SIGINT and SIGHUP: the guard ends what attn started and removes its folders, then
-// attn ends by the same signal (its exit status 128 + the signal's number).
+// attn ends by the same signal (its exit status 128 + the signal's number). While signals are
+// held, the signal is kept instead, and the children running are ended.
 void end_by_signal(int sig) {
+  if (holding != 0) {
+    if (held_signal == 0) {
+      held_signal = sig;
+      static const char message[] = "\nattn: stopping: putting back what it changed first\n";
+      (void)!write(STDERR_FILENO, message, sizeof message - 1);
+    }
+    return;
+  }
   if (guard_socket >= 0 && send(guard_socket, &kFinish, 1, MSG_NOSIGNAL) == 1) {
     char done = 0;
     while (recv(guard_socket, &done, 1, 0) < 0 && errno == EINTR) {
@@ -420,6 +433,21 @@ void tell_guard(char what, pid_t group, const std::string& path = "") {
 }
 
 }  // namespace
+
+HeldSignals::HeldSignals() {
+  start_guard();
+  holding = 1;
+}
+
+HeldSignals::~HeldSignals() {
+  holding = 0;
+  const int sig = held_signal;
+  if (sig != 0) end_by_signal(sig);
+}
+
+bool ending_signal_held() {
+  return held_signal != 0;
+}
 
 void guard_folder(const std::filesystem::path& folder) {
   tell_guard(kAddFolder, 0, std::filesystem::absolute(folder).string());
@@ -639,6 +667,10 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       result.timed_out = true;
+      kill(-pid, SIGKILL);
+      break;
+    }
+    if (held_signal != 0) {  // attn is stopping: the child's work is no longer wanted
       kill(-pid, SIGKILL);
       break;
     }

@@ -67,6 +67,19 @@ struct ProcessResult {
 void guard_folder(const std::filesystem::path& folder);
 void release_folder(const std::filesystem::path& folder);  // removed by its owner: forget it
 
+// While one lives, SIGTERM, SIGINT and SIGHUP are held rather than ending attn at once: the
+// children running are ended, ending_signal_held() turns true so that the work stops where it
+// can put things back, and the destructor then ends attn by that signal. Declared before what it
+// protects (an installation rolled back by its destructor), so that it ends after it.
+class HeldSignals {
+ public:
+  HeldSignals();
+  ~HeldSignals();
+  HeldSignals(const HeldSignals&) = delete;
+  HeldSignals& operator=(const HeldSignals&) = delete;
+};
+bool ending_signal_held();
+
 // Runs argv[0] (searched on PATH) with argv; never throws for the child's failures.
 ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& options);
 

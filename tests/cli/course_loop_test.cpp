@@ -712,6 +712,28 @@ TEST_CASE("adding a folder again replaces its cases: one gone or hidden since le
   CHECK(linked.find("is not a folder attn made (a link or a file)") != std::string::npos);
   CHECK(linked.find("EXIT=2") != std::string::npos);
   CHECK(read_text(elsewhere / "large.json") == "{}");
+
+  // Stopped while it grades (SIGTERM; a background job of a shell ignores Ctrl-C's SIGINT): what
+  // it wrote is put back, then it ends by the signal.
+  fs::remove(student);
+  const auto snapshot = [&] {
+    return shell(
+        fmt::format("cd '{}' && find . -print0 | sort -z | xargs -0 ls -ld "
+                    "--time-style=+ | awk '{{print $1, $5, $7}}'; find . -type f -print0 "
+                    "| sort -z | xargs -0 md5sum",
+                    share.string()));
+  };
+  const std::string before = snapshot();
+  const fs::path log = scratch.path / "interrupted.txt";
+  const std::string status = shell(fmt::format(
+      "'{}' assignments add '{}' >'{}' 2>&1 & pid=$!; for i in $(seq 1200); do grep -q 'grading "
+      "the solutions' '{}' && break; sleep 0.1; done; kill -TERM $pid; wait $pid; echo $?",
+      (installed / "bin" / "attn").string(), first.string(), log.string(), log.string()));
+  INFO(read_text(log));
+  CHECK(status == "143\n");
+  CHECK(read_text(log).find("attn: stopping: putting back what it changed first") !=
+        std::string::npos);
+  CHECK(snapshot() == before);
 }
 
 TEST_CASE("attn LESSON --mine runs the student's own functions on the lesson's tensors",
