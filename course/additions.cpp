@@ -368,6 +368,12 @@ AdditionReport add_to_course(const fs::path& folder,
                         "a number of its own",
                         name, exercise.number, other.label()));
       }
+      if (other.lesson == exercise.lesson && other.folder.filename() != name) {
+        throw add_error(
+            fmt::format("lessons/{}: {} is named {} already; give the new exercise a name of "
+                        "its own",
+                        name, other.label(), exercise.lesson));
+      }
     }
     std::string solution;
     if (new_exercise) {
@@ -416,7 +422,8 @@ AdditionReport add_to_course(const fs::path& folder,
                     core_calls(tool, exercise.stem + ".cpp", solution));
     } else {
       for (const fs::directory_entry& entry : fs::directory_iterator(from, ec)) {
-        if (entry.path().filename() != "cases") {
+        const std::string file = entry.path().filename().string();
+        if (file != "cases" && !file.starts_with(".")) {  // .DS_Store and the like: skipped
           throw add_error(
               fmt::format("lessons/{}/{}: {} is one of attn's exercises, which takes "
                           "cases/ alone",
@@ -448,10 +455,10 @@ AdditionReport add_to_course(const fs::path& folder,
       }
     }
     report.lines.push_back(fmt::format(
-        "{:02} {}: {}{} case{} ({} points visible, {} hidden in {} case{}){}", exercise.number,
+        "{:02} {}: {}{} case{} ({} point{} visible, {} hidden in {} case{}){}", exercise.number,
         exercise.lesson, new_exercise ? "a new exercise with " : "", cases.size(),
-        cases.size() == 1 ? "" : "s", number_string(points), number_string(hidden_points), hidden,
-        hidden == 1 ? "" : "s", removed_text(removed)));
+        cases.size() == 1 ? "" : "s", number_string(points), points == 1.0 ? "" : "s",
+        number_string(hidden_points), hidden, hidden == 1 ? "" : "s", removed_text(removed)));
     touched.push_back(std::move(entry));
   }
 

@@ -346,7 +346,10 @@ std::string compare(const Node& got, const Node& want, const DataCase& c,
     for (std::size_t i = 0; i < expected.size(); ++i) {
       if (!close_enough(got.data[i], expected[i], c.atol, c.rtol)) {
         if (differ++ == 0) first = i;
-        worst = std::max(worst, std::fabs(got.data[i] - expected[i]));
+        // A NaN got (or an infinity against another) is the largest difference of all.
+        const double difference = std::fabs(got.data[i] - expected[i]);
+        worst = std::isnan(difference) || std::isnan(worst) ? difference + worst
+                                                            : std::max(worst, difference);
       }
     }
     if (differ == 0) return "";

@@ -702,6 +702,12 @@ TEST_CASE("adding a folder again replaces its cases: one gone or hidden since le
   CHECK(!fs::exists(student / "mask-shape.json"));
   CHECK(read_text(course / "notes.txt") == "the instructor's notes\n");
 
+  // A new exercise named as one of attn's.
+  fs::create_directories(scratch.path / "clash" / "lessons" / "30-softmax");
+  const std::string clash = add(scratch.path / "clash");
+  CHECK(clash.find("lessons/30-softmax: 03 softmax is named softmax already") != std::string::npos);
+  CHECK(clash.find("EXIT=2") != std::string::npos);
+
   // A cases folder that is a link is not followed.
   const fs::path elsewhere = scratch.path / "elsewhere";
   write_text(elsewhere / "large.json", "{}");
@@ -797,6 +803,16 @@ TEST_CASE("attn LESSON --mine runs the student's own functions on the lesson's t
   CHECK(escaped.exit_code == 1);
   CHECK(escaped.out.find('\x1b') == std::string::npos);
   CHECK(escaped.out.find("threw std::invalid_argument: ^[[2Jcleared") != std::string::npos);
+  // NaN everywhere: the largest difference is NaN, not 0.
+  std::string nan = solution("06-positional-encoding", "positional_encoding_exercise");
+  nan.insert(nan.find(body) + body.size(),
+             "\n  Tensor3 y = x;\n  for (float& v : y)\n    v = std::nanf(\"\");\n  return y;");
+  write_text(tree / "lessons" / "06-positional-encoding" / "positional_encoding_exercise.cpp",
+             "#include <cmath>\n" + nan);
+  const auto nans = in_tree({"positional-encoding", "--mine", "--color", "never"});
+  INFO(nans.out);
+  CHECK(nans.exit_code == 1);
+  CHECK(nans.out.find("(largest difference nan)") != std::string::npos);
 
   // softmax_backward on the lesson's P and dP, before the division by √hs.
   write_text(tree / "lessons" / "10-backward" / "backward_exercise.cpp",
