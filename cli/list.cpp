@@ -18,7 +18,6 @@ using course::Exercise;
 using course::exercise_progress_text;
 using course::find_exercises;
 using course::find_tree;
-using course::lesson_done;
 using course::load_progress;
 using course::Progress;
 
@@ -33,13 +32,11 @@ std::string added_summary(const Exercise& exercise) {
 // What the list says of an exercise: done; changed (passed, then edited since); its score at the
 // last check, when that failed and the file is as it was; pending otherwise.
 std::string status(const Progress& progress, const Exercise& exercise) {
-  if (lesson_done(progress, exercise)) return "done";
   const auto it = progress.lessons.find(exercise.lesson);
   if (it == progress.lessons.end()) return "pending";
-  if (it->second.passed) return "changed";
-  if (it->second.fingerprint == course::fingerprint(exercise.source()))
-    return fmt::format("{:g}/{:g}", it->second.score, it->second.max_score);
-  return "pending";
+  const bool unchanged = it->second.fingerprint == course::fingerprint(exercise.source());
+  if (it->second.passed) return unchanged ? "done" : "changed";
+  return unchanged ? fmt::format("{:g}/{:g}", it->second.score, it->second.max_score) : "pending";
 }
 
 void setup(CLI::App& app, Context& context) {
